@@ -1,0 +1,99 @@
+/* check.h — minimal test harness for hakmem's tests.
+ *
+ * CHECK(cond)            count a failure (file:line + expression) and go on
+ * CHECKF(cond, fmt, ...) same, with a printf-style explanation
+ * CHECK_FATAL(cond)      count, print and exit(1) at once
+ * check_done(name)       print a summary line; returns the process exit code
+ *
+ * Counters are atomic: CHECK may be used from any thread. Only the first
+ * CHECK_MAX_PRINT failures are printed so a broken heap cannot flood the log.
+ * HAKMEM_TEST_STUB is defined only by the developer's glibc-only stub build;
+ * checks of hakmem-specific facts are skipped (loudly) there. */
+#ifndef HAKMEM_TESTS_CHECK_H
+#define HAKMEM_TESTS_CHECK_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#define CHECK_MAX_PRINT 50
+
+#ifdef __cplusplus
+#include <atomic>
+static std::atomic<long> check_failures_, check_count_;
+#define CHK_INC_(v) ((v).fetch_add(1, std::memory_order_relaxed))
+#define CHK_LOAD_(v) ((v).load())
+#else
+#include <stdatomic.h>
+static _Atomic long check_failures_;
+static _Atomic long check_count_;
+#define CHK_INC_(v) atomic_fetch_add_explicit(&(v), 1, memory_order_relaxed)
+#define CHK_LOAD_(v) atomic_load(&(v))
+#endif
+
+#define CHECK_REPORT_(fmt, ...)                                              \
+  do {                                                                       \
+    long n_ = CHK_INC_(check_failures_);                         \
+    if (n_ < CHECK_MAX_PRINT)                                                \
+      fprintf(stderr, "%s:%d: CHECK failed: " fmt "\n", __FILE__, __LINE__,  \
+              __VA_ARGS__);                                                  \
+  } while (0)
+
+#define CHECK(cond)                                                          \
+  do {                                                                       \
+    CHK_INC_(check_count_);       \
+    if (!(cond)) CHECK_REPORT_("%s", #cond);                                 \
+  } while (0)
+
+#define CHECKF(cond, ...)                                                    \
+  do {                                                                       \
+    CHK_INC_(check_count_);       \
+    if (!(cond)) {                                                           \
+      char m_[256];                                                          \
+      snprintf(m_, sizeof m_, __VA_ARGS__);                                  \
+      CHECK_REPORT_("%s (%s)", #cond, m_);                                   \
+    }                                                                        \
+  } while (0)
+
+#define CHECK_FATAL(cond)                                                    \
+  do {                                                                       \
+    if (!(cond)) {                                                           \
+      fprintf(stderr, "%s:%d: FATAL check failed: %s\n", __FILE__, __LINE__, \
+              #cond);                                                        \
+      exit(1);                                                               \
+    }                                                                        \
+  } while (0)
+
+static inline long check_failures(void) { return CHK_LOAD_(check_failures_); }
+
+static inline int check_done(const char *name) {
+  long f = CHK_LOAD_(check_failures_), c = CHK_LOAD_(check_count_);
+  fprintf(stderr, "%s: %ld checks, %ld failed\n", name, c, f);
+  return f ? 1 : 0;
+}
+
+#ifdef HAKMEM_TEST_STUB
+#define HK_STUB 1
+#define HK_SKIP_NOTE(what) \
+  fprintf(stderr, "note: skipped on the glibc stub build: %s\n", what)
+#else
+#define HK_STUB 0
+#define HK_SKIP_NOTE(what) ((void)0)
+#endif
+
+/* Plain builds (not linked to hakmem, run under LD_PRELOAD) find hakmem's
+ * API, when it is there, by name. */
+#ifdef HK_TEST_PLAIN
+#include <dlfcn.h>
+static inline int hk_plain_active(void) {
+  int (*f)(void) = (int (*)(void))dlsym(RTLD_DEFAULT, "hak_is_active");
+  return f ? f() : 0;
+}
+/* HAKMEM_TEST_EXPECT_ACTIVE=1 (set by preload_programs.sh) makes "hakmem is
+ * the process's malloc" a checked fact. */
+static inline int hk_plain_expect_active(void) {
+  const char *e = getenv("HAKMEM_TEST_EXPECT_ACTIVE");
+  return e && e[0] == '1';
+}
+#endif
+
+#endif
