@@ -1,0 +1,38 @@
+# Thin wrapper over CMake. `make` = release build in build/,
+# `make debug` = assertions and heap checks in build-debug/.
+JOBS    ?= $(shell nproc)
+CMAKE   ?= cmake
+
+.PHONY: all release debug test test-release test-debug bench bench-full soak clean
+
+all: release
+
+release:
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(CMAKE) --build build -j $(JOBS)
+
+debug:
+	@$(CMAKE) -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DHAKMEM_DEBUG=ON >/dev/null
+	@$(CMAKE) --build build-debug -j $(JOBS)
+
+# The whole suite, on the release build and again on the debug build.
+test: release debug
+	@bash tests/run_tests.sh build build-debug
+
+test-release: release
+	@bash tests/run_tests.sh build
+
+test-debug: debug
+	@bash tests/run_tests.sh build-debug
+
+bench: release
+	@python3 bench/harness.py --quick
+
+bench-full: release
+	@python3 bench/harness.py --full
+
+soak: release
+	@python3 bench/harness.py --soak $(if $(MINUTES),--minutes $(MINUTES),)
+
+clean:
+	rm -rf build build-debug

@@ -1,0 +1,139 @@
+#define _GNU_SOURCE
+#include "alloc.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../include/hakmem.h"
+#include "large.h"
+#include "remote.h"
+#include "slab.h"
+
+void *hk_malloc_large(size_t n) {
+  if (HK_UNLIKELY(n > HK_MAX_ALLOC)) { errno = ENOMEM; return NULL; }
+  return hk_large_alloc(n, 0, false);
+}
+
+void hk_free_slow(void *p) {
+  if (p == NULL) return;
+  unsigned kind = hk_chunk_kind(p);
+  if (kind >= HK_CHUNK_LARGE) { hk_large_free(p, kind); return; }
+  hk_report_invalid("free", p, "not allocated by hakmem");
+}
+
+void hk_free_remote_checked(hk_slab_t *s, void *p) {
+  if (HK_UNLIKELY(s->state == HK_SLAB_UNUSED || !hk_slab_contains(s, p))) {
+    hk_report_invalid("free", p, "not a live hakmem block");
+    return;
+  }
+  hk_free_remote(s, (hk_block_t *)p);
+}
+
+void *hk_calloc(size_t count, size_t size) {
+  size_t n;
+  if (HK_UNLIKELY(__builtin_mul_overflow(count, size, &n))) { errno = ENOMEM; return NULL; }
+  if (HK_LIKELY(n <= HK_MID_MAX)) {
+    void *p = hk_alloc_class(hk_class_of(n));
+    if (HK_LIKELY(p != NULL)) memset(p, 0, n);
+    return p;
+  }
+  if (HK_UNLIKELY(n > HK_MAX_ALLOC)) { errno = ENOMEM; return NULL; }
+  return hk_large_alloc(n, 0, true);
+}
+
+/* Usable size of a live block; 0 for anything else. */
+size_t hk_usable(const void *p) {
+  if (p == NULL) return 0;
+  unsigned kind = hk_chunk_kind(p);
+  if (kind == HK_CHUNK_SUPERSLAB) {
+    hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
+    if (s->state == HK_SLAB_UNUSED || !hk_slab_contains(s, p)) return 0;
+    return s->block_size;
+  }
+  if (kind >= HK_CHUNK_LARGE) return hk_large_usable(p, kind);
+  return 0;
+}
+
+bool hk_owns_block(const void *p) {
+  if (p == NULL) return false;
+  unsigned kind = hk_chunk_kind(p);
+  if (kind == HK_CHUNK_SUPERSLAB) {
+    hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
+    if (s->state == HK_SLAB_UNUSED || !hk_slab_contains(s, p)) return false;
+    return ((size_t)((const uint8_t *)p - s->start) % s->block_size) == 0;
+  }
+  if (kind >= HK_CHUNK_LARGE) return hk_large_usable(p, kind) != 0;
+  return false;
+}
+
+void *hk_realloc(void *p, size_t n) {
+  if (p == NULL) return hk_malloc_inline(n);
+  if (n == 0) { hk_free_inline(p); return NULL; }  /* glibc's behaviour */
+  unsigned kind = hk_chunk_kind(p);
+  if (kind >= HK_CHUNK_LARGE) {
+    if (n > HK_MID_MAX) return hk_large_realloc(p, kind, n);
+    /* a large block shrinking into the slab tiers moves */
+  } else if (kind != HK_CHUNK_SUPERSLAB) {
+    hk_report_invalid("realloc", p, "not allocated by hakmem");
+    errno = EINVAL;
+    return NULL;
+  }
+  size_t have = hk_usable(p);
+  if (have == 0) {
+    hk_report_invalid("realloc", p, "not a live hakmem block");
+    errno = EINVAL;
+    return NULL;
+  }
+  if (kind == HK_CHUNK_SUPERSLAB && n <= have && n >= have / 2) return p;
+  void *q = hk_malloc_inline(n);
+  if (HK_UNLIKELY(q == NULL)) return NULL;
+  memcpy(q, p, n < have ? n : have);
+  hk_free_inline(p);
+  return q;
+}
+
+void *hk_aligned(size_t align, size_t n) {
+  if (align <= 16) return hk_malloc_inline(n);
+  if (n <= HK_MID_MAX && align <= HK_SLAB_ALIGN_MAX) {
+    /* a class whose size is a multiple of align: slab starts are 4 KiB
+     * aligned, so every block of it is aligned */
+    size_t m = n > align ? n : align;
+    for (unsigned cls = hk_class_of(m); cls < HK_NCLASS; cls++)
+      if ((hk_class_bytes(cls) & (align - 1)) == 0) return hk_alloc_class(cls);
+  }
+  if (n > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
+  return hk_large_alloc(n, align, false);
+}
+
+/* ---- hakmem.h ----------------------------------------------------------------- */
+
+HK_EXPORT void *hak_malloc(size_t size) { return hk_malloc_inline(size); }
+HK_EXPORT void hak_free(void *ptr) { hk_free_inline(ptr); }
+HK_EXPORT void *hak_calloc(size_t count, size_t size) { return hk_calloc(count, size); }
+HK_EXPORT void *hak_realloc(void *ptr, size_t size) { return hk_realloc(ptr, size); }
+HK_EXPORT size_t hak_usable_size(const void *ptr) { return hk_usable(ptr); }
+
+HK_EXPORT void *hak_aligned_alloc(size_t alignment, size_t size) {
+  if (alignment == 0 || (alignment & (alignment - 1)) != 0) { errno = EINVAL; return NULL; }
+  return hk_aligned(alignment, size);
+}
+
+#define HK_STR2(x) #x
+#define HK_STR(x) HK_STR2(x)
+HK_EXPORT const char *hak_version(void) {
+  return HK_STR(HAKMEM_VERSION_MAJOR) "." HK_STR(HAKMEM_VERSION_MINOR) "." HK_STR(HAKMEM_VERSION_PATCH);
+}
+
+HK_EXPORT int hak_owns(const void *ptr) { return hk_owns_block(ptr) ? 1 : 0; }
+
+/* Ask the process's own malloc (whatever the dynamic linker bound the name
+ * to) for a block, and see whether it is ours. */
+HK_EXPORT int hak_is_active(void) {
+  void *(*volatile m)(size_t) = malloc;
+  void (*volatile f)(void *) = free;
+  void *p = m(24);
+  int ours = hk_owns_block(p) ? 1 : 0;
+  f(p);
+  return ours;
+}

@@ -1,0 +1,56 @@
+/* API layer: the malloc and free fast paths, inline, used by both the hak_*
+ * functions and the malloc overrides. Stats, debug and hardening hooks go in
+ * the hk_hook_* inlines, which compile to nothing when off. */
+#ifndef HK_ALLOC_H
+#define HK_ALLOC_H
+
+#include "chunk_map.h"
+#include "heap.h"
+#include "size_class.h"
+
+void  *hk_malloc_large(size_t n);                  /* n > HK_MID_MAX       */
+void   hk_free_slow(void *p);                      /* NULL, large, foreign */
+void   hk_free_remote_checked(hk_slab_t *s, void *p);
+void  *hk_calloc(size_t count, size_t size);
+void  *hk_realloc(void *p, size_t n);
+void  *hk_aligned(size_t align, size_t n);        /* align: power of two  */
+size_t hk_usable(const void *p);
+bool   hk_owns_block(const void *p);
+
+HK_INLINE void hk_hook_alloc(void *p, unsigned cls) { (void)p; (void)cls; }
+HK_INLINE void hk_hook_free(void *p, hk_slab_t *s) { (void)p; (void)s; }
+
+HK_INLINE void *hk_alloc_class(unsigned cls) {
+  hk_heap_t *h = hk_tls_heap;
+  hk_slab_t *s = h->cur[cls];
+  hk_block_t *b = s->free;
+  if (HK_UNLIKELY(b == NULL)) return hk_heap_alloc_slow(h, cls);
+  s->free = b->next;
+  s->used++;
+  hk_hook_alloc(b, cls);
+  return b;
+}
+
+HK_INLINE void *hk_malloc_inline(size_t n) {
+  if (HK_LIKELY(n <= HK_MID_MAX)) return hk_alloc_class(hk_class_of(n));
+  return hk_malloc_large(n);
+}
+
+HK_INLINE void hk_free_inline(void *p) {
+  if (HK_UNLIKELY(hk_chunk_kind(p) != HK_CHUNK_SUPERSLAB)) {
+    hk_free_slow(p);
+    return;
+  }
+  hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
+  hk_hook_free(p, s);
+  if (HK_LIKELY(s->owner == hk_thread_id())) {
+    hk_block_t *b = (hk_block_t *)p;
+    b->next = s->local_free;
+    s->local_free = b;
+    if (HK_UNLIKELY(--s->used == 0 || s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
+    return;
+  }
+  hk_free_remote_checked(s, p);
+}
+
+#endif

@@ -1,0 +1,32 @@
+/* Chunk map: one byte per 2 MiB of address space saying what hakmem keeps
+ * there. free() reads it to tell its own pointers from foreign ones before
+ * touching any metadata: a flat array indexed by address, not a hash. */
+#ifndef HK_CHUNK_MAP_H
+#define HK_CHUNK_MAP_H
+
+#include "config.h"
+
+#define HK_MAP_BITS 26                      /* 2^26 chunks * 2 MiB = 2^47 bytes */
+#define HK_MAP_LEN  ((size_t)1 << HK_MAP_BITS)
+
+enum {
+  HK_CHUNK_NONE = 0,
+  HK_CHUNK_SUPERSLAB = 1,   /* a superslab starts at this chunk          */
+  HK_CHUNK_LARGE = 2,       /* a large block's header is k chunks back:   */
+  /* value 2 + k, k in [0, 253] */
+};
+#define HK_CHUNK_LARGE_MAX_BACK 253
+
+extern uint8_t hk_chunk_map[HK_MAP_LEN];
+
+HK_INLINE size_t hk_chunk_index(uintptr_t a) { return (a >> HK_SS_SHIFT) & (HK_MAP_LEN - 1); }
+
+HK_INLINE unsigned hk_chunk_kind(const void *p) {
+  return __atomic_load_n(&hk_chunk_map[hk_chunk_index((uintptr_t)p)], __ATOMIC_RELAXED);
+}
+
+HK_INLINE void hk_chunk_set(const void *p, unsigned kind) {
+  __atomic_store_n(&hk_chunk_map[hk_chunk_index((uintptr_t)p)], (uint8_t)kind, __ATOMIC_RELEASE);
+}
+
+#endif

@@ -1,0 +1,51 @@
+/* Compile-time constants and compiler helpers shared by every layer. */
+#ifndef HK_CONFIG_H
+#define HK_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdbool.h>
+
+#define HK_LIKELY(x)   __builtin_expect(!!(x), 1)
+#define HK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define HK_INLINE      static inline __attribute__((always_inline))
+#define HK_NOINLINE    __attribute__((noinline))
+#define HK_COLD        __attribute__((cold, noinline))
+#define HK_EXPORT      __attribute__((visibility("default")))
+#define HK_CACHE_LINE  64
+
+/* Superslab: 2 MiB-aligned region holding slabs and their metadata. */
+#define HK_SS_SHIFT    21
+#define HK_SS_SIZE     ((size_t)1 << HK_SS_SHIFT)
+#define HK_SS_MASK     (HK_SS_SIZE - 1)
+#define HK_PAGE        ((size_t)4096)
+
+/* Tiers. */
+#define HK_SMALL_MAX   1024            /* tiny: 64 KiB slabs      */
+#define HK_MID_MAX     (32 * 1024)     /* mid: 256 KiB slabs      */
+#define HK_NCLASS      72
+#define HK_NCLASS_SMALL 32             /* classes 0..31 are <= 1 KiB */
+
+/* Blocks a slab may hand out aligned: slab starts are 4 KiB aligned. */
+#define HK_SLAB_ALIGN_MAX HK_PAGE
+
+#define HK_MAX_ALLOC   ((size_t)PTRDIFF_MAX - 2 * HK_SS_SIZE)
+
+#ifdef HK_DEBUG
+#define HK_ASSERT(c) ((c) ? (void)0 : hk_assert_fail(#c, __FILE__, __LINE__))
+#else
+#define HK_ASSERT(c) ((void)0)
+#endif
+
+void hk_assert_fail(const char *expr, const char *file, int line)
+    __attribute__((noreturn, cold));
+/* Message to stderr without allocating. */
+void hk_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Report a heap error ("hakmem: invalid free(0x..): reason") and abort()
+ * (returns, after the report, only when HAKMEM_ABORT_ON_INVALID=0). */
+void hk_report_invalid(const char *what, const void *p, const char *reason)
+    __attribute__((cold, noinline));
+
+HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
+
+#endif

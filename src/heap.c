@@ -1,0 +1,378 @@
+#include "heap.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "init.h"
+#include "knobs.h"
+#include "lock.h"
+#include "os.h"
+#include "remote.h"
+#include "size_class.h"
+#include "slab.h"
+
+__thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec"))) = &hk_heap_empty;
+
+hk_slab_t hk_slab_empty;  /* all zero: free == NULL, owner == 0 */
+
+#define E &hk_slab_empty
+#define E8 E, E, E, E, E, E, E, E
+hk_heap_t hk_heap_empty = {
+  .cur = { E8, E8, E8, E8, E8, E8, E8, E8, E8 },
+};
+#undef E8
+#undef E
+_Static_assert(HK_NCLASS == 72, "hk_heap_empty initializer lists 72 classes");
+
+/* ---- heap registry: heap structs live in their own mapped pages ---------- */
+
+static hk_lock_t registry_lock = HK_LOCK_INIT;
+static hk_heap_t *registry_all;
+static hk_heap_t *registry_free;
+static atomic_size_t live_heaps;
+
+static hk_heap_t *registry_alloc(void) {
+  hk_lock(&registry_lock);
+  hk_heap_t *h = registry_free;
+  if (h) {
+    registry_free = h->next_free;
+  } else {
+    size_t chunk = 64 * 1024;
+    uint8_t *mem = hk_os_map_aligned(chunk, HK_PAGE);
+    if (mem) {
+      size_t n = chunk / sizeof(hk_heap_t);
+      for (size_t i = 0; i < n; i++) {
+        hk_heap_t *x = (hk_heap_t *)(mem + i * sizeof(hk_heap_t));
+        x->next_all = registry_all;
+        registry_all = x;
+        if (i + 1 < n) { x->next_free = registry_free; registry_free = x; }
+        else h = x;
+      }
+    }
+  }
+  hk_unlock(&registry_lock);
+  return h;
+}
+
+static void registry_release(hk_heap_t *h) {
+  hk_lock(&registry_lock);
+  h->live = false;
+  h->next_free = registry_free;
+  registry_free = h;
+  hk_unlock(&registry_lock);
+  atomic_fetch_sub_explicit(&live_heaps, 1, memory_order_relaxed);
+}
+
+static hk_heap_t *heap_thread_init(void) {
+  hk_init_global();
+  hk_heap_t *h = registry_alloc();
+  if (!h) return NULL;
+  hk_heap_t *keep_all = h->next_all;
+  memset(h, 0, sizeof *h);
+  h->next_all = keep_all;
+  for (unsigned c = 0; c < HK_NCLASS; c++) h->cur[c] = &hk_slab_empty;
+  h->tid = hk_thread_id();
+  h->live = true;
+  atomic_fetch_add_explicit(&live_heaps, 1, memory_order_relaxed);
+  hk_tls_heap = h;
+  hk_thread_register(h);  /* may allocate: the heap is in place already */
+  return h;
+}
+
+size_t hk_heap_count_live(void) { return atomic_load_explicit(&live_heaps, memory_order_relaxed); }
+
+/* ---- partial lists and superslab lists ------------------------------------ */
+
+static void partial_push(hk_heap_t *h, hk_slab_t *s) {
+  s->state = HK_SLAB_PARTIAL;
+  s->prev = NULL;
+  s->next = h->partial[s->cls];
+  if (s->next) s->next->prev = s;
+  h->partial[s->cls] = s;
+}
+
+static void partial_remove(hk_heap_t *h, hk_slab_t *s) {
+  if (s->prev) s->prev->next = s->next;
+  else h->partial[s->cls] = s->next;
+  if (s->next) s->next->prev = s->prev;
+  s->next = s->prev = NULL;
+}
+
+enum { LIST_AVAIL = 1, LIST_FULL = 2 };
+
+/* Every slab of s's superslab is back: keep one spare per kind, give the
+ * rest to the global cache. */
+static void heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
+  hk_ss_list_t *avail = &h->ss_avail[ss->kind];
+  if (avail->count <= 1) return;  /* the spare */
+  hk_ss_list_remove(avail, ss);
+  hk_ss_release(ss);
+}
+
+static void heap_slab_release(hk_heap_t *h, hk_slab_t *s) {
+  hk_superslab_t *ss = hk_slab_ss(s);
+  hk_slab_cancel_notify(s);
+  s->state = HK_SLAB_UNUSED;
+  s->owner = 0;
+  s->free = s->local_free = NULL;
+  uint32_t bit = 1u << s->index;
+  bool was_full = ss->free_mask == 0;
+  ss->free_mask |= bit;
+  ss->dirty_new |= bit;
+  ss->nused--;
+  if (was_full) {
+    hk_ss_list_remove(&h->ss_full[ss->kind], ss);
+    hk_ss_list_push(&h->ss_avail[ss->kind], ss, LIST_AVAIL);
+  }
+  if (ss->nused == 0) heap_ss_empty(h, ss);
+}
+
+/* Owner freed into s (already on local_free): s was full, or is now empty. */
+static void heap_local_slow(hk_heap_t *h, hk_slab_t *s) {
+  if (s->state == HK_SLAB_FULL) {
+    hk_slab_cancel_notify(s);
+    partial_push(h, s);
+  }
+  if (s->used == 0 && s->state == HK_SLAB_PARTIAL) {
+    partial_remove(h, s);
+    heap_slab_release(h, s);
+  }
+}
+
+void hk_heap_free_local_slow(hk_slab_t *s) { heap_local_slow(hk_tls_heap, s); }
+
+void hk_heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
+  hk_block_t *head = atomic_load_explicit(&h->delayed, memory_order_relaxed);
+  do {
+    b->next = head;
+  } while (!atomic_compare_exchange_weak_explicit(&h->delayed, &head, b, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+static void heap_drain_delayed(hk_heap_t *h) {
+  hk_block_t *b = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
+  while (b) {
+    hk_block_t *next = b->next;
+    hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
+    HK_ASSERT(s->owner == h->tid);
+    b->next = s->local_free;
+    s->local_free = b;
+    s->used--;
+    if (s->used == 0 || s->state == HK_SLAB_FULL) heap_local_slow(h, s);
+    b = next;
+  }
+}
+
+/* ---- adopting abandoned superslabs ---------------------------------------- */
+
+static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
+  atomic_store_explicit(&ss->heap, h, memory_order_release);
+  bool was_full = ss->free_mask == 0;
+  hk_ss_list_push(was_full ? &h->ss_full[ss->kind] : &h->ss_avail[ss->kind], ss,
+                  was_full ? LIST_FULL : LIST_AVAIL);
+  for (unsigned i = 0; i < ss->nslabs; i++) {
+    if (ss->free_mask & (1u << i)) continue;
+    hk_slab_t *s = &ss->slabs[i];
+    s->owner = h->tid;
+    s->next = s->prev = NULL;
+    hk_slab_collect_remote(s);
+    if (s->used == 0) {
+      s->state = HK_SLAB_PARTIAL;  /* so release finds it consistent */
+      heap_slab_release(h, s);     /* may release the whole superslab */
+      if (atomic_load_explicit(&ss->heap, memory_order_relaxed) != h)
+        return;                    /* it went to the global cache */
+      continue;
+    }
+    if (s->free || s->local_free || s->carved < s->capacity) {
+      partial_push(h, s);
+    } else if (hk_slab_want_notify(s)) {
+      s->state = HK_SLAB_FULL;
+    } else {
+      hk_slab_collect_remote(s);
+      partial_push(h, s);
+    }
+  }
+}
+
+/* ---- fresh slabs ----------------------------------------------------------- */
+
+/* A new slab of class cls, or NULL: then either the OS said no (errno set),
+ * or adopting abandoned memory put slabs on the partial list (retry). */
+static hk_slab_t *heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
+  unsigned kind = hk_kind_of_class(cls);
+  hk_superslab_t *ss = h->ss_avail[kind].head;
+  if (!ss) {
+    hk_superslab_t *a;
+    while ((a = hk_ss_take_abandoned(kind)) != NULL) {
+      heap_adopt(h, a);
+      if (h->partial[cls]) { *retry = true; return NULL; }
+      if (h->ss_avail[kind].head) break;
+    }
+    ss = h->ss_avail[kind].head;
+    if (!ss) {
+      ss = hk_ss_acquire(kind);
+      if (!ss) return NULL;
+      atomic_store_explicit(&ss->heap, h, memory_order_release);
+      hk_ss_list_push(&h->ss_avail[kind], ss, LIST_AVAIL);
+    }
+  }
+  unsigned idx = (unsigned)__builtin_ctz(ss->free_mask);
+  uint32_t bit = 1u << idx;
+  ss->free_mask &= ~bit;
+  ss->dirty_new &= ~bit;
+  ss->dirty_old &= ~bit;
+  ss->nused++;
+  if (ss->free_mask == 0) {
+    hk_ss_list_remove(&h->ss_avail[kind], ss);
+    hk_ss_list_push(&h->ss_full[kind], ss, LIST_FULL);
+  }
+  hk_slab_init(ss, idx, cls, h->tid);
+  return &ss->slabs[idx];
+}
+
+/* Purge slabs that stayed unused for a whole purge-delay epoch. */
+static void heap_maybe_purge(hk_heap_t *h) {
+  if ((++h->slow_count & 63) != 0) return;
+  uint64_t now = hk_os_now_ms();
+  if (now < h->next_purge_ms) return;
+  h->next_purge_ms = now + (uint64_t)hk_knobs.purge_delay_ms;
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++)
+    for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
+      if (ss->dirty_old | ss->dirty_new) hk_ss_purge_unused(ss, false);
+  hk_ss_collect(false);
+}
+
+size_t hk_heap_trim(hk_heap_t *h) {
+  size_t bytes = 0;
+  if (h != &hk_heap_empty) {
+    heap_drain_delayed(h);
+    for (unsigned k = 0; k < HK_SS_NKINDS; k++)
+      for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
+        bytes += hk_ss_purge_unused(ss, true);
+  }
+  return bytes + hk_ss_collect(true);
+}
+
+/* ---- malloc slow path ------------------------------------------------------ */
+
+HK_INLINE void *slab_pop(hk_slab_t *s) {
+  hk_block_t *b = s->free;
+  s->free = b->next;
+  s->used++;
+  return b;
+}
+
+void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
+  if (HK_UNLIKELY(h == &hk_heap_empty)) {
+    h = heap_thread_init();
+    if (!h) { errno = ENOMEM; return NULL; }
+  }
+  if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) heap_drain_delayed(h);
+
+  hk_slab_t *s = h->cur[cls];
+  if (s != &hk_slab_empty) {
+    if (s->free || hk_slab_refill(s)) return slab_pop(s);
+    /* exhausted: it leaves the fast path until blocks come back */
+    if (hk_slab_want_notify(s)) {
+      s->state = HK_SLAB_FULL;
+      h->cur[cls] = &hk_slab_empty;
+    } else if (hk_slab_refill(s)) {
+      return slab_pop(s);
+    }
+  }
+  heap_maybe_purge(h);
+  for (;;) {
+    while ((s = h->partial[cls]) != NULL) {
+      partial_remove(h, s);
+      if (s->free || hk_slab_refill(s)) {
+        s->state = HK_SLAB_CUR;
+        h->cur[cls] = s;
+        return slab_pop(s);
+      }
+      if (hk_slab_want_notify(s)) {
+        s->state = HK_SLAB_FULL;
+      } else if (hk_slab_refill(s)) {
+        s->state = HK_SLAB_CUR;
+        h->cur[cls] = s;
+        return slab_pop(s);
+      }
+    }
+    bool retry = false;
+    s = heap_fresh_slab(h, cls, &retry);
+    if (s) break;
+    if (!retry) { errno = ENOMEM; return NULL; }
+  }
+  s->state = HK_SLAB_CUR;
+  h->cur[cls] = s;
+  hk_slab_extend(s);
+  return slab_pop(s);
+}
+
+/* ---- thread exit and fork ---------------------------------------------------- */
+
+static void heap_abandon(hk_heap_t *h, bool in_fork_child) {
+  /* 1. stop notifications: afterwards nobody reads h through a superslab */
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
+    for (int l = 0; l < 2; l++)
+      for (hk_superslab_t *ss = lists[l]->head; ss; ss = ss->next)
+        for (unsigned i = 0; i < ss->nslabs; i++) {
+          if (ss->free_mask & (1u << i)) continue;
+          if (in_fork_child) hk_slab_force_normal(&ss->slabs[i]);
+          else hk_slab_cancel_notify(&ss->slabs[i]);
+          if (ss->slabs[i].state == HK_SLAB_FULL) partial_push(h, &ss->slabs[i]);
+        }
+  }
+  /* 2. the delayed blocks are ours: free them locally (may release slabs) */
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->cur[c];
+    h->cur[c] = &hk_slab_empty;
+    if (s == &hk_slab_empty) continue;
+    partial_push(h, s);
+    if (s->used == 0) { partial_remove(h, s); heap_slab_release(h, s); }
+  }
+  heap_drain_delayed(h);
+  /* 3. hand over every superslab (empty ones go to the cache) */
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
+    for (int l = 0; l < 2; l++) {
+      hk_superslab_t *ss;
+      while ((ss = lists[l]->head) != NULL) {
+        hk_ss_list_remove(lists[l], ss);
+        for (unsigned i = 0; i < ss->nslabs; i++) {
+          hk_slab_t *s = &ss->slabs[i];
+          s->owner = 0;
+          s->next = s->prev = NULL;
+        }
+        if (ss->nused == 0) hk_ss_release(ss);
+        else hk_ss_abandon(ss);
+      }
+    }
+  }
+  for (unsigned c = 0; c < HK_NCLASS; c++) h->partial[c] = NULL;
+}
+
+void hk_heap_thread_done(hk_heap_t *h) {
+  if (h == NULL || h == &hk_heap_empty || !h->live) return;
+  heap_abandon(h, false);
+  if (hk_tls_heap == h) hk_tls_heap = &hk_heap_empty;
+  registry_release(h);
+}
+
+void hk_heap_fork_prepare(void) { hk_lock(&registry_lock); }
+void hk_heap_fork_parent(void) { hk_unlock(&registry_lock); }
+
+/* In the child only the forking thread lives: every other heap's owner is
+ * gone, so hand their memory over now rather than strand it. */
+void hk_heap_fork_child(void) {
+  hk_lock_reset(&registry_lock);
+  hk_heap_t *self = hk_tls_heap;
+  for (hk_heap_t *h = registry_all; h; h = h->next_all) {
+    if (!h->live || h == self) continue;
+    heap_abandon(h, true);
+    h->live = false;
+    h->next_free = registry_free;
+    registry_free = h;
+    atomic_fetch_sub_explicit(&live_heaps, 1, memory_order_relaxed);
+  }
+}

@@ -1,0 +1,57 @@
+/* Thread heaps: one per thread, reached by one initial-exec TLS load. A heap
+ * owns superslabs; for each size class it has a current slab (the malloc
+ * fast path pops from it) and a list of partial slabs. Slow paths live here:
+ * refill, fresh slabs, adopting abandoned superslabs, thread exit, fork. */
+#ifndef HK_HEAP_H
+#define HK_HEAP_H
+
+#include <stdatomic.h>
+#include "superslab.h"
+
+typedef struct hk_heap {
+  hk_slab_t *cur[HK_NCLASS];           /* never NULL: &hk_slab_empty if none */
+  uintptr_t tid;                        /* owner thread id                    */
+  _Atomic(hk_block_t *) delayed;        /* remote frees into full slabs       */
+  hk_slab_t *partial[HK_NCLASS];        /* slabs with blocks to give, not cur */
+  hk_ss_list_t ss_avail[HK_SS_NKINDS];  /* owned, with unused slabs           */
+  hk_ss_list_t ss_full[HK_SS_NKINDS];   /* owned, every slab in use           */
+  uint64_t next_purge_ms;
+  uint32_t slow_count;
+  bool live;
+  struct hk_heap *next_all;             /* registry of every heap struct      */
+  struct hk_heap *next_free;
+} hk_heap_t;
+
+extern __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec")));
+extern hk_heap_t hk_heap_empty;   /* every thread starts here: all cur[] empty */
+extern hk_slab_t hk_slab_empty;   /* free == NULL: the fast path falls through  */
+
+/* A unique id of the calling thread: its thread control block (%fs:0). */
+HK_INLINE uintptr_t hk_thread_id(void) {
+#if defined(__x86_64__)
+  uintptr_t t;
+  __asm__("movq %%fs:0, %0" : "=r"(t));
+  return t;
+#else
+  return (uintptr_t)__builtin_thread_pointer();
+#endif
+}
+
+/* malloc slow path for class cls: refill, next partial slab, fresh slab. */
+void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls);
+/* free slow path: the owner freed into a full slab or emptied a slab. */
+void hk_heap_free_local_slow(hk_slab_t *s);
+/* Remote free protocol: block for a full slab of heap h. */
+void hk_heap_push_delayed(hk_heap_t *h, hk_block_t *b);
+
+/* Thread exit: hand everything over. */
+void hk_heap_thread_done(hk_heap_t *h);
+/* Give back what the calling thread's heap keeps unused. Bytes purged. */
+size_t hk_heap_trim(hk_heap_t *h);
+
+size_t hk_heap_count_live(void);
+void hk_heap_fork_prepare(void);
+void hk_heap_fork_parent(void);
+void hk_heap_fork_child(void);
+
+#endif

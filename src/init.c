@@ -1,0 +1,98 @@
+#define _GNU_SOURCE
+#include "init.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "heap.h"
+#include "knobs.h"
+#include "large.h"
+#include "os.h"
+#include "superslab.h"
+
+static pthread_key_t thread_key;
+static atomic_int init_state;          /* 0 no, 1 running, 2 done */
+static _Atomic uintptr_t init_thread;  /* who runs it                */
+
+static void thread_exit_hook(void *arg) {
+  hk_heap_thread_done((struct hk_heap *)arg);
+}
+
+static void fork_prepare(void) {
+  hk_heap_fork_prepare();
+  hk_large_fork_prepare();
+  hk_ss_fork_prepare();
+}
+static void fork_parent(void) {
+  hk_ss_fork_parent();
+  hk_large_fork_parent();
+  hk_heap_fork_parent();
+}
+static void fork_child(void) {
+  hk_ss_fork_child();
+  hk_large_fork_child();
+  hk_heap_fork_child();
+}
+
+void hk_init_global(void) {
+  if (HK_LIKELY(atomic_load_explicit(&init_state, memory_order_acquire) == 2)) return;
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
+    atomic_store(&init_thread, hk_thread_id());
+    hk_knobs_init();
+    pthread_key_create(&thread_key, thread_exit_hook);
+    atomic_store_explicit(&init_state, 2, memory_order_release);
+    /* may allocate: everything it needs is ready */
+    pthread_atfork(fork_prepare, fork_parent, fork_child);
+    return;
+  }
+  /* reentered by the initialising thread itself: go on */
+  if (atomic_load(&init_thread) == hk_thread_id()) return;
+  while (atomic_load_explicit(&init_state, memory_order_acquire) != 2) sched_yield();
+}
+
+void hk_thread_register(struct hk_heap *h) {
+  pthread_setspecific(thread_key, h);
+}
+
+__attribute__((constructor(101))) static void hk_constructor(void) { hk_init_global(); }
+
+__attribute__((destructor)) static void hk_destructor(void) {
+  if (hk_knobs.verbose) {
+    hk_message("hakmem: active (pid %d): %zu superslabs mapped, %zu large blocks live, "
+               "%lu mmap / %lu munmap / %lu madvise calls, peak RSS %zu KiB\n",
+               (int)getpid(), hk_ss_count_mapped(), hk_large_count_live(),
+               (unsigned long)atomic_load(&hk_os_stats.mmap_calls),
+               (unsigned long)atomic_load(&hk_os_stats.munmap_calls),
+               (unsigned long)atomic_load(&hk_os_stats.madvise_calls),
+               hk_os_peak_rss_bytes() / 1024);
+  }
+}
+
+/* ---- messages without malloc ------------------------------------------------ */
+
+void hk_message(const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
+  ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
+  (void)w;
+}
+
+void hk_report_invalid(const char *what, const void *p, const char *reason) {
+  hk_message("hakmem: invalid %s(%p): %s\n", what, p, reason);
+  if (hk_knobs.abort_on_invalid) abort();
+}
+
+void hk_assert_fail(const char *expr, const char *file, int line) {
+  hk_message("hakmem: assertion failed: %s (%s:%d)\n", expr, file, line);
+  abort();
+}

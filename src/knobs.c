@@ -1,0 +1,56 @@
+#include "knobs.h"
+
+#include <stdlib.h>
+
+hk_knobs_t hk_knobs = {
+  .purge_delay_ms = 1000,
+  .ss_cache = 8,
+  .large_cache_mb = 64,
+  .large_cache_count = 32,
+  .verbose = 0,
+  .abort_on_invalid = 1,
+};
+
+typedef struct {
+  const char *name;
+  long *value;
+  long min, max;
+} hk_knob_def_t;
+
+/* The one table. docs/ENV_VARS.md documents each row. */
+static const hk_knob_def_t knob_table[] = {
+  { "HAKMEM_PURGE_DELAY_MS",    &hk_knobs.purge_delay_ms,    0, 3600000 },
+  { "HAKMEM_SS_CACHE",          &hk_knobs.ss_cache,          0, 4096 },
+  { "HAKMEM_LARGE_CACHE_MB",    &hk_knobs.large_cache_mb,    0, 65536 },
+  { "HAKMEM_LARGE_CACHE_COUNT", &hk_knobs.large_cache_count, 0, 1024 },
+  { "HAKMEM_VERBOSE",           &hk_knobs.verbose,           0, 2 },
+  { "HAKMEM_ABORT_ON_INVALID",  &hk_knobs.abort_on_invalid,  0, 1 },
+};
+
+/* Decimal, no locale, no allocation; false on anything malformed. */
+static bool parse_long(const char *s, long *out) {
+  long v = 0;
+  if (!*s) return false;
+  for (; *s; s++) {
+    if (*s < '0' || *s > '9') return false;
+    if (v > (0x7fffffffffffffffL - (*s - '0')) / 10) return false;
+    v = v * 10 + (*s - '0');
+  }
+  *out = v;
+  return true;
+}
+
+void hk_knobs_init(void) {
+  for (size_t i = 0; i < sizeof knob_table / sizeof knob_table[0]; i++) {
+    const hk_knob_def_t *k = &knob_table[i];
+    const char *s = getenv(k->name);
+    if (!s) continue;
+    long v;
+    if (parse_long(s, &v) && v >= k->min && v <= k->max) {
+      *k->value = v;
+    } else {
+      hk_message("hakmem: warning: %s=\"%s\" is not an integer in [%ld, %ld]; using %ld\n",
+                 k->name, s, k->min, k->max, *k->value);
+    }
+  }
+}

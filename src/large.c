@@ -1,0 +1,252 @@
+#include "large.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "chunk_map.h"
+#include "knobs.h"
+#include "lock.h"
+#include "os.h"
+
+#define LARGE_MAGIC 0x68616b6d656d4c47ull  /* "hakmemLG" */
+enum { LARGE_LIVE = 1, LARGE_CACHED = 2 };
+
+typedef struct hk_large {
+  uint64_t magic;
+  uint8_t *user;          /* the pointer handed out                  */
+  size_t map_size;        /* bytes mapped, header included          */
+  size_t usable;          /* from user to the end of the mapping     */
+  uint32_t state;
+  uint32_t zeroed;        /* all past the header reads as zero       */
+  uint64_t stamp_ms;      /* when cached                             */
+  struct hk_large *next, *prev;
+} hk_large_t;
+
+static hk_lock_t cache_lock = HK_LOCK_INIT;
+static hk_large_t *cache_head, *cache_tail;   /* newest first */
+static size_t cache_count, cache_bytes;
+static atomic_size_t live_count, live_bytes;
+
+static hk_large_t *header_of(const void *p, unsigned kind) {
+  uintptr_t chunk = (uintptr_t)p & ~(uintptr_t)HK_SS_MASK;
+  return (hk_large_t *)(chunk - (uintptr_t)(kind - HK_CHUNK_LARGE) * HK_SS_SIZE);
+}
+
+static void cache_unlink(hk_large_t *e) {
+  if (e->prev) e->prev->next = e->next; else cache_head = e->next;
+  if (e->next) e->next->prev = e->prev; else cache_tail = e->prev;
+  e->next = e->prev = NULL;
+  cache_count--;
+  cache_bytes -= e->map_size;
+}
+
+static void large_unmap(hk_large_t *e) {
+  hk_chunk_set(e->user, HK_CHUNK_NONE);
+  hk_os_unmap(e, e->map_size);
+}
+
+/* A cached mapping of at least `need` bytes and not much more. */
+static hk_large_t *cache_take(size_t need) {
+  if (!cache_head) return NULL;  /* racy peek */
+  hk_lock(&cache_lock);
+  hk_large_t *best = NULL;
+  for (hk_large_t *e = cache_head; e; e = e->next) {
+    if (e->map_size >= need && e->map_size - need <= need / 4 + HK_PAGE) {
+      if (!best || e->map_size < best->map_size) best = e;
+      if (e->map_size == need) break;
+    }
+  }
+  if (best) cache_unlink(best);
+  hk_unlock(&cache_lock);
+  return best;
+}
+
+void *hk_large_alloc(size_t size, size_t align, bool zero) {
+  if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
+  if (size == 0) size = 1;
+  if (align < HK_PAGE) align = HK_PAGE;
+  hk_large_t *h;
+  uint8_t *user;
+  if (align < HK_SS_SIZE) {
+    size_t off = align;  /* the header page, or up to the alignment */
+    size_t need = hk_align_up(off + size, HK_PAGE);
+    h = cache_take(need);
+    if (!h) {
+      h = hk_os_map_aligned(need, HK_SS_SIZE);
+      if (!h) { errno = ENOMEM; return NULL; }
+      h->map_size = need;
+      h->zeroed = 1;
+      h->magic = LARGE_MAGIC;
+      h->next = h->prev = NULL;
+      hk_chunk_set(h, HK_CHUNK_LARGE);
+    }
+    user = (uint8_t *)h + off;
+  } else {
+    /* user lands k chunks past the header; the chunk map says how many */
+    size_t need = hk_align_up(size + align, HK_PAGE);
+    if ((align >> HK_SS_SHIFT) > HK_CHUNK_LARGE_MAX_BACK) { errno = ENOMEM; return NULL; }
+    h = hk_os_map_aligned(need, HK_SS_SIZE);
+    if (!h) { errno = ENOMEM; return NULL; }
+    user = (uint8_t *)hk_align_up((uintptr_t)h + HK_PAGE, align);
+    h->map_size = need;
+    h->zeroed = 1;
+    h->magic = LARGE_MAGIC;
+    h->next = h->prev = NULL;
+    unsigned back = (unsigned)(((uintptr_t)user - (uintptr_t)h) >> HK_SS_SHIFT);
+    hk_chunk_set(user, HK_CHUNK_LARGE + back);
+  }
+  h->user = user;
+  h->usable = (size_t)((uint8_t *)h + h->map_size - user);
+  h->state = LARGE_LIVE;
+  atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&live_bytes, h->map_size, memory_order_relaxed);
+  if (zero && !h->zeroed) memset(user, 0, size);
+  h->zeroed = 0;
+  return user;
+}
+
+static hk_large_t *checked_header(const char *what, const void *p, unsigned kind) {
+  hk_large_t *h = header_of(p, kind);
+  if (h->magic != LARGE_MAGIC || h->user != p) {
+    hk_report_invalid(what, p, "not the start of a hakmem block");
+    return NULL;
+  }
+  if (h->state != LARGE_LIVE) {
+    hk_report_invalid(what, p, "block already freed (double free)");
+    return NULL;
+  }
+  return h;
+}
+
+void hk_large_free(void *p, unsigned kind) {
+  hk_large_t *h = checked_header("free", p, kind);
+  if (!h) return;
+  atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&live_bytes, h->map_size, memory_order_relaxed);
+  size_t cap_bytes = (size_t)hk_knobs.large_cache_mb << 20;
+  if (kind != HK_CHUNK_LARGE || h->map_size > cap_bytes / 2 || hk_knobs.large_cache_count == 0) {
+    h->state = 0;
+    large_unmap(h);
+    return;
+  }
+  hk_large_t *victims = NULL;
+  hk_lock(&cache_lock);
+  h->state = LARGE_CACHED;
+  h->stamp_ms = hk_os_now_ms();
+  h->prev = NULL;
+  h->next = cache_head;
+  if (cache_head) cache_head->prev = h; else cache_tail = h;
+  cache_head = h;
+  cache_count++;
+  cache_bytes += h->map_size;
+  while ((long)cache_count > hk_knobs.large_cache_count || cache_bytes > cap_bytes) {
+    hk_large_t *v = cache_tail;
+    cache_unlink(v);
+    v->next = victims;
+    victims = v;
+  }
+  hk_unlock(&cache_lock);
+  while (victims) {  /* syscalls outside the lock */
+    hk_large_t *next = victims->next;
+    victims->state = 0;
+    large_unmap(victims);
+    victims = next;
+  }
+  hk_large_collect(false);
+}
+
+size_t hk_large_usable(const void *p, unsigned kind) {
+  hk_large_t *h = header_of(p, kind);
+  if (h->magic != LARGE_MAGIC || h->user != p || h->state != LARGE_LIVE) return 0;
+  return h->usable;
+}
+
+void *hk_large_realloc(void *p, unsigned kind, size_t size) {
+  hk_large_t *h = checked_header("realloc", p, kind);
+  if (!h) { errno = EINVAL; return NULL; }
+  if (size > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
+  size_t off = (size_t)(h->user - (uint8_t *)h);
+  size_t need = hk_align_up(off + (size ? size : 1), HK_PAGE);
+  if (size <= h->usable) {
+    /* shrink in place; give the tail back when it is worth a syscall */
+    if (h->map_size - need >= (size_t)1 << 20 && kind == HK_CHUNK_LARGE &&
+        hk_os_resize_inplace(h, h->map_size, need)) {
+      atomic_fetch_sub_explicit(&live_bytes, h->map_size - need, memory_order_relaxed);
+      h->map_size = need;
+      h->usable = need - off;
+    }
+    return p;
+  }
+  if (kind == HK_CHUNK_LARGE) {
+    size_t old = h->map_size;
+    /* grow in place, else move the pages (no copy) to a new aligned home */
+    if (hk_os_resize_inplace(h, old, need)) {
+      h->map_size = need;
+      h->usable = need - off;
+      atomic_fetch_add_explicit(&live_bytes, need - old, memory_order_relaxed);
+      return p;
+    }
+    void *target = hk_os_map_aligned(need, HK_SS_SIZE);
+    if (target) {
+      hk_chunk_set(h, HK_CHUNK_NONE);
+      if (hk_os_move(h, old, need, target)) {
+        hk_large_t *nh = target;
+        nh->user = (uint8_t *)nh + off;
+        nh->map_size = need;
+        nh->usable = need - off;
+        hk_chunk_set(nh, HK_CHUNK_LARGE);
+        atomic_fetch_add_explicit(&live_bytes, need - old, memory_order_relaxed);
+        return nh->user;
+      }
+      hk_chunk_set(h, HK_CHUNK_LARGE);
+      hk_os_unmap(target, need);
+    }
+  }
+  void *q = hk_large_alloc(size, off > HK_PAGE ? off : 0, false);
+  if (!q) return NULL;
+  memcpy(q, p, h->usable);
+  hk_large_free(p, kind);
+  return q;
+}
+
+size_t hk_large_collect(bool force) {
+  static _Atomic uint64_t next_ms;
+  uint64_t now = hk_os_now_ms();
+  if (!force && now < atomic_load_explicit(&next_ms, memory_order_relaxed)) return 0;
+  uint64_t delay = (uint64_t)hk_knobs.purge_delay_ms;
+  atomic_store_explicit(&next_ms, now + delay / 2 + 1, memory_order_relaxed);
+  if (!cache_head) return 0;
+  size_t bytes = 0;
+  hk_large_t *victims = NULL;
+  hk_lock(&cache_lock);
+  for (hk_large_t *e = cache_head, *next; e; e = next) {
+    next = e->next;
+    if (force) {  /* trim: give it all back */
+      cache_unlink(e);
+      e->next = victims;
+      victims = e;
+    } else if (!e->zeroed && now - e->stamp_ms >= delay) {
+      hk_os_purge((uint8_t *)e + HK_PAGE, e->map_size - HK_PAGE);
+      bytes += e->map_size - HK_PAGE;
+      e->zeroed = 1;
+    }
+  }
+  hk_unlock(&cache_lock);
+  while (victims) {
+    hk_large_t *next = victims->next;
+    bytes += victims->map_size;
+    victims->state = 0;
+    large_unmap(victims);
+    victims = next;
+  }
+  return bytes;
+}
+
+size_t hk_large_count_live(void) { return atomic_load_explicit(&live_count, memory_order_relaxed); }
+size_t hk_large_bytes_live(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed); }
+size_t hk_large_bytes_cached(void) { return cache_bytes; }
+
+void hk_large_fork_prepare(void) { hk_lock(&cache_lock); }
+void hk_large_fork_parent(void) { hk_unlock(&cache_lock); }
+void hk_large_fork_child(void) { hk_lock_reset(&cache_lock); }

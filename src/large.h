@@ -1,0 +1,28 @@
+/* Large and huge blocks (> 32 KiB): each its own mapping, starting on a
+ * 2 MiB boundary with a one-page header, so free() finds the header from the
+ * chunk map. Freed mappings go to a small cache (alloc/free cycles and
+ * realloc growth make no syscalls) and are purged after a delay. */
+#ifndef HK_LARGE_H
+#define HK_LARGE_H
+
+#include "config.h"
+
+/* align: 0 or a power of two. zero: contents must read as zero. */
+void  *hk_large_alloc(size_t size, size_t align, bool zero);
+/* kind: the chunk-map value of p's chunk (>= HK_CHUNK_LARGE). */
+void   hk_large_free(void *p, unsigned kind);
+size_t hk_large_usable(const void *p, unsigned kind);
+/* NULL (errno ENOMEM) leaves p untouched. */
+void  *hk_large_realloc(void *p, unsigned kind, size_t size);
+/* Purge/unmap cached mappings (all when force). Bytes given back. */
+size_t hk_large_collect(bool force);
+
+size_t hk_large_count_live(void);
+size_t hk_large_bytes_live(void);
+size_t hk_large_bytes_cached(void);
+
+void hk_large_fork_prepare(void);
+void hk_large_fork_parent(void);
+void hk_large_fork_child(void);
+
+#endif

@@ -1,0 +1,35 @@
+/* A tiny spinlock for the rare global paths (superslab lists, large cache,
+ * heap registry). Never taken on the malloc/free fast path. Reset, not
+ * unlocked, in a fork child. */
+#ifndef HK_LOCK_H
+#define HK_LOCK_H
+
+#include <sched.h>
+#include <stdatomic.h>
+#include "config.h"
+
+typedef struct { atomic_int v; } hk_lock_t;
+#define HK_LOCK_INIT { 0 }
+
+HK_INLINE void hk_cpu_relax(void) { __builtin_ia32_pause(); }
+
+HK_INLINE void hk_lock(hk_lock_t *l) {
+  for (unsigned spins = 0;; spins++) {
+    if (atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
+        atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0)
+      return;
+    if (spins < 64) hk_cpu_relax(); else sched_yield();
+  }
+}
+HK_INLINE bool hk_trylock(hk_lock_t *l) {
+  return atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
+         atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0;
+}
+HK_INLINE void hk_unlock(hk_lock_t *l) {
+  atomic_store_explicit(&l->v, 0, memory_order_release);
+}
+HK_INLINE void hk_lock_reset(hk_lock_t *l) {
+  atomic_store_explicit(&l->v, 0, memory_order_relaxed);
+}
+
+#endif

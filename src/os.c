@@ -1,0 +1,134 @@
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <time.h>
+#include <unistd.h>
+
+hk_os_counters_t hk_os_stats;
+
+static void note_mapped(size_t bytes) {
+  atomic_fetch_add_explicit(&hk_os_stats.mmap_bytes, bytes, memory_order_relaxed);
+  unsigned long now =
+      atomic_fetch_add_explicit(&hk_os_stats.mapped_now, bytes, memory_order_relaxed) + bytes;
+  unsigned long peak = atomic_load_explicit(&hk_os_stats.mapped_peak, memory_order_relaxed);
+  while (now > peak &&
+         !atomic_compare_exchange_weak_explicit(&hk_os_stats.mapped_peak, &peak, now,
+                                                memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
+static void note_unmapped(size_t bytes) {
+  atomic_fetch_add_explicit(&hk_os_stats.munmap_bytes, bytes, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&hk_os_stats.mapped_now, bytes, memory_order_relaxed);
+}
+
+static void *raw_map(size_t size) {
+  atomic_fetch_add_explicit(&hk_os_stats.mmap_calls, 1, memory_order_relaxed);
+  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void raw_unmap(void *p, size_t size) {
+  if (size == 0) return;
+  atomic_fetch_add_explicit(&hk_os_stats.munmap_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  munmap(p, size);
+  errno = saved;
+}
+
+void *hk_os_map_aligned(size_t size, size_t align) {
+  HK_ASSERT(size % HK_PAGE == 0 && (align & (align - 1)) == 0 && align >= HK_PAGE);
+  int saved = errno;
+  /* The kernel often hands out an aligned address by itself (mappings grow
+   * down from the last one); try that first: one syscall instead of three. */
+  void *p = raw_map(size);
+  if (p && ((uintptr_t)p & (align - 1)) == 0) {
+    note_mapped(size);
+    return p;
+  }
+  if (p) raw_unmap(p, size);
+  if (size + align < size) { errno = ENOMEM; return NULL; }
+  uint8_t *raw = raw_map(size + align);
+  if (!raw) { errno = ENOMEM; return NULL; }
+  uint8_t *aligned = (uint8_t *)hk_align_up((uintptr_t)raw, align);
+  raw_unmap(raw, (size_t)(aligned - raw));
+  raw_unmap(aligned + size, (size_t)(raw + size + align - (aligned + size)));
+  note_mapped(size);
+  errno = saved;
+  return aligned;
+}
+
+void hk_os_unmap(void *p, size_t size) {
+  raw_unmap(p, size);
+  note_unmapped(size);
+}
+
+void hk_os_purge(void *p, size_t size) {
+  if (size == 0) return;
+  atomic_fetch_add_explicit(&hk_os_stats.madvise_calls, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&hk_os_stats.madvise_bytes, size, memory_order_relaxed);
+  int saved = errno;
+  madvise(p, size, MADV_DONTNEED);
+  errno = saved;
+}
+
+bool hk_os_resize_inplace(void *p, size_t old_size, size_t new_size) {
+  atomic_fetch_add_explicit(&hk_os_stats.mremap_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  void *q = mremap(p, old_size, new_size, 0);
+  errno = saved;
+  if (q == MAP_FAILED) return false;
+  if (new_size > old_size) note_mapped(new_size - old_size);
+  else note_unmapped(old_size - new_size);
+  return true;
+}
+
+bool hk_os_move(void *p, size_t old_size, size_t new_size, void *target) {
+  atomic_fetch_add_explicit(&hk_os_stats.mremap_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, target);
+  errno = saved;
+  if (q == MAP_FAILED) return false;
+  /* target's reservation (new_size, counted when mapped) now holds the data;
+   * the old mapping is gone. */
+  note_unmapped(old_size);
+  return true;
+}
+
+uint64_t hk_os_now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+size_t hk_os_rss_bytes(void) {
+  int saved = errno;
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  size_t rss = 0;
+  if (fd >= 0) {
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n > 0) {
+      buf[n] = 0;
+      char *s = buf;
+      while (*s && *s != ' ') s++;  /* skip total size */
+      while (*s == ' ') s++;
+      while (*s >= '0' && *s <= '9') rss = rss * 10 + (size_t)(*s++ - '0');
+      rss *= (size_t)sysconf(_SC_PAGESIZE);
+    }
+  }
+  errno = saved;
+  return rss;
+}
+
+size_t hk_os_peak_rss_bytes(void) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
+  return (size_t)ru.ru_maxrss * 1024u;
+}

@@ -1,0 +1,32 @@
+/* OS layer: the only file that calls mmap/munmap/madvise/mremap. Every call
+ * is counted with its bytes (the budget the stats report). */
+#ifndef HK_OS_H
+#define HK_OS_H
+
+#include <stdatomic.h>
+#include "config.h"
+
+typedef struct hk_os_counters {
+  atomic_ulong mmap_calls, munmap_calls, madvise_calls, mremap_calls;
+  atomic_ulong mmap_bytes, munmap_bytes, madvise_bytes;
+  atomic_ulong mapped_now, mapped_peak;  /* bytes currently mapped by hakmem */
+} hk_os_counters_t;
+
+extern hk_os_counters_t hk_os_stats;
+
+/* size a multiple of HK_PAGE; align a power of two >= HK_PAGE. NULL on failure. */
+void *hk_os_map_aligned(size_t size, size_t align);
+void  hk_os_unmap(void *p, size_t size);
+/* Give pages back to the OS; contents read as zero afterwards. */
+void  hk_os_purge(void *p, size_t size);
+/* Grow or shrink a mapping without moving it; false if it cannot. */
+bool  hk_os_resize_inplace(void *p, size_t old_size, size_t new_size);
+/* Move a mapping onto the (already mapped) range at target, replacing it. */
+bool  hk_os_move(void *p, size_t old_size, size_t new_size, void *target);
+/* Coarse monotonic clock in milliseconds (vDSO; no syscall). */
+uint64_t hk_os_now_ms(void);
+/* Resident set size of the process in bytes (reads /proc; slow). */
+size_t hk_os_rss_bytes(void);
+size_t hk_os_peak_rss_bytes(void);
+
+#endif

@@ -1,0 +1,127 @@
+/* Symbol overrides: the malloc family under its standard names, so that
+ * LD_PRELOAD or linking libhakmem.a replaces the C library's allocator. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <malloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "large.h"
+#include "stats.h"
+
+HK_EXPORT void *malloc(size_t n) { return hk_malloc_inline(n); }
+HK_EXPORT void free(void *p) { hk_free_inline(p); }
+HK_EXPORT void *calloc(size_t count, size_t size) { return hk_calloc(count, size); }
+HK_EXPORT void *realloc(void *p, size_t n) { return hk_realloc(p, n); }
+
+HK_EXPORT void *reallocarray(void *p, size_t count, size_t size) {
+  size_t n;
+  if (__builtin_mul_overflow(count, size, &n)) { errno = ENOMEM; return NULL; }
+  return hk_realloc(p, n);
+}
+
+HK_EXPORT void free_sized(void *p, size_t size) { (void)size; hk_free_inline(p); }
+HK_EXPORT void free_aligned_sized(void *p, size_t align, size_t size) {
+  (void)align; (void)size;
+  hk_free_inline(p);
+}
+
+static bool is_pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
+
+HK_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
+  if (!is_pow2(align) || align % sizeof(void *) != 0) return EINVAL;
+  int saved = errno;
+  void *p = hk_aligned(align, n);
+  if (!p) { errno = saved; return ENOMEM; }
+  *out = p;
+  return 0;
+}
+
+HK_EXPORT void *aligned_alloc(size_t align, size_t n) {
+  if (!is_pow2(align)) { errno = EINVAL; return NULL; }
+  return hk_aligned(align, n);
+}
+
+HK_EXPORT void *memalign(size_t align, size_t n) {
+  if (align <= 16) return hk_malloc_inline(n);
+  if (!is_pow2(align)) { errno = EINVAL; return NULL; }
+  return hk_aligned(align, n);
+}
+
+HK_EXPORT void *valloc(size_t n) { return hk_aligned(HK_PAGE, n); }
+
+HK_EXPORT void *pvalloc(size_t n) {
+  if (n > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
+  return hk_aligned(HK_PAGE, hk_align_up(n ? n : 1, HK_PAGE));
+}
+
+HK_EXPORT size_t malloc_usable_size(void *p) { return hk_usable(p); }
+
+/* glibc's internal names, which a few programs call directly. */
+HK_EXPORT void *__libc_malloc(size_t n) { return hk_malloc_inline(n); }
+HK_EXPORT void __libc_free(void *p) { hk_free_inline(p); }
+HK_EXPORT void *__libc_calloc(size_t c, size_t s) { return hk_calloc(c, s); }
+HK_EXPORT void *__libc_realloc(void *p, size_t n) { return hk_realloc(p, n); }
+HK_EXPORT void *__libc_memalign(size_t a, size_t n) { return memalign(a, n); }
+HK_EXPORT void *__libc_valloc(size_t n) { return valloc(n); }
+HK_EXPORT void *__libc_pvalloc(size_t n) { return pvalloc(n); }
+
+/* ---- glibc introspection ------------------------------------------------------ */
+
+static size_t clamp_int(size_t v) { return v > 0x7fffffff ? 0x7fffffff : v; }
+
+HK_EXPORT struct mallinfo2 mallinfo2(void) {
+  hk_stats_snapshot_t s;
+  hk_stats_snapshot(&s);
+  struct mallinfo2 mi;
+  memset(&mi, 0, sizeof mi);
+  size_t ss_bytes = s.superslabs_mapped * HK_SS_SIZE;
+  mi.arena = ss_bytes;                      /* slab memory mapped        */
+  mi.ordblks = s.superslabs_mapped;
+  mi.hblks = s.large_live;                  /* large/huge blocks         */
+  mi.hblkhd = s.large_live_bytes;
+  mi.usmblks = s.mapped_peak_bytes;
+  mi.fordblks = s.large_cached_bytes;       /* cached, reusable          */
+  mi.uordblks = ss_bytes;                   /* upper bound of slab use   */
+  mi.keepcost = 0;
+  return mi;
+}
+
+HK_EXPORT struct mallinfo mallinfo(void) {
+  struct mallinfo2 m2 = mallinfo2();
+  struct mallinfo mi;
+  mi.arena = (int)clamp_int(m2.arena);
+  mi.ordblks = (int)clamp_int(m2.ordblks);
+  mi.smblks = 0;
+  mi.hblks = (int)clamp_int(m2.hblks);
+  mi.hblkhd = (int)clamp_int(m2.hblkhd);
+  mi.usmblks = (int)clamp_int(m2.usmblks);
+  mi.fsmblks = 0;
+  mi.uordblks = (int)clamp_int(m2.uordblks);
+  mi.fordblks = (int)clamp_int(m2.fordblks);
+  mi.keepcost = 0;
+  return mi;
+}
+
+HK_EXPORT int malloc_trim(size_t pad) {
+  (void)pad;
+  size_t bytes = hk_heap_trim(hk_tls_heap) + hk_large_collect(true);
+  return bytes > 0;
+}
+
+/* hakmem has no glibc-style parameters; it accepts none (returns 0). Its own
+ * tuning is the HAKMEM_* environment (docs/ENV_VARS.md). */
+HK_EXPORT int mallopt(int param, int value) {
+  (void)param; (void)value;
+  return 0;
+}
+
+HK_EXPORT void malloc_stats(void) { hk_stats_print_glibc_style(stderr); }
+
+HK_EXPORT int malloc_info(int options, FILE *fp) {
+  if (options != 0) { errno = EINVAL; return -1; }
+  return hk_stats_print_xml(fp);
+}

@@ -1,0 +1,49 @@
+#include "slab.h"
+
+#include "remote.h"
+#include "size_class.h"
+
+/* Fresh blocks are carved this many bytes at a time: touching a whole slab
+ * up front would cost RSS the program may never use. */
+#define HK_CARVE_BYTES 16384u
+
+void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner) {
+  hk_slab_t *s = &ss->slabs[idx];
+  s->cls = (uint8_t)cls;
+  s->block_size = (uint32_t)hk_class_bytes(cls);
+  s->start = hk_ss_slab_area(ss, idx);
+  s->capacity = (uint16_t)(hk_ss_slab_area_bytes(ss, idx) / s->block_size);
+  s->carved = 0;
+  s->used = 0;
+  s->free = s->local_free = NULL;
+  s->next = s->prev = NULL;
+  s->owner = owner;
+  atomic_store_explicit(&s->xfree, 0, memory_order_relaxed);
+}
+
+bool hk_slab_extend(hk_slab_t *s) {
+  unsigned left = (unsigned)s->capacity - s->carved;
+  if (left == 0) return false;
+  unsigned n = HK_CARVE_BYTES / s->block_size;
+  if (n == 0) n = 1;
+  if (n > left) n = left;
+  size_t bs = s->block_size;
+  uint8_t *first = s->start + (size_t)s->carved * bs;
+  uint8_t *p = first;
+  for (unsigned i = 1; i < n; i++, p += bs) ((hk_block_t *)p)->next = (hk_block_t *)(p + bs);
+  ((hk_block_t *)p)->next = s->free;
+  s->free = (hk_block_t *)first;
+  s->carved = (uint16_t)(s->carved + n);
+  return true;
+}
+
+bool hk_slab_refill(hk_slab_t *s) {
+  HK_ASSERT(s->free == NULL);
+  if (!s->local_free) hk_slab_collect_remote(s);
+  if (s->local_free) {
+    s->free = s->local_free;
+    s->local_free = NULL;
+    return true;
+  }
+  return hk_slab_extend(s);
+}

@@ -1,0 +1,176 @@
+#include "superslab.h"
+
+#include <string.h>
+
+#include "chunk_map.h"
+#include "knobs.h"
+#include "lock.h"
+#include "os.h"
+
+/* Global lists, each under its own lock; a thread takes one of them at most
+ * once per superslab it acquires, releases or adopts. */
+static hk_lock_t cache_lock = HK_LOCK_INIT;
+static hk_ss_list_t cache;                 /* empty superslabs, newest first */
+static hk_lock_t abandoned_lock = HK_LOCK_INIT;
+static hk_ss_list_t abandoned[HK_SS_NKINDS];
+static atomic_size_t mapped_count;
+static _Atomic uint64_t next_collect_ms;
+
+enum { LIST_NONE = 0, LIST_CACHE = 100, LIST_ABANDONED = 101 };
+
+void hk_ss_list_push(hk_ss_list_t *l, hk_superslab_t *ss, uint8_t id) {
+  ss->prev = NULL;
+  ss->next = l->head;
+  if (l->head) l->head->prev = ss;
+  l->head = ss;
+  l->count++;
+  ss->list = id;
+}
+
+void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss) {
+  if (ss->prev) ss->prev->next = ss->next;
+  else l->head = ss->next;
+  if (ss->next) ss->next->prev = ss->prev;
+  ss->next = ss->prev = NULL;
+  l->count--;
+  ss->list = LIST_NONE;
+}
+
+static void ss_init(hk_superslab_t *ss, unsigned kind) {
+  ss->kind = (uint8_t)kind;
+  ss->slab_shift = kind == HK_SS_KIND_SMALL ? 16 : 18;
+  ss->nslabs = (uint8_t)(HK_SS_SIZE >> ss->slab_shift);
+  ss->free_mask = ss->nslabs == 32 ? 0xffffffffu : ((1u << ss->nslabs) - 1);
+  ss->nused = 0;
+  ss->list = LIST_NONE;
+  atomic_store_explicit(&ss->heap, NULL, memory_order_relaxed);
+  ss->next = ss->prev = NULL;
+  for (unsigned i = 0; i < ss->nslabs; i++) {
+    hk_slab_t *s = &ss->slabs[i];
+    s->free = s->local_free = NULL;
+    s->owner = 0;
+    s->used = s->capacity = s->carved = 0;
+    s->state = HK_SLAB_UNUSED;
+    s->index = i;
+    atomic_store_explicit(&s->xfree, 0, memory_order_relaxed);
+  }
+}
+
+hk_superslab_t *hk_ss_acquire(unsigned kind) {
+  hk_superslab_t *ss = NULL;
+  if (cache.head) {  /* racy peek; checked again under the lock */
+    hk_lock(&cache_lock);
+    ss = cache.head;
+    if (ss) hk_ss_list_remove(&cache, ss);
+    hk_unlock(&cache_lock);
+  }
+  if (!ss) {
+    ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
+    if (!ss) return NULL;
+    atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);
+    hk_chunk_set(ss, HK_CHUNK_SUPERSLAB);
+  }
+  ss->purged = false;
+  ss->dirty_new = ss->dirty_old = 0;
+  ss_init(ss, kind);
+  return ss;
+}
+
+static void ss_unmap(hk_superslab_t *ss) {
+  hk_chunk_set(ss, HK_CHUNK_NONE);
+  atomic_fetch_sub_explicit(&mapped_count, 1, memory_order_relaxed);
+  hk_os_unmap(ss, HK_SS_SIZE);
+}
+
+void hk_ss_release(hk_superslab_t *ss) {
+  HK_ASSERT(ss->nused == 0);
+  atomic_store_explicit(&ss->heap, NULL, memory_order_relaxed);
+  for (unsigned i = 0; i < ss->nslabs; i++) ss->slabs[i].state = HK_SLAB_UNUSED;
+  ss->stamp_ms = hk_os_now_ms();
+  ss->purged = false;
+  hk_superslab_t *victim = NULL;
+  hk_lock(&cache_lock);
+  hk_ss_list_push(&cache, ss, LIST_CACHE);
+  if ((long)cache.count > hk_knobs.ss_cache) {
+    victim = cache.head;
+    while (victim->next) victim = victim->next;  /* oldest */
+    hk_ss_list_remove(&cache, victim);
+  }
+  hk_unlock(&cache_lock);
+  if (victim) ss_unmap(victim);
+  hk_ss_collect(false);
+}
+
+void hk_ss_abandon(hk_superslab_t *ss) {
+  atomic_store_explicit(&ss->heap, NULL, memory_order_release);
+  hk_lock(&abandoned_lock);
+  hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED);
+  hk_unlock(&abandoned_lock);
+}
+
+hk_superslab_t *hk_ss_take_abandoned(unsigned kind) {
+  if (!abandoned[kind].head) return NULL;  /* racy peek */
+  hk_lock(&abandoned_lock);
+  hk_superslab_t *ss = abandoned[kind].head;
+  if (ss) hk_ss_list_remove(&abandoned[kind], ss);
+  hk_unlock(&abandoned_lock);
+  return ss;
+}
+
+/* Unused slabs of a superslab are purged once they stayed unused for a whole
+ * epoch (between two calls): dirty_new -> dirty_old -> purged. */
+size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
+  uint32_t due = (force ? (ss->dirty_old | ss->dirty_new) : ss->dirty_old) & ss->free_mask;
+  size_t bytes = 0;
+  while (due) {
+    unsigned i = (unsigned)__builtin_ctz(due);
+    /* merge runs of adjacent slabs into one madvise */
+    unsigned j = i;
+    while (j + 1 < ss->nslabs && (due & (1u << (j + 1)))) j++;
+    uint8_t *from = hk_ss_slab_area(ss, i);
+    uint8_t *to = (uint8_t *)ss + ((size_t)(j + 1) << ss->slab_shift);
+    hk_os_purge(from, (size_t)(to - from));
+    bytes += (size_t)(to - from);
+    uint32_t run = (j - i + 1 == 32) ? 0xffffffffu : (((1u << (j - i + 1)) - 1) << i);
+    due &= ~run;
+  }
+  ss->dirty_old = force ? 0 : (ss->dirty_new & ss->free_mask);
+  ss->dirty_new = 0;
+  return bytes;
+}
+
+size_t hk_ss_collect(bool force) {
+  uint64_t now = hk_os_now_ms();
+  if (!force && now < atomic_load_explicit(&next_collect_ms, memory_order_relaxed)) return 0;
+  uint64_t delay = (uint64_t)hk_knobs.purge_delay_ms;
+  atomic_store_explicit(&next_collect_ms, now + (delay ? delay / 2 + 1 : 0), memory_order_relaxed);
+  size_t bytes = 0;
+  if (!cache.head && !force) return 0;
+  hk_lock(&cache_lock);
+  for (hk_superslab_t *ss = cache.head; ss; ss = ss->next) {
+    if (ss->purged) continue;
+    if (force || now - ss->stamp_ms >= delay) {
+      hk_os_purge((uint8_t *)ss + HK_PAGE, HK_SS_SIZE - HK_PAGE);
+      bytes += HK_SS_SIZE - HK_PAGE;
+      ss->purged = true;
+    }
+  }
+  hk_unlock(&cache_lock);
+  if (force) {
+    /* abandoned superslabs: nobody owns them, their unused slabs can go */
+    hk_lock(&abandoned_lock);
+    for (unsigned k = 0; k < HK_SS_NKINDS; k++)
+      for (hk_superslab_t *ss = abandoned[k].head; ss; ss = ss->next)
+        bytes += hk_ss_purge_unused(ss, true);
+    hk_unlock(&abandoned_lock);
+  }
+  return bytes;
+}
+
+size_t hk_ss_count_mapped(void) { return atomic_load_explicit(&mapped_count, memory_order_relaxed); }
+size_t hk_ss_count_cached(void) { return cache.count; }
+size_t hk_ss_count_abandoned(void) { return abandoned[0].count + abandoned[1].count; }
+
+void hk_ss_fork_prepare(void) { hk_lock(&abandoned_lock); hk_lock(&cache_lock); }
+void hk_ss_fork_parent(void) { hk_unlock(&cache_lock); hk_unlock(&abandoned_lock); }
+void hk_ss_fork_child(void) { hk_lock_reset(&cache_lock); hk_lock_reset(&abandoned_lock); }

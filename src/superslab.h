@@ -1,0 +1,115 @@
+/* Superslab layer: 2 MiB-aligned regions from the OS, each holding a header
+ * (this struct, with one descriptor per slab) followed by equal-sized slabs.
+ * Any block address finds its slab by masking and shifting.
+ *
+ *   small superslab: 32 slabs of 64 KiB  (classes <= 1 KiB)
+ *   mid   superslab:  8 slabs of 256 KiB (classes <= 32 KiB)
+ *
+ * Slab 0 starts after the 8 KiB header. A superslab belongs to one thread
+ * heap at a time; when that thread exits it is abandoned and the next heap
+ * that needs memory adopts it. Empty superslabs go to a small global cache
+ * and are purged after a delay. */
+#ifndef HK_SUPERSLAB_H
+#define HK_SUPERSLAB_H
+
+#include <stdatomic.h>
+#include "config.h"
+
+typedef struct hk_block { struct hk_block *next; } hk_block_t;
+
+enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
+
+#define HK_SS_MAX_SLABS 32
+#define HK_SS_HDR_SIZE  ((size_t)8192)
+
+/* Where a slab is, seen from its owner heap. */
+enum { HK_SLAB_UNUSED = 0, HK_SLAB_CUR, HK_SLAB_PARTIAL, HK_SLAB_FULL };
+
+/* Low bits of hk_slab.xfree (the remote-free list head): whether the owner
+ * wants to hear about the next remote free (the slab is full). */
+enum { HK_XF_NORMAL = 0, HK_XF_NOTIFY = 1, HK_XF_NOTIFYING = 2, HK_XF_MASK = 3 };
+
+typedef struct hk_slab {
+  /* line 0: touched by the owner only */
+  hk_block_t *free;         /* malloc pops here                      */
+  hk_block_t *local_free;   /* owner's frees land here               */
+  uintptr_t owner;          /* owning thread's id; 0 when nobody's   */
+  uint16_t used;            /* blocks out (incl. uncollected remote) */
+  uint16_t capacity;        /* blocks in the slab                    */
+  uint16_t carved;          /* blocks carved so far (lazy init)      */
+  uint8_t state;            /* HK_SLAB_*                             */
+  uint8_t cls;
+  uint32_t block_size;
+  uint32_t index;           /* in its superslab                      */
+  uint8_t *start;
+  struct hk_slab *next, *prev;  /* heap's partial list               */
+  /* line 1: written by other threads */
+  _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
+} __attribute__((aligned(HK_CACHE_LINE))) hk_slab_t;
+
+struct hk_heap;
+
+typedef struct hk_superslab {
+  uint8_t kind, slab_shift, nslabs, list;  /* list: which list it is on   */
+  uint32_t free_mask;       /* bit i: slab i unused                        */
+  uint32_t dirty_new, dirty_old;  /* unused slabs not yet purged (2 epochs) */
+  uint32_t nused;           /* slabs in use                                */
+  bool purged;              /* whole superslab purged while cached         */
+  _Atomic(struct hk_heap *) heap;  /* owner; NULL when abandoned/cached    */
+  struct hk_superslab *next, *prev;
+  uint64_t stamp_ms;        /* when it entered the cache                   */
+  hk_slab_t slabs[HK_SS_MAX_SLABS];
+} hk_superslab_t;
+
+_Static_assert(sizeof(hk_slab_t) == 128, "slab descriptor is two cache lines");
+_Static_assert(sizeof(hk_superslab_t) <= HK_SS_HDR_SIZE, "header fits");
+
+HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {
+  return (hk_superslab_t *)((uintptr_t)p & ~(uintptr_t)HK_SS_MASK);
+}
+HK_INLINE hk_slab_t *hk_slab_of(hk_superslab_t *ss, const void *p) {
+  return &ss->slabs[((uintptr_t)p & HK_SS_MASK) >> ss->slab_shift];
+}
+HK_INLINE hk_superslab_t *hk_slab_ss(hk_slab_t *s) { return hk_ss_of(s); }
+
+HK_INLINE unsigned hk_kind_of_class(unsigned cls) {
+  return cls < HK_NCLASS_SMALL ? HK_SS_KIND_SMALL : HK_SS_KIND_MID;
+}
+HK_INLINE size_t hk_ss_slab_bytes(const hk_superslab_t *ss) { return (size_t)1 << ss->slab_shift; }
+HK_INLINE uint8_t *hk_ss_slab_area(hk_superslab_t *ss, unsigned idx) {
+  return (uint8_t *)ss + ((size_t)idx << ss->slab_shift) + (idx == 0 ? HK_SS_HDR_SIZE : 0);
+}
+HK_INLINE size_t hk_ss_slab_area_bytes(const hk_superslab_t *ss, unsigned idx) {
+  return hk_ss_slab_bytes(ss) - (idx == 0 ? HK_SS_HDR_SIZE : 0);
+}
+
+/* Doubly-linked superslab lists (owner-local or under a global lock). */
+typedef struct { hk_superslab_t *head; size_t count; } hk_ss_list_t;
+void hk_ss_list_push(hk_ss_list_t *l, hk_superslab_t *ss, uint8_t id);
+void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss);
+
+/* A superslab of this kind with every slab unused: from the cache or the OS.
+ * Not owned by anyone yet. NULL when the OS refuses. */
+hk_superslab_t *hk_ss_acquire(unsigned kind);
+/* Give back an empty superslab (all slabs unused); it is cached, purged
+ * after the purge delay and unmapped when the cache is over its cap. */
+void hk_ss_release(hk_superslab_t *ss);
+/* Hand over a superslab whose owner thread is gone. */
+void hk_ss_abandon(hk_superslab_t *ss);
+/* Take an abandoned superslab of this kind, or NULL. */
+hk_superslab_t *hk_ss_take_abandoned(unsigned kind);
+/* Purge/unmap cached superslabs idle past the delay (force: all now).
+ * Returns bytes given back. Cheap when nothing is due. */
+size_t hk_ss_collect(bool force);
+/* Purge the unused slabs of ss that were unused for a whole epoch. */
+size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
+
+size_t hk_ss_count_mapped(void);
+size_t hk_ss_count_cached(void);
+size_t hk_ss_count_abandoned(void);
+
+void hk_ss_fork_prepare(void);
+void hk_ss_fork_parent(void);
+void hk_ss_fork_child(void);
+
+#endif
