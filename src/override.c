@@ -46,7 +46,7 @@ HK_EXPORT void *aligned_alloc(size_t align, size_t n) {
 }
 
 HK_EXPORT void *memalign(size_t align, size_t n) {
-  if (align <= 16) return hk_malloc_inline(n);
+  if (align == 0) return hk_malloc_inline(n);
   if (!is_pow2(align)) { errno = EINVAL; return NULL; }
   return hk_aligned(align, n);
 }
