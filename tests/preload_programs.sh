@@ -1,0 +1,187 @@
+#!/usr/bin/env bash
+# preload_programs.sh BUILD_DIR [CASE...]
+#
+# Runs real programs twice: plain, and with LD_PRELOAD=BUILD_DIR/libhakmem.so
+# and HAKMEM_VERBOSE=1. For each case:
+#   - both runs must exit 0;
+#   - their stdouts must be identical byte for byte;
+#   - the preloaded run's stderr must contain "hakmem: active" (the line
+#     libhakmem prints at exit under HAKMEM_VERBOSE=1: proof the program really
+#     ran on hakmem), and the plain run's must not.
+# Only the program under test is preloaded; helper commands (nm, sha256sum,
+# file generation) run plain.
+#
+# Cases: python3 cc sort git cxx_map test_cxx test_stress (default: all).
+# Prints "PASS preload/CASE" or "FAIL preload/CASE: why" per case; exits 1 if
+# any failed.
+set -u
+if [ $# -lt 1 ]; then
+  echo "usage: $0 BUILD_DIR [CASE...]" >&2
+  exit 2
+fi
+BUILD=$(cd "$1" && pwd) || exit 2
+shift
+SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LIB=$BUILD/libhakmem.so
+ALL_CASES="python3 cc sort git cxx_map test_cxx test_stress"
+CASES=${*:-$ALL_CASES}
+unset LD_PRELOAD HAKMEM_VERBOSE HAKMEM_TEST_EXPECT_ACTIVE
+export LC_ALL=C TZ=UTC
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-preload.XXXXXX") || exit 2
+trap 'rm -rf "$WORK"' EXIT
+
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=$(command -v python3)
+
+MODE=plain
+# run "$@" preloaded in the preload pass, plainly otherwise
+P() {
+  if [ "$MODE" = pre ]; then
+    env LD_PRELOAD="$LIB" HAKMEM_VERBOSE=1 HAKMEM_TEST_EXPECT_ACTIVE=1 "$@"
+  else
+    "$@"
+  fi
+}
+
+# ---------------- cases: run in an empty cwd, write stdout ----------------
+case_python3() {
+  P env PYTHONMALLOC=malloc PYTHONHASHSEED=0 "$PY" "$SRC/progs/alloc_heavy.py"
+}
+
+case_cc() {
+  cp "$SRC/progs/cc_input.c" . && cp "$SRC/progs/cxx_map_prog.cc" . || return 1
+  P cc -O2 -Wall -c cc_input.c -o cc_input.o || return 1
+  nm cc_input.o
+  sha256sum cc_input.o
+  P cc cc_input.o -o cc_prog || return 1
+  ./cc_prog || return 1
+  # cc1plus is a far heavier malloc user than cc1
+  P g++ -O1 -std=c++17 -c cxx_map_prog.cc -o cxx_map_prog.o || return 1
+  nm -C cxx_map_prog.o | sort
+  sha256sum cxx_map_prog.o
+}
+
+case_sort() {
+  local in=$WORK/sort-input.txt
+  if [ ! -f "$in" ]; then
+    "$PY" - "$in" <<'EOF' || return 1
+import random, sys
+r = random.Random(7)
+with open(sys.argv[1], "w") as f:
+    for i in range(200000):
+        f.write("%s,%d,%s\n" % ("".join(r.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(r.randrange(1, 30))),
+                                r.randrange(10**6), "x" * r.randrange(0, 80)))
+EOF
+  fi
+  P sort "$in" || return 1
+  P sort -t, -k2,2n -k1,1 "$in" || return 1
+  mkdir -p tmp
+  P sort -u -r --parallel=2 -S 1M -T tmp "$in" || return 1
+}
+
+case_git() {
+  export HOME=$PWD GIT_CONFIG_NOSYSTEM=1 GIT_PAGER=cat PAGER=cat
+  export GIT_AUTHOR_NAME="Hak Mem" GIT_AUTHOR_EMAIL="hakmem@example.invalid"
+  export GIT_COMMITTER_NAME="Hak Mem" GIT_COMMITTER_EMAIL="hakmem@example.invalid"
+  export GIT_AUTHOR_DATE="2024-01-01T00:00:00Z" GIT_COMMITTER_DATE="2024-01-01T00:00:00Z"
+  P git init -q -b main repo || return 1
+  cd repo || return 1
+  "$PY" - <<'EOF' || return 1
+import random, os
+r = random.Random(3)
+for d in range(8):
+    os.makedirs("dir%d" % d, exist_ok=True)
+    for f in range(25):
+        with open("dir%d/file%d.txt" % (d, f), "w") as fh:
+            for l in range(r.randrange(10, 200)):
+                fh.write("line %d %s\n" % (l, "".join(r.choice("abcdef ") for _ in range(r.randrange(60)))))
+EOF
+  P git add -A || return 1
+  P git commit -q -m "first commit" || return 1
+  "$PY" - <<'EOF' || return 1
+import random, glob
+r = random.Random(4)
+for p in sorted(glob.glob("dir*/file*.txt"))[::3]:
+    with open(p) as fh:
+        lines = fh.readlines()
+    for _ in range(5):
+        lines.insert(r.randrange(len(lines) + 1), "edit %d\n" % r.randrange(1000))
+    with open(p, "w") as fh:
+        fh.writelines(lines)
+EOF
+  P git rm -q dir7/file3.txt || return 1
+  P git mv dir6/file1.txt dir6/renamed.txt || return 1
+  export GIT_AUTHOR_DATE="2024-01-02T00:00:00Z" GIT_COMMITTER_DATE="2024-01-02T00:00:00Z"
+  P git commit -q -a -m "second commit" || return 1
+  P git log --stat --format='%H %an %ad %s' || return 1
+  P git diff HEAD~1 HEAD || return 1
+  P git diff --stat -M HEAD~1 || return 1
+  P git grep -c "edit" HEAD || return 1
+  P git repack -q -a -d -f || return 1
+  P git fsck --no-progress || return 1
+  P git rev-parse HEAD HEAD~1 || return 1
+}
+
+case_cxx_map() {
+  P "$BUILD/tests/cxx_map_prog"
+}
+
+case_test_cxx() {
+  P "$BUILD/tests/test_cxx_plain"
+}
+
+case_test_stress() {
+  P "$BUILD/tests/test_stress_plain" 8 2 20000
+}
+
+# ---------------- driver ----------------
+fails=0
+for c in $CASES; do
+  if ! declare -F "case_$c" >/dev/null; then
+    echo "FAIL preload/$c: no such case"
+    fails=$((fails + 1))
+    continue
+  fi
+  why=""
+  if [ ! -f "$LIB" ]; then
+    why="$LIB not found"
+  else
+    for MODE in plain pre; do
+      mkdir -p "$WORK/$c.$MODE.d"
+      (cd "$WORK/$c.$MODE.d" && "case_$c") >"$WORK/$c.$MODE.out" 2>"$WORK/$c.$MODE.err"
+      rc=$?
+      if [ $rc -ne 0 ]; then
+        why="$MODE run exited $rc"
+        break
+      fi
+    done
+  fi
+  if [ -z "$why" ]; then
+    if grep -q "hakmem: active" "$WORK/$c.plain.err"; then
+      why="plain run printed 'hakmem: active' (was it preloaded?)"
+    elif ! grep -q "hakmem: active" "$WORK/$c.pre.err"; then
+      why="preloaded run did not print 'hakmem: active' (hakmem not loaded?)"
+    elif ! cmp -s "$WORK/$c.plain.out" "$WORK/$c.pre.out"; then
+      why="stdout differs with hakmem preloaded"
+    elif [ ! -s "$WORK/$c.plain.out" ] && [ "$c" != test_cxx ] && [ "$c" != test_stress ]; then
+      why="no output to compare"
+    fi
+  fi
+  if [ -z "$why" ]; then
+    echo "PASS preload/$c"
+  else
+    echo "FAIL preload/$c: $why"
+    fails=$((fails + 1))
+    for m in plain pre; do
+      [ -f "$WORK/$c.$m.err" ] || continue
+      echo "--- $c ($m) stderr, last lines:"
+      tail -n 15 "$WORK/$c.$m.err"
+    done
+    if [ -f "$WORK/$c.pre.out" ] && [ -f "$WORK/$c.plain.out" ]; then
+      echo "--- stdout diff (plain vs preloaded), first lines:"
+      diff "$WORK/$c.plain.out" "$WORK/$c.pre.out" | head -n 20
+    fi
+  fi
+done
+[ $fails -eq 0 ]
