@@ -106,6 +106,30 @@ void *hk_aligned(size_t align, size_t n) {
   return hk_large_alloc(n, align, false);
 }
 
+#ifdef HK_DEBUG
+/* Debug-build heap checks: every block handed out or taken back must be a
+ * block boundary inside a live slab of the right class, and not already on
+ * the owner's free lists (a bounded scan catches immediate double frees). */
+void hk_debug_check_alloc(void *p, unsigned cls) {
+  hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
+  HK_ASSERT(hk_chunk_kind(p) == HK_CHUNK_SUPERSLAB);
+  HK_ASSERT(s->cls == cls && s->state != HK_SLAB_UNUSED);
+  HK_ASSERT(hk_owns_block(p));
+  HK_ASSERT(s->used <= s->capacity);
+}
+
+void hk_debug_check_free(void *p, hk_slab_t *s) {
+  if (!hk_owns_block(p)) { hk_report_invalid("free", p, "not a live hakmem block"); return; }
+  if (s->owner != hk_thread_id()) return;
+  unsigned n = 0;
+  for (hk_block_t *b = s->local_free; b && n < 64; b = b->next, n++)
+    if (b == p) hk_report_invalid("free", p, "block already freed (double free)");
+  n = 0;
+  for (hk_block_t *b = s->free; b && n < 64; b = b->next, n++)
+    if (b == p) hk_report_invalid("free", p, "block already freed (double free)");
+}
+#endif
+
 /* ---- hakmem.h ----------------------------------------------------------------- */
 
 HK_EXPORT void *hak_malloc(size_t size) { return hk_malloc_inline(size); }

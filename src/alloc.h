@@ -17,8 +17,15 @@ void  *hk_aligned(size_t align, size_t n);        /* align: power of two  */
 size_t hk_usable(const void *p);
 bool   hk_owns_block(const void *p);
 
+#ifdef HK_DEBUG
+void hk_debug_check_alloc(void *p, unsigned cls);
+void hk_debug_check_free(void *p, hk_slab_t *s);
+HK_INLINE void hk_hook_alloc(void *p, unsigned cls) { hk_debug_check_alloc(p, cls); }
+HK_INLINE void hk_hook_free(void *p, hk_slab_t *s) { hk_debug_check_free(p, s); }
+#else
 HK_INLINE void hk_hook_alloc(void *p, unsigned cls) { (void)p; (void)cls; }
 HK_INLINE void hk_hook_free(void *p, hk_slab_t *s) { (void)p; (void)s; }
+#endif
 
 HK_INLINE void *hk_alloc_class(unsigned cls) {
   hk_heap_t *h = hk_tls_heap;
