@@ -4,7 +4,7 @@
 
 hk_knobs_t hk_knobs = {
   .purge_delay_ms = 1000,
-  .ss_cache = 8,
+  .ss_cache = 256,
   .large_cache_mb = 64,
   .large_cache_count = 32,
   .verbose = 0,

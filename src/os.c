@@ -41,17 +41,46 @@ static void raw_unmap(void *p, size_t size) {
   errno = saved;
 }
 
+/* Aligned mappings are asked for at hint addresses in a region of their own
+ * (16-48 TiB, start randomised), stepping by 2 MiB multiples: the kernel
+ * takes the hint when the range is free, so one mmap gives an aligned
+ * mapping instead of mmap + 2 munmap of an over-sized one. */
+#define HINT_LOW  ((uintptr_t)16 << 40)
+#define HINT_HIGH ((uintptr_t)48 << 40)
+static _Atomic uintptr_t hint_next;
+
+static void *map_at_hint(size_t size) {
+  uintptr_t h = atomic_load_explicit(&hint_next, memory_order_relaxed);
+  if (h == 0) {
+    uintptr_t seed = (uintptr_t)&h ^ (uintptr_t)hk_os_now_ms() * 0x9e3779b97f4a7c15ull;
+    uintptr_t start = HINT_LOW + (((seed >> 12) & 0xffff) << HK_SS_SHIFT);
+    atomic_compare_exchange_strong(&hint_next, &h, start);
+  }
+  size_t step = hk_align_up(size, HK_SS_SIZE);
+  h = atomic_fetch_add_explicit(&hint_next, step, memory_order_relaxed);
+  if (h < HINT_LOW || h + step > HINT_HIGH) return NULL;
+  atomic_fetch_add_explicit(&hk_os_stats.mmap_calls, 1, memory_order_relaxed);
+  void *p = mmap((void *)h, size, PROT_READ | PROT_WRITE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+  if (p == MAP_FAILED) return NULL;
+  if ((uintptr_t)p != h) {  /* a kernel that took it as a plain hint */
+    raw_unmap(p, size);
+    return NULL;
+  }
+  return p;
+}
+
 void *hk_os_map_aligned(size_t size, size_t align) {
   HK_ASSERT(size % HK_PAGE == 0 && (align & (align - 1)) == 0 && align >= HK_PAGE);
   int saved = errno;
-  /* The kernel often hands out an aligned address by itself (mappings grow
-   * down from the last one); try that first: one syscall instead of three. */
-  void *p = raw_map(size);
-  if (p && ((uintptr_t)p & (align - 1)) == 0) {
-    note_mapped(size);
-    return p;
+  if (align <= HK_SS_SIZE) {
+    void *p = map_at_hint(size);
+    if (p) {
+      errno = saved;
+      note_mapped(size);
+      return p;
+    }
   }
-  if (p) raw_unmap(p, size);
   if (size + align < size) { errno = ENOMEM; return NULL; }
   uint8_t *raw = raw_map(size + align);
   if (!raw) { errno = ENOMEM; return NULL; }

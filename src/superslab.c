@@ -146,16 +146,28 @@ size_t hk_ss_collect(bool force) {
   atomic_store_explicit(&next_collect_ms, now + (delay ? delay / 2 + 1 : 0), memory_order_relaxed);
   size_t bytes = 0;
   if (!cache.head && !force) return 0;
+  /* purged after the delay; unmapped after 8 delays (or at once on trim) */
+  hk_superslab_t *victims = NULL;
   hk_lock(&cache_lock);
-  for (hk_superslab_t *ss = cache.head; ss; ss = ss->next) {
-    if (ss->purged) continue;
-    if (force || now - ss->stamp_ms >= delay) {
+  for (hk_superslab_t *ss = cache.head, *next; ss; ss = next) {
+    next = ss->next;
+    if (force || now - ss->stamp_ms >= 8 * delay) {
+      hk_ss_list_remove(&cache, ss);
+      ss->next = victims;
+      victims = ss;
+    } else if (!ss->purged && now - ss->stamp_ms >= delay) {
       hk_os_purge((uint8_t *)ss + HK_PAGE, HK_SS_SIZE - HK_PAGE);
       bytes += HK_SS_SIZE - HK_PAGE;
       ss->purged = true;
     }
   }
   hk_unlock(&cache_lock);
+  while (victims) {
+    hk_superslab_t *next = victims->next;
+    if (!victims->purged) bytes += HK_SS_SIZE;
+    ss_unmap(victims);
+    victims = next;
+  }
   if (force) {
     /* abandoned superslabs: nobody owns them, their unused slabs can go */
     hk_lock(&abandoned_lock);
