@@ -1,0 +1,1379 @@
+#!/usr/bin/env python3
+"""hakmem benchmark harness (Python 3 standard library only).
+
+    python3 bench/harness.py --quick          # make bench       (3 runs each, short)
+    python3 bench/harness.py --full           # make bench-full  (10 runs each, seed sizes)
+    python3 bench/harness.py --soak [--minutes N]   # make soak
+
+Every benchmark runs under hakmem (LD_PRELOAD of build/libhakmem.so, and the
+*_hakmem_static binaries linked against build/libhakmem.a), glibc, and every
+peer allocator installed (mimalloc, jemalloc, tcmalloc); allocators are
+interleaved run by run (A B C A B C ...). Every program proves at run time
+which allocator served it (`allocator: NAME (PATH)`, see bench_common.h and
+probe.c); a run whose allocator is not the one requested is REJECTED and never
+enters the statistics. OS calls (mmap, munmap, madvise, brk, mremap) are
+counted with `strace -f -c` in a separate run per benchmark and allocator.
+
+Results: bench/results/<date>-<mode>.json, .md (tables) and .svg (ratio chart).
+Exit status: 0 when every run was accepted, 1 when some run failed or was
+rejected (the reports are written either way), 2 on usage errors.
+See docs/BENCHMARKS.md.
+"""
+
+import argparse
+import csv
+import datetime
+import html
+import io
+import json
+import math
+import os
+import platform
+import re
+import shutil
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH_SRC = ROOT / "bench"
+BUILD = ROOT / "build"
+BIN = BUILD / "bench"
+FALLBACK_BIN = BUILD / "bench-fallback"
+RESULTS = BENCH_SRC / "results"
+LIBDIRS = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
+
+PROGRAMS = ["bench_tiny", "bench_random_mixed", "bench_mid", "larson", "bench_xthread",
+            "bench_large", "bench_false_sharing", "bench_app", "bench_soak"]
+OS_CALLS = ["mmap", "munmap", "madvise", "brk", "mremap"]
+CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-builtin-malloc",
+          "-fno-builtin-free", "-fno-builtin-calloc", "-fno-builtin-realloc"]
+
+# --------------------------------------------------------------- allocators
+
+
+class Allocator:
+    """How one allocator is realised for a run, and what the run must print."""
+
+    def __init__(self, label, expect, preload=None, static=False, package=None, note=""):
+        self.label = label        # name in the reports
+        self.expect = expect      # name the program must print
+        self.preload = preload    # library to LD_PRELOAD (None: none)
+        self.static = static      # use the *_hakmem_static binaries
+        self.package = package
+        self.note = note
+        self.plain_binary = False  # --pretend: static label, plain binary
+
+    def describe(self):
+        if self.static:
+            return "linked with build/libhakmem.a" if not self.plain_binary else "PRETEND: plain binary"
+        if self.preload:
+            return "LD_PRELOAD=" + self.preload
+        return "no preload"
+
+
+def find_lib(names):
+    for d in LIBDIRS:
+        for n in names:
+            p = Path(d) / n
+            if p.exists():
+                return str(p)
+    return None
+
+
+PEERS = [
+    ("mimalloc", ["libmimalloc.so.2", "libmimalloc.so"], "libmimalloc2.0"),
+    ("jemalloc", ["libjemalloc.so.2", "libjemalloc.so"], "libjemalloc2"),
+    ("tcmalloc", ["libtcmalloc_minimal.so.4", "libtcmalloc.so.4"], "libtcmalloc-minimal4"),
+]
+
+
+def libc_path():
+    return find_lib(["libc.so.6"]) or "/lib/x86_64-linux-gnu/libc.so.6"
+
+
+def hakmem_so():
+    p = BUILD / "libhakmem.so"
+    return str(p) if p.exists() else None
+
+
+def discover_allocators(args, log):
+    """Returns (allocators, skipped) in run order."""
+    allocs, skipped = [], []
+    so = hakmem_so()
+    if so:
+        allocs.append(Allocator("hakmem", "hakmem", preload=so, note="preloaded"))
+    else:
+        skipped.append({"allocator": "hakmem", "reason": "build/libhakmem.so not found: run `make` first"})
+    if (bin_dir() / "bench_tiny_hakmem_static").exists():
+        allocs.append(Allocator("hakmem-static", "hakmem", static=True, note="static link"))
+    else:
+        skipped.append({"allocator": "hakmem-static",
+                        "reason": "build/bench/*_hakmem_static not built (needs build/libhakmem.a: run `make`)"})
+    allocs.append(Allocator("glibc", "glibc", note="system malloc"))
+    for name, libs, pkg in PEERS:
+        lib = find_lib(libs)
+        if lib:
+            allocs.append(Allocator(name, name, preload=lib, package=pkg))
+        else:
+            skipped.append({"allocator": name,
+                            "reason": "not installed: apt-get install -y %s" % pkg})
+    # --pretend LABEL=HOW: realise LABEL some other way (bench/selftest.sh uses
+    # it to prove that a mis-linked run is caught)
+    for spec in args.pretend or []:
+        label, _, how = spec.partition("=")
+        expect = "hakmem" if label.startswith("hakmem") else label
+        allocs = [a for a in allocs if a.label != label]
+        skipped = [s for s in skipped if s["allocator"] != label]
+        if how in ("", "none"):
+            a = Allocator(label, expect, note="PRETEND: no preload")
+        elif how == "plain":
+            a = Allocator(label, expect, static=True, note="PRETEND: plain binary")
+            a.plain_binary = True
+        else:
+            a = Allocator(label, expect, preload=how, note="PRETEND: LD_PRELOAD=" + how)
+        allocs.insert(0, a)
+    if args.allocators:
+        want = [w.strip() for w in args.allocators.split(",") if w.strip()]
+        for w in want:
+            if not any(a.label == w for a in allocs) and not any(s["allocator"] == w for s in skipped):
+                log("unknown allocator %r (known: hakmem, hakmem-static, glibc, mimalloc, jemalloc, tcmalloc)" % w)
+        allocs = [a for a in allocs if a.label in want]
+        skipped = [s for s in skipped if s["allocator"] in want]
+    return allocs, skipped
+
+
+# ----------------------------------------------------------------- building
+
+def bin_dir():
+    if (BIN / "bench_tiny").exists():
+        return BIN
+    return FALLBACK_BIN
+
+
+def ensure_built(log):
+    """The CMake build (make) puts the programs in build/bench. If it has not
+    run (e.g. the allocator does not build yet), compile the plain programs and
+    the probe directly into build/bench-fallback."""
+    if all((BIN / p).exists() for p in PROGRAMS) and (BIN / "libbenchprobe.so").exists():
+        return True
+    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        log("no C compiler and no build/bench: run `make` first")
+        return False
+    FALLBACK_BIN.mkdir(parents=True, exist_ok=True)
+    log("build/bench incomplete: compiling the benchmarks into %s" % FALLBACK_BIN.relative_to(ROOT))
+    jobs = []
+    for p in PROGRAMS:
+        src, out = BENCH_SRC / (p + ".c"), FALLBACK_BIN / p
+        if not out.exists() or out.stat().st_mtime < max(src.stat().st_mtime,
+                                                            (BENCH_SRC / "bench_common.h").stat().st_mtime):
+            jobs.append([cc] + CFLAGS + [str(src), "-o", str(out), "-pthread", "-ldl"])
+        lib = BUILD / "libhakmem.a"
+        sout = FALLBACK_BIN / (p + "_hakmem_static")
+        if lib.exists() and (not sout.exists() or sout.stat().st_mtime < lib.stat().st_mtime):
+            jobs.append([cc] + CFLAGS + [str(src), "-o", str(sout), str(lib), "-pthread", "-ldl",
+                         "-Wl,-u,hak_version", "-Wl,-u,hak_is_active",
+                         "-Wl,--export-dynamic-symbol=hak_version",
+                         "-Wl,--export-dynamic-symbol=hak_is_active",
+                         "-Wl,--export-dynamic-symbol=malloc"])
+    probe = FALLBACK_BIN / "libbenchprobe.so"
+    if not probe.exists() or probe.stat().st_mtime < (BENCH_SRC / "probe.c").stat().st_mtime:
+        jobs.append([cc, "-O2", "-Wall", "-shared", "-fPIC", str(BENCH_SRC / "probe.c"), "-o", str(probe), "-ldl"])
+    for j in jobs:
+        r = subprocess.run(j, capture_output=True, text=True)
+        if r.returncode != 0:
+            log("compile failed: %s\n%s" % (" ".join(j), r.stderr[-2000:]))
+            return False
+    return True
+
+
+# ------------------------------------------------------------ running things
+
+class Proc:
+    def __init__(self, rc, out, err, wall, maxrss_kib, timed_out):
+        self.rc, self.out, self.err = rc, out, err
+        self.wall, self.maxrss_kib, self.timed_out = wall, maxrss_kib, timed_out
+
+
+def _killpg(pid):
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def run_program(cmd, env, timeout, cwd=None):
+    """Runs cmd to completion; returns its output, wall time and the peak RSS
+    of the process tree (wait4 rusage)."""
+    with tempfile.TemporaryFile() as fo, tempfile.TemporaryFile() as fe:
+        t0 = time.perf_counter()
+        try:
+            p = subprocess.Popen(cmd, stdout=fo, stderr=fe, stdin=subprocess.DEVNULL, env=env,
+                                 cwd=cwd, start_new_session=True)
+        except OSError as e:
+            return Proc(127, "", "cannot start %s: %s" % (cmd[0], e), 0.0, 0, False)
+        timed_out = []
+        timer = threading.Timer(timeout, lambda: (timed_out.append(1), _killpg(p.pid)))
+        timer.start()
+        try:
+            _, status, ru = os.wait4(p.pid, 0)
+        finally:
+            timer.cancel()
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status)
+        _killpg(p.pid)            # stray children of a crashed program
+        fo.seek(0)
+        fe.seek(0)
+        out = fo.read().decode("utf-8", "replace")
+        err = fe.read().decode("utf-8", "replace")
+    return Proc(p.returncode, out, err, wall, ru.ru_maxrss, bool(timed_out))
+
+
+def clean_env():
+    env = {}
+    drop_prefixes = ("LD_", "MALLOC_", "HAKMEM_", "MIMALLOC_", "JE_", "TCMALLOC_", "GLIBC_TUNABLES",
+                     "PYTHON")
+    for k, v in os.environ.items():
+        if k.startswith(drop_prefixes) or k == "MALLOC_CONF":
+            continue
+        env[k] = v
+    env["LC_ALL"] = "C"
+    return env
+
+
+def rc_text(rc):
+    if rc < 0:
+        try:
+            return "killed by signal %d (%s)" % (-rc, signal.Signals(-rc).name)
+        except ValueError:
+            return "killed by signal %d" % -rc
+    return "exit status %d" % rc
+
+
+def strace_prefix(outfile, env_for_child):
+    cmd = ["strace", "-f", "-qq", "-c", "-o", str(outfile), "-e", "trace=" + ",".join(OS_CALLS)]
+    if STRACE_SECCOMP:
+        cmd.append("--seccomp-bpf")
+    for k, v in env_for_child.items():
+        cmd += ["-E", "%s=%s" % (k, v)]
+    return cmd
+
+
+STRACE_SECCOMP = True
+
+
+def parse_strace(path):
+    counts = {c: 0 for c in OS_CALLS}
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return None
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) >= 5 and parts[-1] in counts and parts[0][0].isdigit():
+            try:
+                counts[parts[-1]] = int(parts[3])
+            except ValueError:
+                pass
+    return counts
+
+
+RE_ALLOC = re.compile(r"^allocator: (\S+) \((.*)\)\s*$", re.M)
+RE_TP = re.compile(r"^Throughput = ([0-9.eE+]+) ops/s", re.M)
+RE_OPS = re.compile(r"^Ops = (\d+)", re.M)
+RE_RSS = re.compile(r"^Peak RSS = (\d+) KiB", re.M)
+RE_WORK = re.compile(r"^work: (\S+)", re.M)
+
+
+def check_allocator(alloc, printed, binary=None):
+    """Returns None when the printed allocator is the one requested, else why not."""
+    if not printed:
+        return "the program printed no `allocator:` line"
+    name, path = printed
+    if name != alloc.expect:
+        return "printed allocator %s (%s) but %s was requested" % (name, path, alloc.label)
+    if alloc.preload and os.path.realpath(alloc.preload) != os.path.realpath(path):
+        return "malloc is defined in %s, not in the preloaded %s" % (path, alloc.preload)
+    if alloc.static and binary and os.path.realpath(binary) != os.path.realpath(path):
+        return "malloc is defined in %s, not in the statically linked %s" % (path, binary)
+    return None
+
+
+# --------------------------------------------------------------- benchmarks
+
+class Bench:
+    kind = "synthetic"
+
+    def __init__(self, name, prog, quick, full, op, desc, deterministic=True, static=True,
+                 timeout=(120, 600), full_only=False):
+        self.name, self.prog, self.quick, self.full = name, prog, quick, full
+        self.op, self.desc, self.deterministic, self.static = op, desc, deterministic, static
+        self.timeout = timeout
+        self.full_only = full_only
+
+    def available(self):
+        return None  # or why this benchmark cannot run here
+
+    def args(self, mode):
+        return [str(a) for a in (self.quick if mode == "quick" else self.full)]
+
+    def binary(self, alloc):
+        d = bin_dir()
+        if alloc.static and not alloc.plain_binary:
+            return d / (self.prog + "_hakmem_static")
+        return d / self.prog
+
+    def applies(self, alloc):
+        return self.static or not alloc.static
+
+    def command(self, alloc, mode):
+        return [str(self.binary(alloc))] + self.args(mode)
+
+    def run(self, alloc, mode, count_file=None):
+        env = clean_env()
+        child = {}
+        if alloc.preload:
+            child["LD_PRELOAD"] = alloc.preload
+        cmd = self.command(alloc, mode)
+        if count_file:
+            cmd = strace_prefix(count_file, child) + cmd
+        else:
+            env.update(child)
+        timeout = self.timeout[0 if mode == "quick" else 1]
+        p = run_program(cmd, env, timeout)
+        rec = {"cmd": shell_line(child, self.command(alloc, mode)), "wall_s": round(p.wall, 4)}
+        m = RE_ALLOC.search(p.out)
+        printed = (m.group(1), m.group(2)) if m else None
+        rec["printed_allocator"] = list(printed) if printed else None
+        if p.timed_out:
+            return fail(rec, "timed out after %d s" % timeout, p)
+        if p.rc != 0:
+            return fail(rec, rc_text(p.rc), p)
+        why = check_allocator(alloc, printed, str(self.binary(alloc)))
+        if why:
+            rec.update(status="rejected", reason=why)
+            return rec
+        tp, ops, rss = RE_TP.search(p.out), RE_OPS.search(p.out), RE_RSS.search(p.out)
+        if not tp or not ops:
+            return fail(rec, "no `Throughput =` / `Ops =` line in the output", p)
+        w = RE_WORK.search(p.out)
+        hv = re.search(r"^hakmem_version: (\S+)", p.out, re.M)
+        rec.update(status="ok", throughput=float(tp.group(1)), ops=int(ops.group(1)),
+                   rss_kib=int(rss.group(1)) if rss else p.maxrss_kib,
+                   work=w.group(1) if w else None)
+        if hv:
+            rec["hakmem_version"] = hv.group(1)
+        return rec
+
+
+def fail(rec, why, p):
+    rec.update(status="failed", reason=why,
+               stderr_tail=p.err[-1500:], stdout_tail=p.out[-800:])
+    return rec
+
+
+def shell_line(env, cmd):
+    pre = " ".join("%s=%s" % (k, v) for k, v in env.items())
+    rel = []
+    for c in cmd:
+        s = str(c)
+        if s.startswith(str(ROOT) + "/"):
+            s = s[len(str(ROOT)) + 1:]
+        rel.append(s if re.fullmatch(r"[\w./=:,+-]+", s) else "'%s'" % s.replace("'", "'\\''"))
+    return (pre + " " if pre else "") + " ".join(rel)
+
+
+class RealProgram(Bench):
+    """A real program, preloaded with the allocator and the probe library."""
+    kind = "real"
+
+    def __init__(self, name, op, desc, timeout=(180, 900)):
+        super().__init__(name, None, [], [], op, desc, deterministic=False, static=False, timeout=timeout)
+
+    def child_env(self, alloc, probe_out):
+        pre = [alloc.preload] if alloc.preload else []
+        if alloc.label == "glibc" or (not alloc.preload and alloc.expect == "glibc"):
+            # put glibc's malloc first even for programs linked with another
+            # allocator (Debian's redis-server is linked with libjemalloc)
+            pre = [libc_path()]
+        pre.append(str(bin_dir() / "libbenchprobe.so"))
+        env = {"LD_PRELOAD": ":".join(pre), "BENCH_PROBE_OUT": str(probe_out)}
+        if alloc.expect == "hakmem":
+            env["HAKMEM_VERBOSE"] = "1"
+        return env
+
+    def check_probe(self, alloc, probe_out, stderr_text, exe_filter=None):
+        """Every process of the program must have been served by the allocator
+        requested; with hakmem, HAKMEM_VERBOSE=1 must also have said so."""
+        try:
+            lines = Path(probe_out).read_text().splitlines()
+        except OSError:
+            lines = []
+        seen = []
+        for ln in lines:
+            m = re.match(r"pid=(\d+) exe=(\S*) allocator: (\S+) \((.*)\)$", ln)
+            if not m:
+                continue
+            exe = m.group(2)
+            if exe_filter and not any(f in os.path.basename(exe) for f in exe_filter):
+                continue
+            seen.append((exe, m.group(3), m.group(4)))
+        if not seen:
+            return None, "the probe library reported no process (was it preloaded?)"
+        for exe, name, path in seen:
+            why = check_allocator(alloc, (name, path))
+            if why:
+                return seen, "%s: %s" % (os.path.basename(exe), why)
+        if alloc.expect == "hakmem" and "hakmem: active" not in stderr_text:
+            return seen, "the probe says hakmem, but HAKMEM_VERBOSE=1 printed no `hakmem: active` line"
+        return seen, None
+
+
+class Redis(RealProgram):
+    def __init__(self):
+        super().__init__("redis", "one request",
+                         "redis-server preloaded with the allocator, driven over 127.0.0.1 by "
+                         "redis-benchmark (not preloaded): pipelined SET/GET/INCR/LPUSH/LPOP/"
+                         "SADD/HSET/ZADD/MSET with random keys and values")
+        self.server = shutil.which("redis-server")
+        self.client = shutil.which("redis-benchmark")
+        self.cli = shutil.which("redis-cli")
+
+    def available(self):
+        if not (self.server and self.client and self.cli):
+            return "redis not installed: apt-get install -y redis-server redis-tools"
+        return None
+
+    def params(self, mode):
+        n = 100000 if mode == "quick" else 400000
+        return ["-n", str(n), "-c", "20", "-P", "16", "-d", "200", "-r", "200000",
+                "-t", "set,get,incr,lpush,lpop,sadd,hset,zadd,mset"]
+
+    def command(self, alloc, mode):
+        return [self.server, "--port", "PORT", "--bind", "127.0.0.1", "--save", "''", "--appendonly", "no"]
+
+    def _cli(self, port, *a, timeout=10):
+        try:
+            return subprocess.run([self.cli, "-h", "127.0.0.1", "-p", str(port)] + list(a),
+                                  capture_output=True, text=True, timeout=timeout, env=clean_env())
+        except subprocess.TimeoutExpired:
+            return None
+
+    def run(self, alloc, mode, count_file=None):
+        timeout = self.timeout[0 if mode == "quick" else 1]
+        with tempfile.TemporaryDirectory() as td:
+            probe = Path(td) / "probe.txt"
+            child = self.child_env(alloc, probe)
+            port = free_port()
+            srv = [self.server, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                   "--appendonly", "no", "--daemonize", "no", "--protected-mode", "yes",
+                   "--logfile", "", "--loglevel", "warning", "--dir", td]
+            env = clean_env()
+            cmd = srv
+            if count_file:
+                cmd = strace_prefix(count_file, child) + srv
+            else:
+                env.update(child)
+            rec = {"cmd": shell_line(child, srv) + "  +  redis-benchmark -h 127.0.0.1 -p %d %s" % (
+                port, " ".join(self.params(mode))), "wall_s": None}
+            se, so = open(Path(td) / "stderr", "wb"), open(Path(td) / "stdout", "wb")
+            sp = subprocess.Popen(cmd, stdout=so, stderr=se, stdin=subprocess.DEVNULL, env=env,
+                                  start_new_session=True)
+            try:
+                up = False
+                for _ in range(200):
+                    if sp.poll() is not None:
+                        break
+                    r = self._cli(port, "ping", timeout=2)
+                    if r and r.stdout.strip() == "PONG":
+                        up = True
+                        break
+                    time.sleep(0.05)
+                if not up:
+                    return fail_text(rec, "redis-server did not come up (%s)" % (
+                        rc_text(sp.returncode) if sp.returncode is not None else "no PONG in 10 s"),
+                        Path(td) / "stderr", Path(td) / "stdout")
+                info = self._cli(port, "info", "server")
+                spid = None
+                if info:
+                    m = re.search(r"process_id:(\d+)", info.stdout)
+                    spid = int(m.group(1)) if m else None
+                t0 = time.perf_counter()
+                b = run_program([self.client, "-h", "127.0.0.1", "-p", str(port), "--csv"] + self.params(mode),
+                                clean_env(), timeout)
+                wall = time.perf_counter() - t0
+                rec["wall_s"] = round(wall, 4)
+                hwm = None
+                if spid:
+                    try:
+                        st = Path("/proc/%d/status" % spid).read_text()
+                        m = re.search(r"VmHWM:\s+(\d+) kB", st)
+                        hwm = int(m.group(1)) if m else None
+                    except OSError:
+                        pass
+                alive = sp.poll() is None
+                self._cli(port, "shutdown", "nosave", timeout=10)
+                try:
+                    sp.wait(timeout=20)
+                except subprocess.TimeoutExpired:
+                    _killpg(sp.pid)
+                    sp.wait()
+            finally:
+                if sp.poll() is None:
+                    _killpg(sp.pid)
+                    sp.wait()
+                se.close()
+                so.close()
+            err = (Path(td) / "stderr").read_text(errors="replace")
+            if not alive:
+                return fail_text(rec, "redis-server died during the benchmark (%s)" % rc_text(sp.returncode),
+                                 Path(td) / "stderr", Path(td) / "stdout")
+            if b.rc != 0 or b.timed_out:
+                return fail_text(rec, "redis-benchmark failed (%s)" % (
+                    "timed out" if b.timed_out else rc_text(b.rc)), Path(td) / "stderr", Path(td) / "stdout",
+                    extra=b.err[-800:] + b.out[-800:])
+            if sp.returncode not in (0, None) and not count_file:
+                return fail_text(rec, "redis-server exited with %s at shutdown" % rc_text(sp.returncode),
+                                 Path(td) / "stderr", Path(td) / "stdout")
+            seen, why = self.check_probe(alloc, probe, err, exe_filter=["redis"])
+            rec["printed_allocator"] = [seen[0][1], seen[0][2]] if seen else None
+            if why:
+                rec.update(status="rejected", reason=why)
+                return rec
+            tests, total_n, total_t = {}, 0, 0.0
+            n = int(self.params(mode)[1])
+            for row in csv.reader(io.StringIO(b.out)):
+                if len(row) >= 2 and row[0] != "test":
+                    try:
+                        rps = float(row[1])
+                    except ValueError:
+                        continue
+                    tests[row[0]] = rps
+                    total_n += n
+                    total_t += n / rps if rps > 0 else 0
+            if not tests or total_t <= 0:
+                rec.update(status="failed", reason="no results from redis-benchmark", stdout_tail=b.out[-800:])
+                return rec
+            rec.update(status="ok", throughput=total_n / total_t, ops=total_n, rss_kib=hwm, tests=tests)
+            return rec
+
+
+def fail_text(rec, why, errf, outf, extra=""):
+    def tail(p, n):
+        try:
+            return Path(p).read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+    rec.update(status="failed", reason=why, stderr_tail=tail(errf, 1500) + extra, stdout_tail=tail(outf, 500))
+    return rec
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Python(RealProgram):
+    def __init__(self):
+        super().__init__("python3", "one work item (see bench/workloads/py_alloc.py)",
+                         "python3 running bench/workloads/py_alloc.py (dicts, lists, strings, JSON, "
+                         "sorting) with PYTHONMALLOC=malloc so every object goes through the allocator")
+        self.exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        self.deterministic = True
+
+    def available(self):
+        return None if self.exe else "python3 not found"
+
+    def params(self, mode):
+        return ["4" if mode == "quick" else "12"]
+
+    def command(self, alloc, mode):
+        return [self.exe, str(BENCH_SRC / "workloads" / "py_alloc.py")] + self.params(mode)
+
+    def run(self, alloc, mode, count_file=None):
+        timeout = self.timeout[0 if mode == "quick" else 1]
+        with tempfile.TemporaryDirectory() as td:
+            probe = Path(td) / "probe.txt"
+            child = self.child_env(alloc, probe)
+            child["PYTHONMALLOC"] = "malloc"
+            child["PYTHONHASHSEED"] = "0"
+            child["PYTHONDONTWRITEBYTECODE"] = "1"
+            env = clean_env()
+            cmd = self.command(alloc, mode)
+            rec = {"cmd": shell_line(child, cmd)}
+            if count_file:
+                cmd = strace_prefix(count_file, child) + cmd
+            else:
+                env.update(child)
+            p = run_program(cmd, env, timeout)
+            rec["wall_s"] = round(p.wall, 4)
+            if p.timed_out:
+                return fail(rec, "timed out after %d s" % timeout, p)
+            if p.rc != 0:
+                return fail(rec, rc_text(p.rc), p)
+            seen, why = self.check_probe(alloc, probe, p.err, exe_filter=["python"])
+            rec["printed_allocator"] = [seen[0][1], seen[0][2]] if seen else None
+            if why:
+                rec.update(status="rejected", reason=why)
+                return rec
+            tp, ops, w = RE_TP.search(p.out), RE_OPS.search(p.out), RE_WORK.search(p.out)
+            if not tp or not ops:
+                return fail(rec, "no Throughput line from the script", p)
+            rec.update(status="ok", throughput=float(tp.group(1)), ops=int(ops.group(1)),
+                       rss_kib=p.maxrss_kib, work=w.group(1) if w else None)
+            return rec
+
+
+class Compile(RealProgram):
+    def __init__(self):
+        super().__init__("cc", "one compilation",
+                         "cc -O2 -c of a generated C file (40 functions in quick mode, 200 in full: structs, "
+                         "loops, switches); the gcc driver, cc1 and as are all preloaded")
+        self.cc = shutil.which("cc") or shutil.which("gcc")
+
+    def available(self):
+        return None if self.cc else "no C compiler: apt-get install -y gcc"
+
+    def params(self, mode):
+        return ["-O2", "-c"]
+
+    def source(self, mode):
+        n = 40 if mode == "quick" else 200
+        path = BUILD / "bench-work" / ("cc_input_%d.c" % n)
+        if not path.exists():
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(generate_c(n))
+        return path
+
+    def command(self, alloc, mode):
+        return [self.cc] + self.params(mode) + [str(self.source(mode)), "-o", "/dev/null"]
+
+    def run(self, alloc, mode, count_file=None):
+        timeout = self.timeout[0 if mode == "quick" else 1]
+        with tempfile.TemporaryDirectory() as td:
+            probe = Path(td) / "probe.txt"
+            child = self.child_env(alloc, probe)
+            env = clean_env()
+            cmd = self.command(alloc, mode)
+            rec = {"cmd": shell_line(child, cmd)}
+            if count_file:
+                cmd = strace_prefix(count_file, child) + cmd
+            else:
+                env.update(child)
+            p = run_program(cmd, env, timeout, cwd=td)
+            rec["wall_s"] = round(p.wall, 4)
+            if p.timed_out:
+                return fail(rec, "timed out after %d s" % timeout, p)
+            if p.rc != 0:
+                return fail(rec, rc_text(p.rc), p)
+            seen, why = self.check_probe(alloc, probe, p.err, exe_filter=["gcc", "cc1", "as", "cc", "collect"])
+            rec["printed_allocator"] = [seen[0][1], seen[0][2]] if seen else None
+            if why:
+                rec.update(status="rejected", reason=why)
+                return rec
+            rec["processes"] = sorted({os.path.basename(s[0]) for s in seen})
+            rec.update(status="ok", throughput=1.0 / p.wall, ops=1, rss_kib=p.maxrss_kib)
+            return rec
+
+
+def generate_c(n):
+    """A deterministic C file that keeps cc1 busy (and allocating) for a while."""
+    out = ["/* generated by bench/harness.py: compile-time workload */",
+           "#include <stddef.h>", "#include <string.h>"]
+    for i in range(n):
+        out.append("""
+struct s%(i)d { int a[%(m)d]; double d; char name[32]; struct s%(i)d *next; };
+static int g%(i)d[64];
+int f%(i)d(struct s%(i)d *p, int x)
+{
+    int s = 0;
+    for (int i = 0; i < %(m)d; i++) {
+        s += p->a[i] * (x + i) ^ g%(i)d[(i + x) & 63];
+        if (s > %(k)d) s -= x * %(j)d;
+        else if ((s & 7) == %(j7)d) s += p->name[i & 31];
+    }
+    switch ((x + s) & 15) {
+    case 0: s += %(k)d; break;
+    case 1: s ^= %(j)d; break;
+    case 2: s = s * 3 + 1; break;
+    case 3: if (p->next) s += f%(prev)d((void *)p->next, x - 1); break;
+    case 4: memcpy(p->name, "abcdefghijklmnop", 16); break;
+    case 5: s -= (int)p->d; break;
+    case 6: p->d = s * 0.5 + x; break;
+    default: s += x;
+    }
+    for (struct s%(i)d *q = p; q; q = q->next) s += q->a[(s & 0x7fff) %% %(m)d];
+    return s + g%(i)d[s & 63];
+}""" % {"i": i, "m": 8 + i % 9, "k": 1000 + i * 7, "j": i % 13 + 1, "j7": i % 7,
+        "prev": i - 1 if i > 0 else 0})
+    return "\n".join(out) + "\n"
+
+
+def benchmarks(mode):
+    Q = mode == "quick"
+    B = []
+    B.append(Bench("tiny", "bench_tiny", [500000, 16, 100], [10000000, 16, 100], "one malloc or free",
+                   "16 B: 100 allocations then 100 frees, repeated"))
+    B.append(Bench("random_mixed", "bench_random_mixed", [10000000, 400, 16, 1024, 1],
+                   [20000000, 400, 16, 1024, 1], "one free + one malloc",
+                   "400 slots, random sizes 16-1024 B, each op frees a random slot and refills it"))
+    for sz in (128, 256, 512, 1024, 2048, 4096):
+        quick_too = sz in (128, 4096)
+        B.append(Bench("random_mixed_%d" % sz, "bench_random_mixed", [10000000, 400, sz, sz, 1],
+                       [20000000, 400, sz, sz, 1], "one free + one malloc",
+                       "as random_mixed, fixed size %d B" % sz, full_only=not quick_too))
+    B.append(Bench("mid_1t", "bench_mid", [1, 1000000], [1, 2000000], "one free + one malloc",
+                   "2-32 KiB blocks, random replacement in 1000 slots, 1 thread"))
+    B.append(Bench("mid_4t", "bench_mid", [4, 500000], [4, 2000000], "one free + one malloc",
+                   "as mid_1t, 4 threads (each its own slots)"))
+    B.append(Bench("larson_mid", "larson", [1, 2048, 32768, 10000, 1, 12345, 4],
+                   [10, 2048, 32768, 10000, 1, 12345, 4], "one free + one malloc",
+                   "Larson server simulation, 2-32 KiB, 4 thread lineages, a new thread every 10000 ops",
+                   deterministic=False))
+    B.append(Bench("larson_small", "larson", [1, 8, 1000, 5000, 100, 4141, 2],
+                   [5, 8, 1000, 5000, 100, 4141, 2], "one free + one malloc",
+                   "Larson server simulation, 8-1000 B, 2 thread lineages, a new thread every 500000 ops",
+                   deterministic=False))
+    B.append(Bench("xthread", "bench_xthread", [2, 2000000, 16, 512, 7, 64], [2, 10000000, 16, 512, 7, 64],
+                   "one block (malloc by producer + free by consumer)",
+                   "2 producer->consumer pipelines, 16-512 B blocks, every free is remote"))
+    B.append(Bench("large_cycles", "bench_large", [5000, 8, "64k", "32m", 3, 0], [20000, 8, "64k", "32m", 3, 0],
+                   "one malloc or free", "8 slots of 64 KiB-32 MiB (log-uniform), random replacement"))
+    B.append(Bench("large_realloc", "bench_large", [0, 8, "64k", "32m", 3, 10], [0, 8, "64k", "32m", 3, 40],
+                   "one malloc, realloc or free", "realloc growth by 1.5x from 64 KiB to 32 MiB, repeated"))
+    B.append(Bench("false_sharing", "bench_false_sharing", [4, 20, 1000000, 8], [4, 100, 1000000, 8],
+                   "one write to an object", "8 B objects allocated by one thread and written by 4 others"))
+    B.append(Bench("app", "bench_app", [2, 200000, 11], [10, 200000, 11], "one malloc/calloc/realloc/free",
+                   "build, query, edit, serialize and tear down a 200000-node tree of nodes and strings"))
+    B.append(Redis())
+    B.append(Python())
+    B.append(Compile())
+    return [b for b in B if not (Q and b.full_only)]
+
+
+# ------------------------------------------------------------------ stats
+
+def summarize(runs):
+    ok = [r for r in runs if r["status"] == "ok"]
+    s = {"runs_total": len(runs), "runs_ok": len(ok),
+         "runs_rejected": sum(r["status"] == "rejected" for r in runs),
+         "runs_failed": sum(r["status"] == "failed" for r in runs)}
+    if not ok:
+        s["status"] = "rejected" if s["runs_rejected"] and not s["runs_failed"] else "failed"
+        return s
+    tps = [r["throughput"] for r in ok]
+    mean = statistics.fmean(tps)
+    s.update(status="ok", median=statistics.median(tps), mean=mean, min=min(tps), max=max(tps),
+             cv=(statistics.stdev(tps) / mean if len(tps) > 1 and mean > 0 else 0.0))
+    rss = [r["rss_kib"] for r in ok if r.get("rss_kib")]
+    if rss:
+        s["rss_kib"] = int(statistics.median(rss))
+        s["rss_kib_max"] = max(rss)
+    return s
+
+
+def fmt_tp(v):
+    if v is None:
+        return "-"
+    for div, suf in ((1e9, "G"), (1e6, "M"), (1e3, "k")):
+        if v >= div:
+            return "%.3g%s" % (v / div, suf)
+    return "%.3g" % v
+
+
+def fmt_rss(k):
+    if not k:
+        return "-"
+    if k >= 1024 * 1024:
+        return "%.2f GiB" % (k / 1048576)
+    if k >= 1024:
+        return "%.1f MiB" % (k / 1024)
+    return "%d KiB" % k
+
+
+def fmt_ratio(r):
+    return "-" if r is None else "%.2f" % r
+
+
+def fmt_calls(v):
+    if v is None:
+        return "-"
+    if v == 0:
+        return "0"
+    return "%.2g" % v
+
+
+# ----------------------------------------------------------------- reports
+
+def machine_info():
+    info = {"hostname": platform.node(), "kernel": platform.release(), "arch": platform.machine(),
+            "cpus": os.cpu_count()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal"):
+                info["memory_gib"] = round(int(line.split()[1]) / 1048576, 1)
+    except OSError:
+        pass
+    try:
+        info["os"] = dict(l.split("=", 1) for l in Path("/etc/os-release").read_text().splitlines()
+                          if "=" in l).get("PRETTY_NAME", "").strip('"')
+    except OSError:
+        pass
+    info["glibc"] = platform.libc_ver()[1]
+    vers = {}
+    for pkg in ["libmimalloc2.0", "libjemalloc2", "libtcmalloc-minimal4", "redis-server", "gcc", "python3"]:
+        try:
+            r = subprocess.run(["dpkg-query", "-W", "-f=${Version}", pkg], capture_output=True, text=True)
+            if r.returncode == 0 and r.stdout:
+                vers[pkg] = r.stdout
+        except OSError:
+            pass
+    info["packages"] = vers
+    try:
+        r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
+                           text=True)
+        info["git"] = r.stdout.strip() or None
+        r = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src", "include"],
+                           capture_output=True, text=True)
+        info["src_dirty"] = bool(r.stdout.strip())
+    except OSError:
+        pass
+    return info
+
+
+def write_reports(res, stem):
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    jpath, mpath, spath = (RESULTS / (stem + ext) for ext in (".json", ".md", ".svg"))
+    jpath.write_text(json.dumps(res, indent=1, sort_keys=False) + "\n")
+    mpath.write_text(markdown(res, spath.name))
+    spath.write_text(svg_chart(res))
+    return jpath, mpath, spath
+
+
+def ratio_table(res, key, title, ref_label):
+    labels = [a["label"] for a in res["allocators"]]
+    lines = ["### %s" % title, "",
+             "| benchmark | " + " | ".join(labels) + " | %s ops/s |" % ref_label,
+             "|---|" + "---:|" * (len(labels) + 1)]
+    for b in res["benchmarks"]:
+        cells = []
+        for l in labels:
+            r = b["results"].get(l)
+            if not r:
+                cells.append("n/a")
+            elif r["status"] != "ok":
+                cells.append("**%s**" % r["status"].upper())
+            else:
+                cells.append(fmt_ratio(r.get(key)))
+        ref = b["results"].get(ref_label, {})
+        lines.append("| %s | %s | %s |" % (b["name"], " | ".join(cells), fmt_tp(ref.get("median"))))
+    return lines
+
+
+def markdown(res, svg_name):
+    m = res["machine"]
+    L = ["# hakmem benchmarks: %s (%s mode)" % (res["date"], res["mode"]), ""]
+    L.append("Machine: %s, %s CPUs, %s GiB RAM, %s, Linux %s, glibc %s." % (
+        m.get("cpu", "?"), m.get("cpus"), m.get("memory_gib"), m.get("os", "?"), m.get("kernel"), m.get("glibc")))
+    pk = ", ".join("%s %s" % kv for kv in m.get("packages", {}).items())
+    if pk:
+        L.append("Packages: %s." % pk)
+    L.append("hakmem: %s (git %s%s)." % (res.get("hakmem_version") or "not built", m.get("git"),
+                                           ", src/ modified" if m.get("src_dirty") else ""))
+    L.append("Command: `%s`; %d runs per allocator, interleaved (A B C A B C ...); %.0f s in all." % (
+        res["command"], res["runs"], res["elapsed_s"]))
+    if res["mode"] == "quick":
+        L.append("Quick mode: shorter runs than the seed parameters (see the args column); "
+                 "`make bench-full` runs the full sizes with 10 runs each.")
+    L.append("")
+    L.append("Throughput ratios of medians (higher is better; 1.00 = as fast as the reference). "
+             "A ratio is computed only from runs whose printed allocator was the one requested.")
+    L.append("")
+    L += ratio_table(res, "ratio_mimalloc", "Ratio to mimalloc", "mimalloc")
+    L.append("")
+    L += ratio_table(res, "ratio_glibc", "Ratio to glibc", "glibc")
+    L.append("")
+    L.append("![ratio chart](%s)" % svg_name)
+    L.append("")
+    L.append("### Details")
+    L.append("")
+    L.append("OS calls/op: (mmap+munmap+madvise+brk+mremap) per op, counted with `strace -f -c` in a "
+             "separate run; for the synthetic benchmarks the calls of a do-nothing run of the same "
+             "allocator (process start-up) are subtracted. RSS: median of the runs' peak RSS.")
+    L.append("")
+    L.append("| benchmark | allocator | x mimalloc | x glibc | median ops/s | mean | min | max | CV | "
+             "peak RSS | OS calls/op | mmap | munmap | madvise | brk | mremap | runs ok |")
+    L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for b in res["benchmarks"]:
+        for a in res["allocators"]:
+            r = b["results"].get(a["label"])
+            if not r:
+                continue
+            oc = r.get("os_calls") or {}
+            cells = [b["name"], a["label"]]
+            if r["status"] == "ok":
+                cells += [fmt_ratio(r.get("ratio_mimalloc")), fmt_ratio(r.get("ratio_glibc")),
+                          fmt_tp(r["median"]), fmt_tp(r["mean"]), fmt_tp(r["min"]), fmt_tp(r["max"]),
+                          "%.1f%%" % (100 * r["cv"]), fmt_rss(r.get("rss_kib"))]
+            else:
+                cells += ["**%s**" % r["status"].upper()] + ["-"] * 7
+            cells.append(fmt_calls(r.get("os_calls_per_op")))
+            cells += [str(oc.get(c, "-")) for c in OS_CALLS]
+            cells.append("%d/%d" % (r["runs_ok"], r["runs_total"]))
+            L.append("| " + " | ".join(cells) + " |")
+    L.append("")
+    L.append("### Benchmarks")
+    L.append("")
+    L.append("| benchmark | what | one op is | args |")
+    L.append("|---|---|---|---|")
+    for b in res["benchmarks"]:
+        L.append("| %s | %s | %s | `%s` |" % (b["name"], b["desc"], b["op"], b.get("args", "")))
+    L.append("")
+    L.append("### Allocators")
+    L.append("")
+    for a in res["allocators"]:
+        L.append("- **%s**: %s" % (a["label"], a["how"]))
+    for s in res["skipped"]:
+        L.append("- %s: skipped, %s" % (s["allocator"], s["reason"]))
+    bad = res["problems"]
+    L.append("")
+    L.append("### Failed and rejected runs")
+    L.append("")
+    if not bad:
+        L.append("None: every run printed the allocator it was asked to measure and exited cleanly.")
+    for p in bad:
+        L.append("- %s / %s run %s: **%s**: %s  \n  `%s`" % (p["bench"], p["allocator"], p["run"],
+                                                           p["status"], p["reason"], p["cmd"]))
+        if p.get("stderr_tail"):
+            tail = p["stderr_tail"].strip().splitlines()[-4:]
+            L.append("  stderr: `%s`" % " / ".join(t.strip() for t in tail)[:600])
+    L.append("")
+    return "\n".join(L)
+
+
+PALETTE = {"hakmem": "#d62728", "hakmem-static": "#ff7f0e", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
+           "jemalloc": "#2ca02c", "tcmalloc": "#9467bd"}
+
+
+def svg_chart(res):
+    """Horizontal bars of the throughput ratio to mimalloc (or glibc when
+    mimalloc is missing), log2 scale centred on 1.0."""
+    labels = [a["label"] for a in res["allocators"]]
+    key, ref = ("ratio_mimalloc", "mimalloc") if "mimalloc" in labels else ("ratio_glibc", "glibc")
+    benches = res["benchmarks"]
+    bar_h, gap, left, width, top = 11, 10, 150, 560, 60
+    lo, hi = -3.0, 3.0  # log2 range: 1/8x .. 8x
+    group_h = bar_h * len(labels) + gap
+    height = top + group_h * len(benches) + 60
+    W = left + width + 170
+
+    def xpos(r):
+        v = max(lo, min(hi, math.log2(r))) if r and r > 0 else lo
+        return left + (v - lo) / (hi - lo) * width
+
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+         'font-size="11">' % (W, height),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="20" font-size="14" font-weight="bold">Throughput relative to %s '
+         '(median of runs, log scale; right = faster)</text>' % (left, ref),
+         '<text x="%d" y="36" fill="#555">%s, %s mode, %s</text>' % (
+             left, html.escape(res["date"]), res["mode"], html.escape(res["machine"].get("cpu", "")))]
+    for t in (0.125, 0.25, 0.5, 1, 2, 4, 8):
+        x = xpos(t)
+        o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="%s"/>' % (
+            x, top - 8, x, height - 45, "#000" if t == 1 else "#ddd", "1.2" if t == 1 else "1"))
+        o.append('<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%gx</text>' % (x, height - 32, t))
+    y = top
+    x1 = xpos(1)
+    for b in benches:
+        o.append('<text x="%d" y="%d" text-anchor="end" font-weight="bold">%s</text>' % (
+            left - 8, y + group_h // 2, html.escape(b["name"])))
+        for i, l in enumerate(labels):
+            r = b["results"].get(l)
+            yy = y + i * bar_h
+            if not r:
+                continue
+            if r["status"] != "ok":
+                o.append('<text x="%.1f" y="%d" fill="#d00" font-size="9">%s %s</text>' % (
+                    x1 + 4, yy + bar_h - 2, html.escape(l), r["status"].upper()))
+                continue
+            v = r.get(key)
+            if v is None:
+                continue
+            x = xpos(v)
+            o.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s %s: %.3fx</title></rect>' % (
+                min(x, x1), yy, max(abs(x - x1), 1), bar_h - 2, PALETTE.get(l, "#333"),
+                html.escape(b["name"]), html.escape(l), v))
+            o.append('<text x="%.1f" y="%d" font-size="9" fill="#333" text-anchor="%s">%.2f</text>' % (
+                (x + 3) if x >= x1 else (x - 3), yy + bar_h - 3, "start" if x >= x1 else "end", v))
+        y += group_h
+    ly = top
+    for l in labels:
+        o.append('<rect x="%d" y="%d" width="12" height="10" fill="%s"/>' % (left + width + 30, ly,
+                                                                             PALETTE.get(l, "#333")))
+        o.append('<text x="%d" y="%d">%s</text>' % (left + width + 48, ly + 9, html.escape(l)))
+        ly += 16
+    o.append("</svg>")
+    return "\n".join(o) + "\n"
+
+
+# ------------------------------------------------------------------- main
+
+def main_bench(args):
+    mode = "full" if args.full else "quick"
+    runs = args.runs or (10 if mode == "full" else 3)
+    t_start = time.time()
+
+    def log(msg):
+        print(msg, flush=True)
+
+    if not ensure_built(log):
+        return 2
+    allocs, skipped = discover_allocators(args, log)
+    log("hakmem bench harness: %s mode, %d runs per allocator, interleaved" % (mode, runs))
+    for a in allocs:
+        log("  allocator %-14s %s" % (a.label, a.describe()))
+    for s in skipped:
+        log("  SKIP %-14s %s" % (s["allocator"], s["reason"]))
+    if not allocs:
+        log("no allocator to measure")
+        return 2
+
+    global STRACE_SECCOMP
+    count = not args.no_count and shutil.which("strace")
+    if not args.no_count and not count:
+        log("  OS calls not counted: strace not installed (apt-get install -y strace)")
+    if count:
+        t = subprocess.run(["strace", "-f", "-qq", "-c", "-o", "/dev/null", "--seccomp-bpf", "true"],
+                           capture_output=True)
+        STRACE_SECCOMP = t.returncode == 0
+
+    benches = benchmarks(mode)
+    if args.only:
+        want = [w.strip() for w in args.only.split(",")]
+        benches = [b for b in benches if b.name in want or any(b.name.startswith(w + "_") for w in want)]
+    if args.no_real:
+        benches = [b for b in benches if b.kind != "real"]
+
+    res = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "mode": mode, "runs": runs,
+           "command": "python3 bench/harness.py " + " ".join(sys.argv[1:]),
+           "machine": machine_info(), "allocators": [{"label": a.label, "expect": a.expect, "how": a.describe()
+                                                       + (" (%s)" % a.note if a.note else "")} for a in allocs],
+           "skipped": list(skipped), "benchmarks": [], "problems": [], "hakmem_version": None}
+
+    # start-up OS calls of a do-nothing run, per allocator
+    baseline = {}
+    if count:
+        tiny = benches_by_prog(benchmarks("quick"), "bench_tiny")
+        for a in allocs:
+            with tempfile.TemporaryDirectory() as td:
+                f = Path(td) / "strace.txt"
+                env = clean_env()
+                child = {"LD_PRELOAD": a.preload} if a.preload else {}
+                p = run_program(strace_prefix(f, child) + [str(tiny.binary(a)), "0"], env, 60)
+                c = parse_strace(f) if p.rc == 0 else None
+                baseline[a.label] = c
+    res["os_call_baseline"] = baseline
+
+    total = sum((runs + (1 if count else 0)) * sum(1 for a in allocs if b.applies(a)) for b in benches
+                if b.available() is None)
+    done = 0
+    for b in benches:
+        why = b.available()
+        entry = {"name": b.name, "kind": b.kind, "desc": b.desc, "op": b.op, "results": {},
+                 "args": " ".join(b.args(mode)) if b.kind == "synthetic" else
+                 " ".join(getattr(b, "params")(mode))}
+        res["benchmarks"].append(entry)
+        if why:
+            log("SKIP %s: %s" % (b.name, why))
+            res["skipped"].append({"allocator": "*", "bench": b.name, "reason": why})
+            entry["skipped"] = why
+            continue
+        todo = [a for a in allocs if b.applies(a)]
+        per = {a.label: [] for a in todo}
+        for i in range(runs):
+            for a in todo:
+                done += 1
+                r = b.run(a, mode)
+                r["run"] = i + 1
+                per[a.label].append(r)
+                if r["status"] == "ok":
+                    msg = "%10s ops/s  RSS %9s" % (fmt_tp(r["throughput"]), fmt_rss(r.get("rss_kib")))
+                else:
+                    msg = "%s: %s" % (r["status"].upper(), r["reason"])
+                log("[%3d/%d] %-18s %-14s run %2d  %s" % (done, total, b.name, a.label, i + 1, msg))
+                if r.get("hakmem_version") and not res["hakmem_version"]:
+                    res["hakmem_version"] = r["hakmem_version"]
+        for a in todo:
+            s = summarize(per[a.label])
+            s["runs"] = per[a.label]
+            entry["results"][a.label] = s
+        # same work whatever the allocator: compare the work digests
+        if b.deterministic:
+            digests = {}
+            for a in todo:
+                for r in per[a.label]:
+                    if r["status"] == "ok" and r.get("work"):
+                        digests.setdefault(r["work"], []).append(a.label)
+            if len(digests) > 1:
+                ref_d = max(digests, key=lambda d: len(digests[d]))
+                for a in todo:
+                    for r in per[a.label]:
+                        if r["status"] == "ok" and r.get("work") and r["work"] != ref_d:
+                            r.update(status="rejected", reason="work digest %s differs from %s (the "
+                                     "other allocators): different work or corrupted data" % (r["work"], ref_d))
+                    s = summarize(per[a.label])
+                    s["runs"] = per[a.label]
+                    entry["results"][a.label] = s
+        # OS calls: one strace-counted run per allocator
+        if count:
+            for a in todo:
+                done += 1
+                with tempfile.TemporaryDirectory() as td:
+                    f = Path(td) / "strace.txt"
+                    r = b.run(a, mode, count_file=f)
+                    c = parse_strace(f) if r["status"] == "ok" else None
+                s = entry["results"][a.label]
+                if c is None:
+                    s["os_calls_error"] = "%s: %s" % (r["status"], r.get("reason", "no strace output"))
+                    log("[%3d/%d] %-18s %-14s count   %s" % (done, total, b.name, a.label, s["os_calls_error"]))
+                    if r["status"] != "ok":
+                        # a failed or mis-linked counting run is a problem too,
+                        # though it never enters the throughput statistics
+                        r["run"] = "count"
+                        per[a.label].append(r)
+                    continue
+                base = baseline.get(a.label) if b.kind == "synthetic" else None
+                net = {k: max(0, c[k] - (base or {}).get(k, 0)) for k in OS_CALLS}
+                s["os_calls"] = net
+                s["os_calls_raw"] = c
+                s["os_calls_ops"] = r["ops"]
+                s["os_calls_per_op"] = sum(net.values()) / r["ops"] if r["ops"] else None
+                log("[%3d/%d] %-18s %-14s count   %s" % (done, total, b.name, a.label, " ".join(
+                    "%s=%d" % (k, v) for k, v in net.items() if v)) or "no OS calls")
+        # ratios
+        for ref, key in (("mimalloc", "ratio_mimalloc"), ("glibc", "ratio_glibc")):
+            rr = entry["results"].get(ref)
+            for a in todo:
+                s = entry["results"][a.label]
+                if rr and rr.get("status") == "ok" and s.get("status") == "ok" and rr["median"] > 0:
+                    s[key] = s["median"] / rr["median"]
+        for a in todo:
+            for r in per[a.label]:
+                if r["status"] != "ok":
+                    res["problems"].append({"bench": b.name, "allocator": a.label, "run": r.get("run"),
+                                            "status": r["status"], "reason": r.get("reason"),
+                                            "cmd": r.get("cmd"), "stderr_tail": r.get("stderr_tail")})
+        print_bench_summary(entry, allocs, log)
+
+    res["elapsed_s"] = round(time.time() - t_start, 1)
+    stem = args.tag or (datetime.datetime.now().strftime("%Y-%m-%d-%H%M") + "-" + mode)
+    jp, mp, sp = write_reports(res, stem)
+    log("")
+    log("\n".join(ratio_table(res, "ratio_mimalloc", "Ratio to mimalloc (median throughput)", "mimalloc")))
+    log("")
+    log("\n".join(ratio_table(res, "ratio_glibc", "Ratio to glibc (median throughput)", "glibc")))
+    log("")
+    if res["problems"]:
+        log("PROBLEMS (%d runs failed or rejected; they are not in the statistics):" % len(res["problems"]))
+        for p in res["problems"]:
+            log("  %s / %s run %s: %s: %s" % (p["bench"], p["allocator"], p["run"], p["status"], p["reason"]))
+            log("      %s" % p["cmd"])
+    for s in skipped:
+        log("skipped %s: %s" % (s["allocator"], s["reason"]))
+    log("wrote %s, %s, %s (%.0f s)" % (jp.relative_to(ROOT), mp.relative_to(ROOT), sp.relative_to(ROOT),
+                                       res["elapsed_s"]))
+    return 1 if res["problems"] else 0
+
+
+def benches_by_prog(benches, prog):
+    for b in benches:
+        if getattr(b, "prog", None) == prog:
+            return b
+    return None
+
+
+def print_bench_summary(entry, allocs, log):
+    parts = []
+    for a in allocs:
+        s = entry["results"].get(a.label)
+        if not s:
+            continue
+        if s.get("status") != "ok":
+            parts.append("%s %s" % (a.label, s.get("status", "?").upper()))
+        else:
+            rm = s.get("ratio_mimalloc")
+            parts.append("%s %s%s" % (a.label, fmt_tp(s["median"]), " (%.2fx mi)" % rm if rm else ""))
+    log("  => %s: %s" % (entry["name"], ", ".join(parts)))
+
+
+# ------------------------------------------------------------------- soak
+
+def main_soak(args):
+    minutes = args.minutes if args.minutes is not None else 10.0
+    seconds = max(10, int(round(minutes * 60)))
+
+    def log(msg):
+        print(msg, flush=True)
+
+    if not ensure_built(log):
+        return 2
+    allocs, skipped = discover_allocators(args, log)
+    if not args.allocators:
+        allocs = [a for a in allocs if a.label == "hakmem"]
+        if not allocs:
+            log("soak: build/libhakmem.so not found: run `make` first "
+                "(or pick another allocator with --allocators glibc)")
+            return 2
+    rss_limit, tp_limit = args.rss_drift, args.tp_drift
+    res = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "mode": "soak", "minutes": minutes,
+           "command": "python3 bench/harness.py " + " ".join(sys.argv[1:]), "machine": machine_info(),
+           "thresholds": {"rss_drift_max": rss_limit, "throughput_drift_min": tp_limit}, "soaks": []}
+    ok_all = True
+    for a in allocs:
+        binary = bin_dir() / ("bench_soak_hakmem_static" if a.static else "bench_soak")
+        env = clean_env()
+        if a.preload:
+            env["LD_PRELOAD"] = a.preload
+        cmd = [str(binary), str(seconds), str(args.soak_threads), "1000", "4000", "5"]
+        log("soak: %s for %d s: %s" % (a.label, seconds, shell_line({"LD_PRELOAD": a.preload} if a.preload else {},
+                                                                     cmd)))
+        samples, lines = [], []
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
+                             start_new_session=True)
+        timer = threading.Timer(seconds + 120, lambda: _killpg(p.pid))
+        timer.start()
+        printed = None
+        for line in p.stdout:
+            lines.append(line)
+            m = RE_ALLOC.match(line)
+            if m:
+                printed = (m.group(1), m.group(2))
+            m = re.match(r"sample t=([0-9.]+) ops=(\d+) rss_kib=(\d+)", line)
+            if m:
+                t, ops, rss = float(m.group(1)), int(m.group(2)), int(m.group(3))
+                if samples:
+                    dt = t - samples[-1]["t"]
+                    tp = (ops - samples[-1]["ops"]) / dt if dt > 0 else 0
+                else:
+                    tp = ops / t if t > 0 else 0
+                samples.append({"t": t, "ops": ops, "rss_kib": rss, "tp": tp})
+                if len(samples) % max(1, int(seconds / 20)) == 0:
+                    log("  t=%6.0f s  %10s ops/s  RSS %s" % (t, fmt_tp(tp), fmt_rss(rss)))
+        err = p.stderr.read()
+        p.wait()
+        timer.cancel()
+        entry = {"allocator": a.label, "cmd": " ".join(cmd), "samples": samples}
+        why = check_allocator(a, printed, str(binary))
+        if p.returncode != 0:
+            entry.update(verdict="FAIL", reason="%s; stderr: %s" % (rc_text(p.returncode), err[-500:]))
+        elif why:
+            entry.update(verdict="REJECTED", reason=why)
+        else:
+            entry.update(soak_verdict(samples, rss_limit, tp_limit))
+        ok_all &= entry["verdict"] == "PASS"
+        log("soak %s: %s  %s" % (a.label, entry["verdict"], entry.get("reason", "")))
+        res["soaks"].append(entry)
+    stem = args.tag or (datetime.datetime.now().strftime("%Y-%m-%d-%H%M") + "-soak")
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / (stem + ".json")).write_text(json.dumps(res, indent=1) + "\n")
+    md = ["# hakmem soak: %s" % res["date"], "",
+          "Command: `%s`; %.1f minutes per allocator; machine: %s, %s CPUs." % (
+              res["command"], minutes, res["machine"].get("cpu"), res["machine"].get("cpus")),
+          "Thresholds (from the earlier project's scorecard): RSS drift <= +%.0f%%, throughput drift >= %.0f%%."
+          % (100 * rss_limit, 100 * tp_limit), "",
+          "| allocator | verdict | RSS start | RSS end | RSS drift | ops/s start | ops/s end | throughput drift | "
+          "throughput CV | note |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+    for e in res["soaks"]:
+        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            e["allocator"], e["verdict"], fmt_rss(e.get("rss_start")), fmt_rss(e.get("rss_end")),
+            "%+.1f%%" % (100 * e["rss_drift"]) if "rss_drift" in e else "-",
+            fmt_tp(e.get("tp_start")), fmt_tp(e.get("tp_end")),
+            "%+.1f%%" % (100 * e["tp_drift"]) if "tp_drift" in e else "-",
+            "%.1f%%" % (100 * e["tp_cv"]) if "tp_cv" in e else "-", e.get("reason", "")))
+    (RESULTS / (stem + ".md")).write_text("\n".join(md) + "\n")
+    log("wrote bench/results/%s.json and .md" % stem)
+    return 0 if ok_all else 1
+
+
+def soak_verdict(samples, rss_limit, tp_limit):
+    """Drift = (end window - start window) / start window, windows taken after
+    a warm-up (the first 10% of the run, at least 5 s) so that filling the
+    working set is not counted as growth. Medians, to ride out the noise of a
+    shared machine."""
+    if len(samples) < 6:
+        return {"verdict": "FAIL", "reason": "too few samples (%d)" % len(samples)}
+    total = samples[-1]["t"]
+    warm = max(5.0, 0.1 * total)
+    body = [s for s in samples[1:] if s["t"] >= warm]
+    if len(body) < 4:
+        body = samples[len(samples) // 2:]
+    k = max(2, len(body) // 10)
+    start, end = body[:k], body[-k:]
+    rs = statistics.median(s["rss_kib"] for s in start)
+    re_ = statistics.median(s["rss_kib"] for s in end)
+    ts = statistics.median(s["tp"] for s in start)
+    te = statistics.median(s["tp"] for s in end)
+    tps = [s["tp"] for s in body]
+    out = {"rss_start": rs, "rss_end": re_, "rss_drift": (re_ - rs) / rs if rs else 0.0,
+           "tp_start": ts, "tp_end": te, "tp_drift": (te - ts) / ts if ts else 0.0,
+           "tp_cv": statistics.stdev(tps) / statistics.fmean(tps) if len(tps) > 1 and statistics.fmean(tps) else 0,
+           "rss_peak": max(s["rss_kib"] for s in samples), "warmup_s": warm}
+    bad = []
+    if out["rss_drift"] > rss_limit:
+        bad.append("RSS drift %+.1f%% > %+.0f%%" % (100 * out["rss_drift"], 100 * rss_limit))
+    if out["tp_drift"] < tp_limit:
+        bad.append("throughput drift %+.1f%% < %+.0f%%" % (100 * out["tp_drift"], 100 * tp_limit))
+    out["verdict"] = "FAIL" if bad else "PASS"
+    out["reason"] = "; ".join(bad) if bad else "RSS drift %+.1f%%, throughput drift %+.1f%%" % (
+        100 * out["rss_drift"], 100 * out["tp_drift"])
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    g = ap.add_mutually_exclusive_group()
+    g.add_argument("--quick", action="store_true", help="short runs, 3 each (default; `make bench`)")
+    g.add_argument("--full", action="store_true", help="seed parameters, 10 runs each (`make bench-full`)")
+    g.add_argument("--soak", action="store_true", help="long run sampling RSS and throughput (`make soak`)")
+    ap.add_argument("--minutes", type=float, help="soak duration per allocator (default 10)")
+    ap.add_argument("--runs", type=int, help="runs per allocator and benchmark (default: quick 3, full 10)")
+    ap.add_argument("--only", help="comma-separated benchmark names (a prefix like random_mixed selects its family)")
+    ap.add_argument("--allocators", help="comma-separated subset: hakmem,hakmem-static,glibc,mimalloc,jemalloc,tcmalloc")
+    ap.add_argument("--no-count", action="store_true", help="skip the strace run that counts OS calls")
+    ap.add_argument("--no-real", action="store_true", help="skip the real programs (redis, python3, cc)")
+    ap.add_argument("--tag", help="file name stem for the results (default: DATE-TIME-MODE)")
+    ap.add_argument("--pretend", action="append", metavar="LABEL=HOW",
+                    help="testing aid: realise allocator LABEL differently (HOW: none = no preload, plain = the "
+                         "non-static binary, or a library path to preload). The run must then be rejected; "
+                         "bench/selftest.sh uses this")
+    ap.add_argument("--rss-drift", type=float, default=0.05, help="soak: max RSS drift (default +0.05)")
+    ap.add_argument("--tp-drift", type=float, default=-0.05, help="soak: min throughput drift (default -0.05)")
+    ap.add_argument("--soak-threads", type=int, default=2, help="soak: worker threads (default 2)")
+    args = ap.parse_args()
+    if args.runs is not None and args.runs < 1:
+        ap.error("--runs must be >= 1")
+    if args.soak:
+        return main_soak(args)
+    return main_bench(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
