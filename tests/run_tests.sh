@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# run_tests.sh BUILD_DIR [BUILD_DIR...]
+#
+# Runs hakmem's whole test suite on each build directory (programs already
+# built by `make` / `make debug`): one "PASS name" / "FAIL name" line per test,
+# each under a timeout (a hang guard, not a speed requirement), then
+# bench/selftest.sh once if it exists, then (only with HAKMEM_TEST_SANITIZE=1)
+# the UBSan and TSan builds of tests/sanitize.sh. Ends with the line
+# "N passed, N failed" and exits non-zero if anything failed.
+set -u
+if [ $# -lt 1 ]; then
+  echo "usage: $0 BUILD_DIR [BUILD_DIR...]" >&2
+  exit 2
+fi
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/.." && pwd)
+unset LD_PRELOAD HAKMEM_TEST_EXPECT_ACTIVE
+TIMEOUT=${HAKMEM_TEST_TIMEOUT:-300}
+
+passed=0
+failed=0
+failed_names=()
+LOGDIR=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-tests.XXXXXX") || exit 2
+trap 'rm -rf "$LOGDIR"' EXIT
+suite_start=$(date +%s)
+
+# run_test NAME TIMEOUT_S CMD...
+run_test() {
+  local name=$1 limit=$2
+  shift 2
+  local log="$LOGDIR/$(echo "$name" | tr '/ ' '__').log"
+  local t0=$(date +%s)
+  # through bash so that the helper functions below can be the command
+  timeout -k 10 "$limit" bash -c '"$@"' _ "$@" >"$log" 2>&1
+  local rc=$?
+  local dt=$(($(date +%s) - t0))
+  if [ $rc -eq 0 ]; then
+    echo "PASS $name"
+    passed=$((passed + 1))
+  else
+    local why="exit status $rc"
+    [ $rc -eq 124 ] || [ $rc -eq 137 ] && why="timed out after ${limit}s"
+    [ $rc -gt 128 ] && [ $rc -ne 137 ] && why="killed by signal $((rc - 128))"
+    echo "FAIL $name ($why, ${dt}s)"
+    sed -e 's/^/    | /' "$log" | tail -n 40
+    failed=$((failed + 1))
+    failed_names+=("$name")
+  fi
+}
+
+# a test whose binary is missing is a failure, not a skip
+need() {
+  local f
+  for f in "$@"; do
+    if [ ! -x "$f" ]; then
+      echo "missing test program $f (did the build include tests/?)"
+      return 1
+    fi
+  done
+}
+
+# the static variant must not depend on libhakmem.so
+static_stress() {
+  need "$1" || return 1
+  if readelf -d "$1" | grep NEEDED | grep -q hakmem; then
+    echo "$1 is linked against libhakmem.so, not libhakmem.a"
+    return 1
+  fi
+  "$1" 8
+}
+
+run_prog() { need "$1" && "$@"; }
+export -f need static_stress run_prog
+
+for arg in "$@"; do
+  if [ -d "$arg" ]; then B=$(cd "$arg" && pwd)
+  elif [ -d "$ROOT/$arg" ]; then B=$(cd "$ROOT/$arg" && pwd)
+  else
+    echo "FAIL $arg (no such build directory)"
+    failed=$((failed + 1)); failed_names+=("$arg")
+    continue
+  fi
+  n=$(basename "$B")
+  T=$B/tests
+  echo "== $B"
+  if [ ! -f "$B/libhakmem.so" ] || [ ! -f "$B/libhakmem.a" ]; then
+    echo "FAIL $n/libraries (libhakmem.so or libhakmem.a missing in $B)"
+    failed=$((failed + 1)); failed_names+=("$n/libraries")
+  fi
+  run_test "$n/api"            "$TIMEOUT" run_prog "$T/test_api"
+  run_test "$n/stress"         "$TIMEOUT" run_prog "$T/test_stress" 8
+  run_test "$n/stress64"       "$TIMEOUT" run_prog "$T/test_stress" 64 3 6000
+  run_test "$n/stress_static"  "$TIMEOUT" static_stress "$T/test_stress_static"
+  run_test "$n/stress_hakapi"  "$TIMEOUT" run_prog "$T/test_stress_hakapi" 8 2 20000
+  run_test "$n/thread_churn"   "$TIMEOUT" run_prog "$T/test_thread_churn"
+  run_test "$n/fork"           "$TIMEOUT" run_prog "$T/test_fork"
+  run_test "$n/lifecycle"      "$TIMEOUT" run_prog "$T/test_lifecycle"
+  run_test "$n/cxx"            "$TIMEOUT" run_prog "$T/test_cxx"
+  for c in python3 cc sort git cxx_map test_cxx test_stress; do
+    run_test "$n/preload/$c" "$TIMEOUT" bash "$HERE/preload_programs.sh" "$B" "$c"
+  done
+done
+
+if [ -f "$ROOT/bench/selftest.sh" ]; then
+  echo "== bench/selftest.sh"
+  run_test "bench/selftest" 600 bash -c 'cd "$1" && bash bench/selftest.sh' _ "$ROOT"
+fi
+
+if [ "${HAKMEM_TEST_SANITIZE:-0}" = 1 ]; then
+  echo "== sanitizers"
+  run_test "sanitize/ubsan" 1500 bash "$HERE/sanitize.sh" ubsan
+  run_test "sanitize/tsan"  1500 bash "$HERE/sanitize.sh" tsan
+fi
+
+echo "suite took $(($(date +%s) - suite_start))s"
+if [ $failed -ne 0 ]; then
+  echo "failed: ${failed_names[*]}"
+fi
+echo "$passed passed, $failed failed"
+[ $failed -eq 0 ]
