@@ -310,7 +310,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
 
 /* ---- thread exit and fork ---------------------------------------------------- */
 
-static void heap_abandon(hk_heap_t *h, bool in_fork_child) {
+static void heap_abandon(hk_heap_t *h) {
   /* 1. stop notifications: afterwards nobody reads h through a superslab */
   for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
     hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
@@ -318,8 +318,7 @@ static void heap_abandon(hk_heap_t *h, bool in_fork_child) {
       for (hk_superslab_t *ss = lists[l]->head; ss; ss = ss->next)
         for (unsigned i = 0; i < ss->nslabs; i++) {
           if (ss->free_mask & (1u << i)) continue;
-          if (in_fork_child) hk_slab_force_normal(&ss->slabs[i]);
-          else hk_slab_cancel_notify(&ss->slabs[i]);
+          hk_slab_cancel_notify(&ss->slabs[i]);
           if (ss->slabs[i].state == HK_SLAB_FULL) partial_push(h, &ss->slabs[i]);
         }
   }
@@ -354,7 +353,7 @@ static void heap_abandon(hk_heap_t *h, bool in_fork_child) {
 
 void hk_heap_thread_done(hk_heap_t *h) {
   if (h == NULL || h == &hk_heap_empty || !h->live) return;
-  heap_abandon(h, false);
+  heap_abandon(h);
   if (hk_tls_heap == h) hk_tls_heap = &hk_heap_empty;
   registry_release(h);
 }
@@ -362,14 +361,16 @@ void hk_heap_thread_done(hk_heap_t *h) {
 void hk_heap_fork_prepare(void) { hk_lock(&registry_lock); }
 void hk_heap_fork_parent(void) { hk_unlock(&registry_lock); }
 
-/* In the child only the forking thread lives: every other heap's owner is
- * gone, so hand their memory over now rather than strand it. */
+/* In the child only the forking thread lives. The other heaps' owners are
+ * gone (and a new thread may even get one's thread id back): their
+ * superslabs become ownerless and adoptable, their heap structs reusable.
+ * Their blocks caught in flight by fork() are lost, nothing worse. */
 void hk_heap_fork_child(void) {
   hk_lock_reset(&registry_lock);
   hk_heap_t *self = hk_tls_heap;
+  hk_ss_orphan_foreign(self);
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {
     if (!h->live || h == self) continue;
-    heap_abandon(h, true);
     h->live = false;
     h->next_free = registry_free;
     registry_free = h;

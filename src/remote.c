@@ -104,10 +104,3 @@ void hk_slab_cancel_notify(hk_slab_t *s) {
       return;
   }
 }
-
-void hk_slab_force_normal(hk_slab_t *s) {
-  uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
-  while (!atomic_compare_exchange_weak_explicit(&s->xfree, &old, old & ~(uintptr_t)HK_XF_MASK,
-                                                memory_order_acq_rel, memory_order_relaxed)) {
-  }
-}

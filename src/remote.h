@@ -28,7 +28,4 @@ bool hk_slab_want_notify(hk_slab_t *s);
  * Waits out a remote thread caught in the middle of notifying. */
 void hk_slab_cancel_notify(hk_slab_t *s);
 
-/* Fork child only: the thread that was notifying no longer exists. */
-void hk_slab_force_normal(hk_slab_t *s);
-
 #endif

@@ -14,6 +14,8 @@ static hk_ss_list_t cache;                 /* empty superslabs, newest first */
 static hk_lock_t abandoned_lock = HK_LOCK_INIT;
 static hk_ss_list_t abandoned[HK_SS_NKINDS];
 static atomic_size_t mapped_count;
+static hk_lock_t all_lock = HK_LOCK_INIT;  /* every mapped superslab, for fork */
+static hk_superslab_t *all_head;
 static _Atomic uint64_t next_collect_ms;
 
 enum { LIST_NONE = 0, LIST_CACHE = 100, LIST_ABANDONED = 101 };
@@ -68,6 +70,12 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!ss) return NULL;
     atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);
+    hk_lock(&all_lock);
+    ss->all_prev = NULL;
+    ss->all_next = all_head;
+    if (all_head) all_head->all_prev = ss;
+    all_head = ss;
+    hk_unlock(&all_lock);
     hk_chunk_set(ss, HK_CHUNK_SUPERSLAB);
   }
   ss->purged = false;
@@ -78,6 +86,11 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
 
 static void ss_unmap(hk_superslab_t *ss) {
   hk_chunk_set(ss, HK_CHUNK_NONE);
+  hk_lock(&all_lock);
+  if (ss->all_prev) ss->all_prev->all_next = ss->all_next;
+  else all_head = ss->all_next;
+  if (ss->all_next) ss->all_next->all_prev = ss->all_prev;
+  hk_unlock(&all_lock);
   atomic_fetch_sub_explicit(&mapped_count, 1, memory_order_relaxed);
   hk_os_unmap(ss, HK_SS_SIZE);
 }
@@ -183,6 +196,40 @@ size_t hk_ss_count_mapped(void) { return atomic_load_explicit(&mapped_count, mem
 size_t hk_ss_count_cached(void) { return cache.count; }
 size_t hk_ss_count_abandoned(void) { return abandoned[0].count + abandoned[1].count; }
 
-void hk_ss_fork_prepare(void) { hk_lock(&abandoned_lock); hk_lock(&cache_lock); }
-void hk_ss_fork_parent(void) { hk_unlock(&cache_lock); hk_unlock(&abandoned_lock); }
-void hk_ss_fork_child(void) { hk_lock_reset(&cache_lock); hk_lock_reset(&abandoned_lock); }
+void hk_ss_orphan_foreign(struct hk_heap *self) {
+  for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
+    struct hk_heap *owner = atomic_load_explicit(&ss->heap, memory_order_relaxed);
+    if (owner == NULL) continue;
+    if (owner == self) {
+      /* a thread that was handing us a block mid-fork is gone: leave the
+       * NOTIFYING state it would have cleared (the block is lost) */
+      for (unsigned i = 0; i < ss->nslabs; i++) {
+        hk_slab_t *s = &ss->slabs[i];
+        uintptr_t v = atomic_load_explicit(&s->xfree, memory_order_relaxed);
+        if ((v & 3) == HK_XF_NOTIFYING)
+          atomic_store_explicit(&s->xfree, (v & ~(uintptr_t)3) |
+                                (s->state == HK_SLAB_FULL ? HK_XF_NOTIFY : HK_XF_NORMAL),
+                                memory_order_relaxed);
+      }
+      continue;
+    }
+    /* Its owner's lists may have been caught mid-update by fork(): touch
+     * nothing but the slabs' ownership; the adopter rebuilds the rest. */
+    for (unsigned i = 0; i < ss->nslabs; i++) {
+      hk_slab_t *s = &ss->slabs[i];
+      s->owner = 0;
+      uintptr_t v = atomic_load_explicit(&s->xfree, memory_order_relaxed);
+      atomic_store_explicit(&s->xfree, v & ~(uintptr_t)3, memory_order_relaxed);
+    }
+    if (ss->list == LIST_CACHE || ss->list == LIST_ABANDONED) continue;
+    hk_ss_abandon(ss);
+  }
+}
+
+void hk_ss_fork_prepare(void) { hk_lock(&all_lock); hk_lock(&abandoned_lock); hk_lock(&cache_lock); }
+void hk_ss_fork_parent(void) { hk_unlock(&cache_lock); hk_unlock(&abandoned_lock); hk_unlock(&all_lock); }
+void hk_ss_fork_child(void) {
+  hk_lock_reset(&cache_lock);
+  hk_lock_reset(&abandoned_lock);
+  hk_lock_reset(&all_lock);
+}

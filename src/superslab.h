@@ -57,6 +57,7 @@ typedef struct hk_superslab {
   bool purged;              /* whole superslab purged while cached         */
   _Atomic(struct hk_heap *) heap;  /* owner; NULL when abandoned/cached    */
   struct hk_superslab *next, *prev;
+  struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
   uint64_t stamp_ms;        /* when it entered the cache                   */
   hk_slab_t slabs[HK_SS_MAX_SLABS];
 } hk_superslab_t;
@@ -107,6 +108,10 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
 size_t hk_ss_count_mapped(void);
 size_t hk_ss_count_cached(void);
 size_t hk_ss_count_abandoned(void);
+
+/* Fork child: superslabs owned by heaps other than `self` belong to threads
+ * that do not exist here; make them ownerless and adoptable. */
+void hk_ss_orphan_foreign(struct hk_heap *self);
 
 void hk_ss_fork_prepare(void);
 void hk_ss_fork_parent(void);
