@@ -110,7 +110,14 @@ typedef struct {
   unsigned char *p;
   size_t n;
   uint64_t key;
+  size_t align; /* != 0: from aligned_alloc (free_aligned_sized may free it) */
 } blk_t;
+
+#if !defined(STRESS_HAKAPI)
+/* C23 sized frees; glibc 2.36 lacks them (weak: NULL there unless hakmem) */
+extern void free_sized(void *, size_t) __attribute__((weak));
+extern void free_aligned_sized(void *, size_t, size_t) __attribute__((weak));
+#endif
 
 static inline uint64_t make_key(const void *p, size_t n, uint64_t salt) {
   return (uint64_t)(uintptr_t)p * 0xD6E8FEB86659FD93ull ^ n ^ (salt << 40);
@@ -121,6 +128,7 @@ static int g_check_owns __attribute__((unused)); /* hak_owns is meaningful (link
 static void blk_set(blk_t *b, void *p, size_t n, uint64_t salt) {
   b->p = p;
   b->n = n;
+  b->align = 0;
   b->key = make_key(p, n, salt);
   pattern(b->p, n, b->key, 0, 0);
 }
@@ -134,7 +142,15 @@ static void blk_check(const blk_t *b, const char *where) {
 static void blk_release(blk_t *b, const char *where) {
   if (!b->p) return;
   blk_check(b, where);
-  T_FREE(b->p);
+#if !defined(STRESS_HAKAPI)
+  /* a third of the frees tell the allocator the size */
+  if (b->key % 3 == 0 && b->align && free_aligned_sized)
+    free_aligned_sized(b->p, b->align, b->n);
+  else if (b->key % 3 == 0 && !b->align && free_sized)
+    free_sized(b->p, b->n);
+  else
+#endif
+    T_FREE(b->p);
   b->p = NULL;
 }
 
@@ -213,6 +229,7 @@ typedef struct {
 static void alloc_into(blk_t *b, uint64_t *rs, uint64_t salt) {
   size_t n = rand_size(rs);
   unsigned how = (unsigned)(rng_next(rs) % 100);
+  size_t align_used = 0;
   void *p;
   if (how < 80) {
     p = T_MALLOC(n);
@@ -234,6 +251,7 @@ static void alloc_into(blk_t *b, uint64_t *rs, uint64_t salt) {
     n = cnt * 8;
   } else {
     size_t al = (size_t)16 << (rng_next(rs) % 9); /* 16 .. 4096 */
+    align_used = al;
     p = T_ALIGNED(al, n);
     check_new(p, n, al, "aligned_alloc");
   }
@@ -242,6 +260,7 @@ static void alloc_into(blk_t *b, uint64_t *rs, uint64_t salt) {
     return;
   }
   blk_set(b, p, n, salt);
+  if (how >= 90) b->align = align_used;
 }
 
 static void realloc_blk(blk_t *b, uint64_t *rs, uint64_t salt) {
