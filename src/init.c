@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "init.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -15,8 +16,12 @@
 #include "superslab.h"
 
 static pthread_key_t thread_key;
+static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
+                                          like sort close stderr before exit */
 static atomic_int init_state;          /* 0 no, 1 running, 2 done */
 static _Atomic uintptr_t init_thread;  /* who runs it                */
+
+static void hk_message_fd(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void thread_exit_hook(void *arg) {
   hk_heap_thread_done((struct hk_heap *)arg);
@@ -44,6 +49,10 @@ void hk_init_global(void) {
   if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
     atomic_store(&init_thread, hk_thread_id());
     hk_knobs_init();
+    if (hk_knobs.verbose) {
+      int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
+      if (fd >= 0) report_fd = fd;
+    }
     pthread_key_create(&thread_key, thread_exit_hook);
     atomic_store_explicit(&init_state, 2, memory_order_release);
     /* may allocate: everything it needs is ready */
@@ -63,7 +72,7 @@ __attribute__((constructor(101))) static void hk_constructor(void) { hk_init_glo
 
 __attribute__((destructor)) static void hk_destructor(void) {
   if (hk_knobs.verbose) {
-    hk_message("hakmem: active (pid %d): %zu superslabs mapped, %zu large blocks live, "
+    hk_message_fd(report_fd, "hakmem: active (pid %d): %zu superslabs mapped, %zu large blocks live, "
                "%lu mmap / %lu munmap / %lu madvise calls, peak RSS %zu KiB\n",
                (int)getpid(), hk_ss_count_mapped(), hk_large_count_live(),
                (unsigned long)atomic_load(&hk_os_stats.mmap_calls),
@@ -75,16 +84,27 @@ __attribute__((destructor)) static void hk_destructor(void) {
 
 /* ---- messages without malloc ------------------------------------------------ */
 
-void hk_message(const char *fmt, ...) {
+static void message_v(int fd, const char *fmt, va_list ap) {
   char buf[512];
-  va_list ap;
-  va_start(ap, fmt);
   int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
   if (n < 0) return;
   if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
-  ssize_t w = write(STDERR_FILENO, buf, (size_t)n);
+  ssize_t w = write(fd, buf, (size_t)n);
   (void)w;
+}
+
+void hk_message(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  message_v(STDERR_FILENO, fmt, ap);
+  va_end(ap);
+}
+
+static void hk_message_fd(int fd, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  message_v(fd, fmt, ap);
+  va_end(ap);
 }
 
 void hk_report_invalid(const char *what, const void *p, const char *reason) {
