@@ -215,6 +215,41 @@ static void test_many_blocks(void) {
   free(p), free(sz), free(s);
 }
 
+/* The hak_* API and the standard names share one heap when hakmem is the
+ * process's malloc: blocks may cross between them. */
+static void test_api_mixing(void) {
+  if (HK_STUB) {
+    HK_SKIP_NOTE("malloc/hak_free mixing");
+    return;
+  }
+  static const size_t ms[] = {0, 24, 1000, 20000, 300000, 5 * MiB};
+  for (size_t i = 0; i < sizeof ms / sizeof ms[0]; i++) {
+    size_t n = ms[i];
+    void *p = malloc(n);
+    CHECK_FATAL(p);
+    fill(p, n, 11);
+    p = hak_realloc(p, n + 100);
+    CHECK_FATAL(p);
+    hak_free(p);
+    p = hak_malloc(n);
+    CHECK_FATAL(p);
+    fill(p, n, 12);
+    void *key = p;
+    p = realloc(p, n * 2 + 1);
+    CHECK_FATAL(p);
+    CHECK(verify(p, n, key, 12) == (size_t)-1);
+    CHECK(malloc_usable_size(p) == hak_usable_size(p));
+    free(p);
+    p = hak_aligned_alloc(4096, n);
+    CHECK_FATAL(p);
+    free(p);
+    p = hak_calloc(1, n);
+    CHECK_FATAL(p);
+    CHECK(is_zero(p, n));
+    free(p);
+  }
+}
+
 static void test_zero_and_null(void) {
   enum { N = 1000 };
   void *z[N];
@@ -682,6 +717,7 @@ int main(void) {
   test_malloc_sizes();
   test_many_blocks();
   test_zero_and_null();
+  test_api_mixing();
   test_errors();
   test_bad_alignments();
   test_alignments();

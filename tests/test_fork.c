@@ -110,7 +110,7 @@ static void *child_thread(void *arg) {
 }
 
 /* Runs in the child: returns the exit status. */
-static int child_main(uint64_t seed, unsigned char **inherited, int ninh) {
+static int child_main(uint64_t seed, unsigned char **inherited, int ninh, int grandchild) {
   alarm(CHILD_TIMEOUT_S);
   int bad = 0;
   /* inherited blocks: the parent's, and those of threads absent here */
@@ -124,6 +124,16 @@ static int child_main(uint64_t seed, unsigned char **inherited, int ninh) {
     free(p);
   }
   if (!HK_STUB && hak_is_active() != 1) bad++;
+  if (grandchild) {
+    /* a grandchild: fork again from the forked process */
+    pid_t g = fork();
+    if (g == 0) _exit(child_work(seed + 5) ? 1 : 0);
+    int st = 0;
+    if (g < 0 || waitpid(g, &st, 0) != g || !WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+      fprintf(stderr, "test_fork: grandchild failed (status %#x)\n", st);
+      bad++;
+    }
+  }
   bad += child_work(seed);
   pthread_t t;
   if (pthread_create(&t, NULL, child_thread, (void *)(uintptr_t)(seed * 3 + 1)) != 0) return 3;
@@ -171,7 +181,7 @@ static void *worker(void *arg) {
     if (id == 0 && iter == 2000 && !atomic_load(&worker_fork_done)) {
       /* fork from a thread that is not main */
       pid_t pid = fork();
-      if (pid == 0) exit(child_main(x, own, 64));
+      if (pid == 0) exit(child_main(x, own, 64, 1));
       CHECK(pid > 0);
       if (pid > 0) check_child(pid, "fork from worker");
       atomic_store(&worker_fork_done, 1);
@@ -202,7 +212,7 @@ int main(void) {
     }
     pid_t pid = fork();
     CHECK_FATAL(pid >= 0);
-    if (pid == 0) exit(child_main(x + (uint64_t)f, mine, 128));
+    if (pid == 0) exit(child_main(x + (uint64_t)f, mine, 128, f % 3 == 0));
     /* allocate while the child runs, then reap it */
     for (int k = 0; k < 2000; k++) {
       int i = (int)(x % 128);

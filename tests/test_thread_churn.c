@@ -108,6 +108,7 @@ int main(int argc, char **argv) {
     HK_SKIP_NOTE("hak_is_active()==1");
   else
     CHECK(hak_is_active() == 1);
+  const int trace = getenv("HAKMEM_TEST_TRACE") != NULL; /* RSS every 1000 threads */
   pthread_t tid[256];
   long rss_warm = -1;
   int made = 0;
@@ -119,6 +120,8 @@ int main(int argc, char **argv) {
     }
     for (int i = 0; i < k; i++) pthread_join(tid[i], NULL);
     if (rss_warm < 0 && made >= warm) rss_warm = rss_kib();
+    if (trace && made % 1000 < (unsigned)k)
+      fprintf(stderr, "  %6d threads: RSS %ld KiB\n", made, rss_kib());
   }
   long rss_end = rss_kib();
   long bound = rss_warm + 64 * 1024;
