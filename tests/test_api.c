@@ -3,9 +3,16 @@
  * error cases (ENOMEM / EINVAL), introspection calls, and that each exported
  * symbol really resolves to libhakmem. Linked against libhakmem.so. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
+#include <glob.h>
+#include <iconv.h>
+#include <locale.h>
 #include <malloc.h>
+#include <netdb.h>
+#include <pwd.h>
+#include <regex.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -710,6 +717,158 @@ static void test_large_cycles(void) {
     }
 }
 
+/* Huge blocks side by side: growing one (in place or not) must never touch
+ * its neighbours; shrinking keeps the head. */
+static void test_huge_neighbours(void) {
+  enum { H = 12 };
+  unsigned char *h[H];
+  size_t n[H];
+  for (int i = 0; i < H; i++) {
+    n[i] = 3 * MiB + (size_t)i * 4096;
+    h[i] = malloc(n[i]);
+    CHECK_FATAL(h[i]);
+    fill(h[i], n[i], (unsigned)i);
+  }
+  for (int i = 0; i < H; i += 2) {
+    size_t nn = n[i] * (i % 4 ? 3 : 5);
+    unsigned char *q = realloc(h[i], nn);
+    CHECK_FATAL(q);
+    CHECK(verify(q, n[i], h[i], (unsigned)i) == (size_t)-1);
+    memset(q + n[i], 0xcd, nn - n[i]); /* write the whole new tail */
+    h[i] = q;
+    n[i] = nn;
+    fill(h[i], n[i], (unsigned)i);
+  }
+  for (int i = 0; i < H; i++)
+    CHECKF(verify(h[i], n[i], h[i], (unsigned)i) == (size_t)-1, "huge block %d damaged by a neighbour's realloc", i);
+  for (int i = 1; i < H; i += 2) {
+    unsigned char *q = realloc(h[i], 40 * KiB);
+    CHECK_FATAL(q);
+    CHECK(verify(q, 40 * KiB, h[i], (unsigned)i) == (size_t)-1);
+    h[i] = q;
+    n[i] = 40 * KiB;
+    fill(h[i], n[i], (unsigned)i + 100);
+  }
+  for (int i = 0; i < H; i++) {
+    CHECK(verify(h[i], n[i], h[i], (unsigned)(i % 2 ? i + 100 : i)) == (size_t)-1);
+    free(h[i]);
+  }
+}
+
+/* Many superslabs and lots of address space: 2000 blocks of 3 MiB (6 GiB of
+ * address space, one page touched in each) and 150k tiny blocks. */
+static void test_address_space(void) {
+  enum { B = 2000, T = 150000 };
+  unsigned char **b = malloc(B * sizeof *b);
+  unsigned char **t = malloc(T * sizeof *t);
+  CHECK_FATAL(b && t);
+  for (int i = 0; i < B; i++) {
+    b[i] = malloc(3 * MiB);
+    CHECKF(b[i] != NULL, "block %d of 3 MiB failed", i);
+    if (!b[i]) break;
+    if (!HK_STUB) CHECK(hak_owns(b[i]) == 1);
+    b[i][0] = (unsigned char)i;
+    b[i][3 * MiB - 1] = (unsigned char)(i >> 3);
+  }
+  for (int i = 0; i < T; i++) {
+    t[i] = malloc(1 + (size_t)i % 256);
+    CHECK_FATAL(t[i]);
+    t[i][0] = (unsigned char)(i * 7);
+  }
+  long bad = 0;
+  for (int i = 0; i < B && b[i]; i++) {
+    bad += b[i][0] != (unsigned char)i || b[i][3 * MiB - 1] != (unsigned char)(i >> 3);
+    free(b[i]);
+  }
+  for (int i = 0; i < T; i++) {
+    bad += t[i][0] != (unsigned char)(i * 7);
+    free(t[i]);
+  }
+  CHECKF(bad == 0, "%ld blocks damaged", bad);
+  free(b), free(t);
+}
+
+/* glibc allocates internally with malloc and hands results back to be freed
+ * with free(): all of that must work on hakmem's heap. */
+static int cmp_int(const void *a, const void *b) {
+  return *(const int *)a - *(const int *)b;
+}
+static void test_libc_internals(void) {
+  char *s = strdup("hakmem strdup");
+  CHECK(s && strcmp(s, "hakmem strdup") == 0);
+  free(s);
+  s = strndup("abcdef", 3);
+  CHECK(s && strcmp(s, "abc") == 0);
+  free(s);
+  char *a = NULL;
+  CHECK(asprintf(&a, "%s-%d-%0500d", "x", 42, 7) > 500 && a && a[0] == 'x');
+  free(a);
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *m = open_memstream(&buf, &len);
+  CHECK_FATAL(m);
+  for (int i = 0; i < 20000; i++) fprintf(m, "line %d\n", i);
+  fclose(m);
+  CHECK(buf && len > 100000 && strncmp(buf, "line 0\n", 7) == 0);
+  FILE *r = fmemopen(buf, len, "r");
+  CHECK_FATAL(r);
+  char *line = NULL;
+  size_t cap = 0;
+  int lines = 0;
+  while (getline(&line, &cap, r) > 0) lines++;
+  CHECK(lines == 20000);
+  free(line);
+  fclose(r);
+  free(buf);
+  char *rp = realpath("/proc/self/exe", NULL);
+  CHECK(rp != NULL);
+  free(rp);
+  struct dirent **names = NULL;
+  int nd = scandir("/proc/self", &names, NULL, alphasort);
+  CHECK(nd > 5);
+  for (int i = 0; i < nd; i++) free(names[i]);
+  free(names);
+  regex_t re;
+  CHECK(regcomp(&re, "^(ab|cd)+[0-9]{2,}$", REG_EXTENDED) == 0);
+  CHECK(regexec(&re, "abcdab123", 0, NULL, 0) == 0);
+  CHECK(regexec(&re, "abx12", 0, NULL, 0) != 0);
+  regfree(&re);
+  glob_t g;
+  CHECK(glob("/proc/self/*", 0, NULL, &g) == 0 && g.gl_pathc > 5);
+  globfree(&g);
+  struct passwd *pw = getpwuid(0); /* NSS: may dlopen and allocate */
+  CHECK(pw == NULL || pw->pw_name != NULL);
+  struct addrinfo hints = {0}, *ai = NULL;
+  hints.ai_socktype = SOCK_STREAM;
+  if (getaddrinfo("127.0.0.1", "80", &hints, &ai) == 0) {
+    CHECK(ai != NULL);
+    freeaddrinfo(ai);
+  }
+  locale_t loc = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+  CHECK(loc != (locale_t)0);
+  if (loc) freelocale(loc);
+  setlocale(LC_ALL, "C.UTF-8");
+  setlocale(LC_ALL, "C");
+  iconv_t cd = iconv_open("UTF-16LE", "UTF-8");
+  if (cd != (iconv_t)-1) {
+    char in[] = "hakmem", out[64];
+    char *ip = in, *op = out;
+    size_t il = 6, ol = sizeof out;
+    CHECK(iconv(cd, &ip, &il, &op, &ol) == 0 && ol == sizeof out - 12);
+    iconv_close(cd);
+  }
+  /* glibc's qsort takes a malloc'd buffer for large arrays */
+  enum { Q = 300000 };
+  int *q = malloc(Q * sizeof *q);
+  CHECK_FATAL(q);
+  for (int i = 0; i < Q; i++) q[i] = (int)((i * 2654435761u) % 1000003);
+  qsort(q, Q, sizeof *q, cmp_int);
+  int sorted = 1;
+  for (int i = 1; i < Q; i++) sorted &= q[i - 1] <= q[i];
+  CHECK(sorted);
+  free(q);
+}
+
 int main(void) {
   build_sizes();
   test_symbols();
@@ -728,5 +887,8 @@ int main(void) {
   test_free_sized();
   test_introspection();
   test_large_cycles();
+  test_huge_neighbours();
+  test_address_space();
+  test_libc_internals();
   return check_done("test_api");
 }
