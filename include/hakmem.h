@@ -8,6 +8,7 @@
 #define HAKMEM_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define HAKMEM_VERSION_MAJOR 0
 #define HAKMEM_VERSION_MINOR 1
@@ -37,6 +38,45 @@ int hak_is_active(void);
 /* 1 when ptr is a live-or-cached block that hakmem handed out (cheap,
  * address arithmetic only). Meant for tests and diagnostics. */
 int hak_owns(const void *ptr);
+
+/* ---- statistics --------------------------------------------------------
+ * Always available: live blocks, slabs, mapped bytes, OS calls, RSS.
+ * Counted only with HAKMEM_STATS set (0 otherwise): allocs, frees, refills,
+ * remote frees, peaks. Allocations are counted when a thread's fast path
+ * receives a batch of blocks; for threads still running, blocks it holds
+ * but has not handed out yet count as allocated. */
+#define HAK_STATS_CLASSES 72
+
+struct hak_class_stats {
+  size_t block_size;
+  size_t allocs, frees;          /* cumulative                        */
+  size_t live_blocks, live_bytes;
+  size_t peak_blocks, peak_bytes; /* sampled                           */
+  size_t slabs;                   /* slabs of this class in use        */
+  size_t refills;                 /* fast-path misses                  */
+  size_t remote_frees;            /* frees received from other threads */
+};
+
+struct hak_stats {
+  int    counting;                /* HAKMEM_STATS is on                */
+  size_t live_bytes, peak_live_bytes;
+  size_t mapped_bytes, peak_mapped_bytes;
+  size_t rss_bytes, peak_rss_bytes;
+  size_t superslabs, superslabs_cached, superslabs_abandoned;
+  size_t large_live, large_live_bytes, large_cached_bytes;
+  size_t large_allocs, large_frees;
+  size_t heaps;                   /* live thread heaps                 */
+  unsigned long mmap_calls, munmap_calls, madvise_calls, mremap_calls;
+  size_t mmap_bytes, munmap_bytes, madvise_bytes;
+  size_t allocs, frees;           /* all tiers                         */
+  double fast_path_hit_rate;      /* 1 - refills / small allocs        */
+  struct hak_class_stats classes[HAK_STATS_CLASSES];
+};
+
+/* Fill *out (returns 0), or -1 if out is NULL. */
+int  hak_stats_get(struct hak_stats *out);
+/* Human-readable report (the HAKMEM_STATS=1 exit report). */
+void hak_stats_print(FILE *out);
 
 #ifdef __cplusplus
 }

@@ -81,6 +81,27 @@ static hk_heap_t *heap_thread_init(void) {
 
 size_t hk_heap_count_live(void) { return atomic_load_explicit(&live_heaps, memory_order_relaxed); }
 
+void hk_heap_sum_stats(hk_heap_stats_t *acc) {
+  hk_lock(&registry_lock);
+  for (hk_heap_t *h = registry_all; h; h = h->next_all) {
+    if (!h->live) continue;
+    for (unsigned c = 0; c < HK_NCLASS; c++) {
+      acc->handed[c] += __atomic_load_n(&h->st.handed[c], __ATOMIC_RELAXED);
+      acc->refills[c] += __atomic_load_n(&h->st.refills[c], __ATOMIC_RELAXED);
+      acc->remote[c] += __atomic_load_n(&h->st.remote[c], __ATOMIC_RELAXED);
+    }
+  }
+  hk_unlock(&registry_lock);
+  /* our own current lists we can walk: those blocks are not out yet */
+  hk_heap_t *self = hk_tls_heap;
+  if (self == &hk_heap_empty) return;
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    uint64_t n = 0;
+    for (hk_block_t *b = self->cur[c]->free; b; b = b->next) n++;
+    acc->handed[c] = acc->handed[c] >= n ? acc->handed[c] - n : 0;
+  }
+}
+
 /* ---- partial lists and superslab lists ------------------------------------ */
 
 static void partial_push(hk_heap_t *h, hk_slab_t *s) {
@@ -155,6 +176,7 @@ static void heap_drain_delayed(hk_heap_t *h) {
     hk_block_t *next = b->next;
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
     HK_ASSERT(s->owner == h->tid);
+    if (hk_stats_on) h->st.remote[s->cls]++;
     b->next = s->local_free;
     s->local_free = b;
     s->used--;
@@ -175,7 +197,8 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     hk_slab_t *s = &ss->slabs[i];
     s->owner = h->tid;
     s->next = s->prev = NULL;
-    hk_slab_collect_remote(s);
+    size_t got = hk_slab_collect_remote(s);
+    if (got && hk_stats_on) h->st.remote[s->cls] += got;
     if (s->used == 0) {
       s->state = HK_SLAB_PARTIAL;  /* so release finds it consistent */
       heap_slab_release(h, s);     /* may release the whole superslab */
@@ -255,11 +278,28 @@ size_t hk_heap_trim(hk_heap_t *h) {
 
 /* ---- malloc slow path ------------------------------------------------------ */
 
-HK_INLINE void *slab_pop(hk_slab_t *s) {
+/* s->free was just filled (local_free is empty): every block of the slab
+ * that is not out is on it, so the batch is carved - used blocks. */
+static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
+  h->st.handed[s->cls] += (uint64_t)(s->carved - s->used);
+  h->st.refills[s->cls]++;
+  hk_stats_tick();
+}
+
+HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
+  if (HK_UNLIKELY(hk_stats_on)) stats_batch(h, s);
   hk_block_t *b = s->free;
   s->free = b->next;
   s->used++;
   return b;
+}
+
+static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
+  if (!s->local_free) {
+    size_t n = hk_slab_collect_remote(s);
+    if (n && hk_stats_on) h->st.remote[s->cls] += n;
+  }
+  return hk_slab_refill(s);
 }
 
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
@@ -271,30 +311,30 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
 
   hk_slab_t *s = h->cur[cls];
   if (s != &hk_slab_empty) {
-    if (s->free || hk_slab_refill(s)) return slab_pop(s);
+    if (s->free || heap_refill(h, s)) return slab_pop(h, s);
     /* exhausted: it leaves the fast path until blocks come back */
     if (hk_slab_want_notify(s)) {
       s->state = HK_SLAB_FULL;
       h->cur[cls] = &hk_slab_empty;
-    } else if (hk_slab_refill(s)) {
-      return slab_pop(s);
+    } else if (heap_refill(h, s)) {
+      return slab_pop(h, s);
     }
   }
   heap_maybe_purge(h);
   for (;;) {
     while ((s = h->partial[cls]) != NULL) {
       partial_remove(h, s);
-      if (s->free || hk_slab_refill(s)) {
+      if (s->free || heap_refill(h, s)) {
         s->state = HK_SLAB_CUR;
         h->cur[cls] = s;
-        return slab_pop(s);
+        return slab_pop(h, s);
       }
       if (hk_slab_want_notify(s)) {
         s->state = HK_SLAB_FULL;
-      } else if (hk_slab_refill(s)) {
+      } else if (heap_refill(h, s)) {
         s->state = HK_SLAB_CUR;
         h->cur[cls] = s;
-        return slab_pop(s);
+        return slab_pop(h, s);
       }
     }
     bool retry = false;
@@ -305,7 +345,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   s->state = HK_SLAB_CUR;
   h->cur[cls] = s;
   hk_slab_extend(s);
-  return slab_pop(s);
+  return slab_pop(h, s);
 }
 
 /* ---- thread exit and fork ---------------------------------------------------- */
@@ -327,6 +367,17 @@ static void heap_abandon(hk_heap_t *h) {
     hk_slab_t *s = h->cur[c];
     h->cur[c] = &hk_slab_empty;
     if (s == &hk_slab_empty) continue;
+    /* blocks not handed out yet go back on local_free: the adopter counts
+     * them when it hands them out */
+    if (s->free) {
+      hk_block_t *tail = s->free;
+      uint64_t n = 1;
+      while (tail->next) { tail = tail->next; n++; }
+      tail->next = s->local_free;
+      s->local_free = s->free;
+      s->free = NULL;
+      if (h->st.handed[c] >= n) h->st.handed[c] -= n;
+    }
     partial_push(h, s);
     if (s->used == 0) { partial_remove(h, s); heap_slab_release(h, s); }
   }
@@ -354,6 +405,7 @@ static void heap_abandon(hk_heap_t *h) {
 void hk_heap_thread_done(hk_heap_t *h) {
   if (h == NULL || h == &hk_heap_empty || !h->live) return;
   heap_abandon(h);
+  hk_stats_fold(&h->st);
   if (hk_tls_heap == h) hk_tls_heap = &hk_heap_empty;
   registry_release(h);
 }
@@ -371,6 +423,7 @@ void hk_heap_fork_child(void) {
   hk_ss_orphan_foreign(self);
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {
     if (!h->live || h == self) continue;
+    hk_stats_fold(&h->st);
     h->live = false;
     h->next_free = registry_free;
     registry_free = h;

@@ -6,6 +6,7 @@
 #define HK_HEAP_H
 
 #include <stdatomic.h>
+#include "stats.h"
 #include "superslab.h"
 
 typedef struct hk_heap {
@@ -20,6 +21,7 @@ typedef struct hk_heap {
   bool live;
   struct hk_heap *next_all;             /* registry of every heap struct      */
   struct hk_heap *next_free;
+  hk_heap_stats_t st;                   /* slow-path counters (HAKMEM_STATS)  */
 } hk_heap_t;
 
 extern __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec")));
@@ -50,6 +52,9 @@ void hk_heap_thread_done(hk_heap_t *h);
 size_t hk_heap_trim(hk_heap_t *h);
 
 size_t hk_heap_count_live(void);
+/* Add every live heap's counters into acc (racy reads: a snapshot), less
+ * the blocks the calling thread holds but has not handed out. */
+void hk_heap_sum_stats(hk_heap_stats_t *acc);
 void hk_heap_fork_prepare(void);
 void hk_heap_fork_parent(void);
 void hk_heap_fork_child(void);

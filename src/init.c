@@ -13,6 +13,7 @@
 #include "knobs.h"
 #include "large.h"
 #include "os.h"
+#include "stats.h"
 #include "superslab.h"
 
 static pthread_key_t thread_key;
@@ -49,7 +50,8 @@ void hk_init_global(void) {
   if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
     atomic_store(&init_thread, hk_thread_id());
     hk_knobs_init();
-    if (hk_knobs.verbose) {
+    hk_stats_init();
+    if (hk_knobs.verbose || hk_knobs.stats) {
       int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
       if (fd >= 0) report_fd = fd;
     }
@@ -71,6 +73,7 @@ void hk_thread_register(struct hk_heap *h) {
 __attribute__((constructor(101))) static void hk_constructor(void) { hk_init_global(); }
 
 __attribute__((destructor)) static void hk_destructor(void) {
+  hk_stats_at_exit(report_fd);
   if (hk_knobs.verbose) {
     hk_message_fd(report_fd, "hakmem: active (pid %d): %zu superslabs mapped, %zu large blocks live, "
                "%lu mmap / %lu munmap / %lu madvise calls, peak RSS %zu KiB\n",

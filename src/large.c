@@ -27,6 +27,7 @@ static hk_lock_t cache_lock = HK_LOCK_INIT;
 static hk_large_t *cache_head, *cache_tail;   /* newest first */
 static size_t cache_count, cache_bytes;
 static atomic_size_t live_count, live_bytes;
+static atomic_size_t total_allocs, total_frees;
 
 static hk_large_t *header_of(const void *p, unsigned kind) {
   uintptr_t chunk = (uintptr_t)p & ~(uintptr_t)HK_SS_MASK;
@@ -100,6 +101,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero) {
   h->usable = (size_t)((uint8_t *)h + h->map_size - user);
   h->state = LARGE_LIVE;
   atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&total_allocs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&live_bytes, h->map_size, memory_order_relaxed);
   if (zero && !h->zeroed) memset(user, 0, size);
   h->zeroed = 0;
@@ -123,6 +125,7 @@ void hk_large_free(void *p, unsigned kind) {
   hk_large_t *h = checked_header("free", p, kind);
   if (!h) return;
   atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&live_bytes, h->map_size, memory_order_relaxed);
   size_t cap_bytes = (size_t)hk_knobs.large_cache_mb << 20;
   if (kind != HK_CHUNK_LARGE || h->map_size > cap_bytes / 2 || hk_knobs.large_cache_count == 0) {
@@ -243,6 +246,8 @@ size_t hk_large_collect(bool force) {
   return bytes;
 }
 
+size_t hk_large_count_allocs(void) { return atomic_load_explicit(&total_allocs, memory_order_relaxed); }
+size_t hk_large_count_frees(void) { return atomic_load_explicit(&total_frees, memory_order_relaxed); }
 size_t hk_large_count_live(void) { return atomic_load_explicit(&live_count, memory_order_relaxed); }
 size_t hk_large_bytes_live(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed); }
 size_t hk_large_bytes_cached(void) { return cache_bytes; }

@@ -18,6 +18,8 @@ void  *hk_large_realloc(void *p, unsigned kind, size_t size);
 size_t hk_large_collect(bool force);
 
 size_t hk_large_count_live(void);
+size_t hk_large_count_allocs(void);
+size_t hk_large_count_frees(void);
 size_t hk_large_bytes_live(void);
 size_t hk_large_bytes_cached(void);
 

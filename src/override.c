@@ -11,6 +11,7 @@
 #include "alloc.h"
 #include "large.h"
 #include "stats.h"
+#include "../include/hakmem.h"
 
 HK_EXPORT void *malloc(size_t n) { return hk_malloc_inline(n); }
 HK_EXPORT void free(void *p) { hk_free_inline(p); }
@@ -74,18 +75,19 @@ HK_EXPORT void *__libc_pvalloc(size_t n) { return pvalloc(n); }
 static size_t clamp_int(size_t v) { return v > 0x7fffffff ? 0x7fffffff : v; }
 
 HK_EXPORT struct mallinfo2 mallinfo2(void) {
-  hk_stats_snapshot_t s;
-  hk_stats_snapshot(&s);
+  struct hak_stats s;
+  hk_stats_collect(&s);
   struct mallinfo2 mi;
   memset(&mi, 0, sizeof mi);
-  size_t ss_bytes = s.superslabs_mapped * HK_SS_SIZE;
-  mi.arena = ss_bytes;                      /* slab memory mapped        */
-  mi.ordblks = s.superslabs_mapped;
-  mi.hblks = s.large_live;                  /* large/huge blocks         */
+  size_t slab_bytes = s.superslabs * HK_SS_SIZE;        /* superslabs mapped  */
+  size_t slab_live = s.live_bytes - s.large_live_bytes;  /* in small blocks    */
+  mi.arena = slab_bytes;
+  mi.ordblks = s.superslabs_cached;
+  mi.hblks = s.large_live;
   mi.hblkhd = s.large_live_bytes;
-  mi.usmblks = s.mapped_peak_bytes;
-  mi.fordblks = s.large_cached_bytes;       /* cached, reusable          */
-  mi.uordblks = ss_bytes;                   /* upper bound of slab use   */
+  mi.usmblks = s.peak_mapped_bytes;
+  mi.uordblks = slab_live;
+  mi.fordblks = slab_bytes > slab_live ? slab_bytes - slab_live : 0;
   mi.keepcost = 0;
   return mi;
 }

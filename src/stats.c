@@ -1,61 +1,329 @@
+#define _GNU_SOURCE
 #include "stats.h"
 
+#include <fcntl.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
 
+#include "../include/hakmem.h"
 #include "heap.h"
+#include "knobs.h"
 #include "large.h"
+#include "lock.h"
 #include "os.h"
+#include "size_class.h"
 #include "superslab.h"
 
-void hk_stats_snapshot(hk_stats_snapshot_t *o) {
-  o->mapped_bytes = atomic_load(&hk_os_stats.mapped_now);
-  o->mapped_peak_bytes = atomic_load(&hk_os_stats.mapped_peak);
-  o->superslabs_mapped = hk_ss_count_mapped();
-  o->superslabs_cached = hk_ss_count_cached();
-  o->superslabs_abandoned = hk_ss_count_abandoned();
+bool hk_stats_on;
+
+static hk_lock_t fold_lock = HK_LOCK_INIT;
+static hk_heap_stats_t folded;            /* heaps that went away            */
+static uint64_t peak_blocks[HK_NCLASS];   /* sampled                         */
+static size_t peak_live_bytes;
+static hk_lock_t tick_lock = HK_LOCK_INIT;
+static _Atomic uint64_t next_tick_ms;
+static uint64_t start_ms;
+static int timeline_fd = -1;
+
+void hk_stats_init(void) {
+  start_ms = hk_os_now_ms();
+  hk_stats_on = hk_knobs.stats != 0 || hk_knobs.stats_interval_ms != 0;
+  if (hk_knobs.stats_interval_ms && hk_knobs.stats_file[0]) {
+    timeline_fd = open(hk_knobs.stats_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (timeline_fd < 0)
+      hk_message("hakmem: warning: cannot open HAKMEM_STATS_FILE=%s; no timeline\n",
+                 hk_knobs.stats_file);
+  }
+}
+
+void hk_stats_fold(hk_heap_stats_t *st) {
+  hk_lock(&fold_lock);
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    folded.handed[c] += st->handed[c];
+    folded.refills[c] += st->refills[c];
+    folded.remote[c] += st->remote[c];
+  }
+  hk_unlock(&fold_lock);
+  memset(st, 0, sizeof *st);
+}
+
+void hk_stats_collect(struct hak_stats *o) {
+  memset(o, 0, sizeof *o);
+  o->counting = hk_stats_on;
+  uint64_t lv[HK_NCLASS] = {0}, sl[HK_NCLASS] = {0};
+  hk_ss_census(lv, sl);
+  hk_heap_stats_t acc;
+  hk_lock(&fold_lock);
+  acc = folded;
+  hk_unlock(&fold_lock);
+  hk_heap_sum_stats(&acc);
+
+  uint64_t small_allocs = 0, small_refills = 0;
+  size_t live_small = 0;
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    struct hak_class_stats *k = &o->classes[c];
+    k->block_size = hk_class_bytes(c);
+    k->live_blocks = lv[c];
+    k->live_bytes = lv[c] * k->block_size;
+    k->slabs = sl[c];
+    if (hk_stats_on) {
+      k->allocs = acc.handed[c];
+      k->frees = acc.handed[c] > lv[c] ? acc.handed[c] - lv[c] : 0;
+      k->refills = acc.refills[c];
+      k->remote_frees = acc.remote[c];
+      if (lv[c] > peak_blocks[c]) peak_blocks[c] = lv[c];  /* racy max: a sample */
+      k->peak_blocks = peak_blocks[c];
+      k->peak_bytes = k->peak_blocks * k->block_size;
+    }
+    small_allocs += k->allocs;
+    small_refills += k->refills;
+    live_small += k->live_bytes;
+  }
   o->large_live = hk_large_count_live();
   o->large_live_bytes = hk_large_bytes_live();
   o->large_cached_bytes = hk_large_bytes_cached();
-  o->heaps_live = hk_heap_count_live();
+  o->large_allocs = hk_large_count_allocs();
+  o->large_frees = hk_large_count_frees();
+  o->live_bytes = live_small + o->large_live_bytes;
+  if (o->live_bytes > peak_live_bytes) peak_live_bytes = o->live_bytes;
+  o->peak_live_bytes = peak_live_bytes;
+  o->allocs = small_allocs + o->large_allocs;
+  o->frees = 0;
+  for (unsigned c = 0; c < HK_NCLASS; c++) o->frees += o->classes[c].frees;
+  o->frees += o->large_frees;
+  o->fast_path_hit_rate = small_allocs ? 1.0 - (double)small_refills / (double)small_allocs : 0.0;
+  o->mapped_bytes = atomic_load(&hk_os_stats.mapped_now);
+  o->peak_mapped_bytes = atomic_load(&hk_os_stats.mapped_peak);
+  o->superslabs = hk_ss_count_mapped();
+  o->superslabs_cached = hk_ss_count_cached();
+  o->superslabs_abandoned = hk_ss_count_abandoned();
+  o->heaps = hk_heap_count_live();
   o->mmap_calls = atomic_load(&hk_os_stats.mmap_calls);
   o->munmap_calls = atomic_load(&hk_os_stats.munmap_calls);
   o->madvise_calls = atomic_load(&hk_os_stats.madvise_calls);
   o->mremap_calls = atomic_load(&hk_os_stats.mremap_calls);
+  o->mmap_bytes = atomic_load(&hk_os_stats.mmap_bytes);
+  o->munmap_bytes = atomic_load(&hk_os_stats.munmap_bytes);
+  o->madvise_bytes = atomic_load(&hk_os_stats.madvise_bytes);
   o->rss_bytes = hk_os_rss_bytes();
   o->peak_rss_bytes = hk_os_peak_rss_bytes();
 }
 
-/* Written with fprintf to a caller's FILE: the caller allocates nothing
- * from us that we would not serve. */
-void hk_stats_print_glibc_style(FILE *out) {
-  hk_stats_snapshot_t s;
-  hk_stats_snapshot(&s);
-  fprintf(out, "hakmem %s\n", "malloc_stats");
-  fprintf(out, "system bytes     = %10zu\n", s.mapped_bytes);
-  fprintf(out, "peak system bytes= %10zu\n", s.mapped_peak_bytes);
-  fprintf(out, "superslabs       = %10zu (cached %zu, abandoned %zu)\n", s.superslabs_mapped,
-          s.superslabs_cached, s.superslabs_abandoned);
-  fprintf(out, "large blocks     = %10zu (%zu bytes mapped, %zu cached)\n", s.large_live,
-          s.large_live_bytes, s.large_cached_bytes);
-  fprintf(out, "thread heaps     = %10zu\n", s.heaps_live);
-  fprintf(out, "os calls         = %lu mmap, %lu munmap, %lu madvise, %lu mremap\n",
-          s.mmap_calls, s.munmap_calls, s.madvise_calls, s.mremap_calls);
-  fprintf(out, "rss              = %10zu (peak %zu)\n", s.rss_bytes, s.peak_rss_bytes);
+/* ---- output: a small buffered writer onto an fd or a FILE, no malloc ---------- */
+
+typedef struct {
+  int fd;
+  FILE *fp;
+  size_t n;
+  char buf[8192];
+} sink_t;
+
+static void sink_flush(sink_t *k) {
+  if (k->n == 0) return;
+  if (k->fp) {
+    fwrite(k->buf, 1, k->n, k->fp);
+  } else {
+    size_t off = 0;
+    while (off < k->n) {
+      ssize_t w = write(k->fd, k->buf + off, k->n - off);
+      if (w <= 0) break;
+      off += (size_t)w;
+    }
+  }
+  k->n = 0;
 }
 
-int hk_stats_print_xml(FILE *out) {
-  hk_stats_snapshot_t s;
-  hk_stats_snapshot(&s);
-  fprintf(out,
-          "<malloc version=\"hakmem-1\">\n"
-          "<system type=\"current\" size=\"%zu\"/>\n"
-          "<system type=\"max\" size=\"%zu\"/>\n"
-          "<superslabs mapped=\"%zu\" cached=\"%zu\" abandoned=\"%zu\"/>\n"
-          "<large count=\"%zu\" size=\"%zu\" cached=\"%zu\"/>\n"
-          "<oscalls mmap=\"%lu\" munmap=\"%lu\" madvise=\"%lu\" mremap=\"%lu\"/>\n"
-          "</malloc>\n",
-          s.mapped_bytes, s.mapped_peak_bytes, s.superslabs_mapped, s.superslabs_cached,
-          s.superslabs_abandoned, s.large_live, s.large_live_bytes, s.large_cached_bytes,
-          s.mmap_calls, s.munmap_calls, s.madvise_calls, s.mremap_calls);
+static void out(sink_t *k, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void out(sink_t *k, const char *fmt, ...) {
+  if (sizeof k->buf - k->n < 512) sink_flush(k);
+  va_list ap;
+  va_start(ap, fmt);
+  int m = vsnprintf(k->buf + k->n, sizeof k->buf - k->n, fmt, ap);
+  va_end(ap);
+  if (m < 0) return;
+  if ((size_t)m >= sizeof k->buf - k->n) m = (int)(sizeof k->buf - k->n - 1);
+  k->n += (size_t)m;
+}
+
+static void print_text(sink_t *k, const struct hak_stats *s) {
+  out(k, "hakmem %s statistics (pid %d)\n", hak_version(), (int)getpid());
+  out(k, "  live: %zu bytes (peak %zu)   mapped: %zu bytes (peak %zu)   RSS: %zu (peak %zu)\n",
+      s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes, s->rss_bytes,
+      s->peak_rss_bytes);
+  out(k, "  superslabs: %zu mapped, %zu cached, %zu abandoned   thread heaps: %zu\n",
+      s->superslabs, s->superslabs_cached, s->superslabs_abandoned, s->heaps);
+  out(k, "  large/huge: %zu live (%zu bytes), %zu allocs, %zu frees, %zu bytes cached\n",
+      s->large_live, s->large_live_bytes, s->large_allocs, s->large_frees, s->large_cached_bytes);
+  out(k, "  OS calls: mmap %lu (%zu bytes), munmap %lu (%zu bytes), madvise %lu (%zu bytes), mremap %lu\n",
+      s->mmap_calls, s->mmap_bytes, s->munmap_calls, s->munmap_bytes, s->madvise_calls,
+      s->madvise_bytes, s->mremap_calls);
+  if (!s->counting) {
+    out(k, "  (allocation counts need HAKMEM_STATS=1)\n");
+  } else {
+    out(k, "  allocs %zu, frees %zu, fast-path hit rate %.4f\n", s->allocs, s->frees,
+        s->fast_path_hit_rate);
+  }
+  out(k, "  %6s %12s %12s %10s %12s %10s %6s %10s %10s\n", "size", "allocs", "frees", "live",
+      "live bytes", "peak", "slabs", "refills", "remote");
+  for (unsigned c = 0; c < HAK_STATS_CLASSES; c++) {
+    const struct hak_class_stats *x = &s->classes[c];
+    if (!x->allocs && !x->live_blocks && !x->slabs) continue;
+    out(k, "  %6zu %12zu %12zu %10zu %12zu %10zu %6zu %10zu %10zu\n", x->block_size, x->allocs,
+        x->frees, x->live_blocks, x->live_bytes, x->peak_blocks, x->slabs, x->refills,
+        x->remote_frees);
+  }
+}
+
+static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
+  out(k, "{\"t_ms\": %llu, \"pid\": %d, \"counting\": %d, \"rss\": %zu, \"peak_rss\": %zu, "
+         "\"live_bytes\": %zu, \"peak_live_bytes\": %zu, \"mapped\": %zu, \"peak_mapped\": %zu, "
+         "\"superslabs\": %zu, \"heaps\": %zu, \"allocs\": %zu, \"frees\": %zu, "
+         "\"fast_path_hit_rate\": %.6f, ",
+      (unsigned long long)t_ms, (int)getpid(), s->counting, s->rss_bytes, s->peak_rss_bytes,
+      s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes, s->superslabs,
+      s->heaps, s->allocs, s->frees, s->fast_path_hit_rate);
+  out(k, "\"os\": {\"mmap\": %lu, \"munmap\": %lu, \"madvise\": %lu, \"mremap\": %lu, "
+         "\"mmap_bytes\": %zu, \"munmap_bytes\": %zu, \"madvise_bytes\": %zu}, ",
+      s->mmap_calls, s->munmap_calls, s->madvise_calls, s->mremap_calls, s->mmap_bytes,
+      s->munmap_bytes, s->madvise_bytes);
+  out(k, "\"large\": {\"live\": %zu, \"live_bytes\": %zu, \"cached_bytes\": %zu, \"allocs\": %zu, "
+         "\"frees\": %zu}, \"classes\": [",
+      s->large_live, s->large_live_bytes, s->large_cached_bytes, s->large_allocs, s->large_frees);
+  bool first = true;
+  for (unsigned c = 0; c < HAK_STATS_CLASSES; c++) {
+    const struct hak_class_stats *x = &s->classes[c];
+    if (!x->allocs && !x->live_blocks && !x->slabs) continue;
+    out(k, "%s{\"cls\": %u, \"size\": %zu, \"live_blocks\": %zu, \"live_bytes\": %zu, "
+           "\"peak_blocks\": %zu, \"slabs\": %zu, \"allocs\": %zu, \"frees\": %zu, "
+           "\"refills\": %zu, \"remote_frees\": %zu}",
+        first ? "" : ", ", c, x->block_size, x->live_blocks, x->live_bytes, x->peak_blocks,
+        x->slabs, x->allocs, x->frees, x->refills, x->remote_frees);
+    first = false;
+  }
+  out(k, "]}\n");
+}
+
+/* Snapshots are big (72 classes): built in static storage under tick_lock. */
+static struct hak_stats tick_snap;
+static sink_t tick_sink;
+
+void hk_stats_tick(void) {
+  uint64_t now = hk_os_now_ms();
+  if (now < atomic_load_explicit(&next_tick_ms, memory_order_relaxed)) return;
+  if (!hk_trylock(&tick_lock)) return;  /* someone else is on it: never wait */
+  uint64_t iv = hk_knobs.stats_interval_ms ? (uint64_t)hk_knobs.stats_interval_ms : 50;
+  atomic_store_explicit(&next_tick_ms, now + iv, memory_order_relaxed);
+  hk_stats_collect(&tick_snap);  /* also samples the peaks */
+  if (timeline_fd >= 0) {
+    tick_sink.fd = timeline_fd;
+    tick_sink.fp = NULL;
+    tick_sink.n = 0;
+    print_json(&tick_sink, &tick_snap, now - start_ms);
+    sink_flush(&tick_sink);
+  }
+  hk_unlock(&tick_lock);
+}
+
+void hk_stats_at_exit(int report_fd) {
+  if (!hk_stats_on) return;
+  hk_lock(&tick_lock);
+  hk_stats_collect(&tick_snap);
+  uint64_t now = hk_os_now_ms();
+  if (timeline_fd >= 0) {
+    tick_sink.fd = timeline_fd;
+    tick_sink.fp = NULL;
+    tick_sink.n = 0;
+    print_json(&tick_sink, &tick_snap, now - start_ms);
+    sink_flush(&tick_sink);
+  }
+  if (hk_knobs.stats) {
+    int fd = report_fd, own = -1;
+    if (hk_knobs.stats_file[0] && timeline_fd < 0) {
+      own = open(hk_knobs.stats_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      if (own >= 0) fd = own;
+    }
+    tick_sink.fd = fd;
+    tick_sink.fp = NULL;
+    tick_sink.n = 0;
+    if (hk_knobs.stats == 2) print_json(&tick_sink, &tick_snap, now - start_ms);
+    else print_text(&tick_sink, &tick_snap);
+    sink_flush(&tick_sink);
+    if (own >= 0) close(own);
+  }
+  hk_unlock(&tick_lock);
+}
+
+/* ---- public API and glibc-format answers ---------------------------------------- */
+
+HK_EXPORT int hak_stats_get(struct hak_stats *outp) {
+  if (!outp) return -1;
+  hk_stats_collect(outp);
+  return 0;
+}
+
+HK_EXPORT void hak_stats_print(FILE *fp) {
+  static struct hak_stats snap;
+  static sink_t sink;
+  hk_lock(&tick_lock);
+  hk_stats_collect(&snap);
+  sink.fp = fp ? fp : stderr;
+  sink.n = 0;
+  print_text(&sink, &snap);
+  sink_flush(&sink);
+  hk_unlock(&tick_lock);
+}
+
+void hk_stats_print_glibc_style(FILE *fp) {
+  /* glibc's malloc_stats layout: per arena, then totals */
+  static struct hak_stats snap;
+  hk_lock(&tick_lock);
+  hk_stats_collect(&snap);
+  hk_unlock(&tick_lock);
+  fprintf(fp, "Arena 0:\n");
+  fprintf(fp, "system bytes     = %10zu\n", snap.mapped_bytes);
+  fprintf(fp, "in use bytes     = %10zu\n", snap.live_bytes);
+  fprintf(fp, "Total (incl. mmap):\n");
+  fprintf(fp, "system bytes     = %10zu\n", snap.mapped_bytes);
+  fprintf(fp, "in use bytes     = %10zu\n", snap.live_bytes);
+  fprintf(fp, "max mmap regions = %10zu\n", snap.large_live);
+  fprintf(fp, "max mmap bytes   = %10zu\n", snap.large_live_bytes);
+}
+
+int hk_stats_print_xml(FILE *fp) {
+  static struct hak_stats snap;
+  hk_lock(&tick_lock);
+  hk_stats_collect(&snap);
+  hk_unlock(&tick_lock);
+  /* glibc's malloc_info layout, one "heap" for all of hakmem */
+  fprintf(fp, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
+  for (unsigned c = 0; c < HAK_STATS_CLASSES; c++) {
+    const struct hak_class_stats *x = &snap.classes[c];
+    if (!x->live_blocks && !x->slabs) continue;
+    fprintf(fp, "  <size from=\"%zu\" to=\"%zu\" total=\"%zu\" count=\"%zu\"/>\n",
+            c ? snap.classes[c - 1].block_size + 1 : 1, x->block_size, x->live_bytes,
+            x->live_blocks);
+  }
+  fprintf(fp, "</sizes>\n<total type=\"fast\" count=\"0\" size=\"0\"/>\n");
+  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", snap.superslabs,
+          snap.mapped_bytes - snap.large_live_bytes);
+  fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n",
+          snap.mapped_bytes, snap.peak_mapped_bytes);
+  fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n",
+          snap.mapped_bytes, snap.mapped_bytes);
+  fprintf(fp, "</heap>\n");
+  fprintf(fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n");
+  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", snap.superslabs,
+          snap.mapped_bytes - snap.large_live_bytes);
+  fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", snap.large_live,
+          snap.large_live_bytes);
+  fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n",
+          snap.mapped_bytes, snap.peak_mapped_bytes);
+  fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n",
+          snap.mapped_bytes, snap.mapped_bytes);
+  fprintf(fp, "<hakmem live=\"%zu\" superslabs=\"%zu\" mmap=\"%lu\" munmap=\"%lu\" madvise=\"%lu\"/>\n",
+          snap.live_bytes, snap.superslabs, snap.mmap_calls, snap.munmap_calls, snap.madvise_calls);
+  fprintf(fp, "</malloc>\n");
   return 0;
 }

@@ -7,16 +7,28 @@
 #include <stdio.h>
 #include "config.h"
 
-typedef struct hk_stats_snapshot {
-  size_t mapped_bytes, mapped_peak_bytes;
-  size_t superslabs_mapped, superslabs_cached, superslabs_abandoned;
-  size_t large_live, large_live_bytes, large_cached_bytes;
-  size_t heaps_live;
-  unsigned long mmap_calls, munmap_calls, madvise_calls, mremap_calls;
-  size_t rss_bytes, peak_rss_bytes;
-} hk_stats_snapshot_t;
+struct hak_stats;
 
-void hk_stats_snapshot(hk_stats_snapshot_t *out);
+/* Counters a heap keeps in its slow paths when HAKMEM_STATS is on. */
+typedef struct hk_heap_stats {
+  uint64_t handed[HK_NCLASS];   /* blocks given to the fast path  */
+  uint64_t refills[HK_NCLASS];  /* fast-path misses                */
+  uint64_t remote[HK_NCLASS];   /* remote frees collected          */
+} hk_heap_stats_t;
+
+extern bool hk_stats_on;        /* HAKMEM_STATS or a stats file set */
+
+/* Counters of a heap that goes away join the process totals. */
+void hk_stats_fold(hk_heap_stats_t *st);
+/* From slow paths: sample peaks and write the timeline when due. */
+void hk_stats_tick(void);
+/* Fill the public struct (hakmem.h). */
+void hk_stats_collect(struct hak_stats *out);
+/* At exit: the HAKMEM_STATS report and the final timeline line. */
+void hk_stats_at_exit(int report_fd);
+void hk_stats_init(void);
+
+
 void hk_stats_print_glibc_style(FILE *out);   /* malloc_stats() */
 int  hk_stats_print_xml(FILE *out);           /* malloc_info()  */
 

@@ -192,6 +192,23 @@ size_t hk_ss_collect(bool force) {
   return bytes;
 }
 
+void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]) {
+  hk_lock(&all_lock);
+  for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
+    if (ss->list == LIST_CACHE) continue;
+    unsigned n = __atomic_load_n(&ss->nslabs, __ATOMIC_RELAXED);
+    for (unsigned i = 0; i < n && i < HK_SS_MAX_SLABS; i++) {
+      hk_slab_t *s = &ss->slabs[i];
+      if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) == HK_SLAB_UNUSED) continue;
+      unsigned c = __atomic_load_n(&s->cls, __ATOMIC_RELAXED);
+      if (c >= HK_NCLASS) continue;
+      live[c] += __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+      slabs[c]++;
+    }
+  }
+  hk_unlock(&all_lock);
+}
+
 size_t hk_ss_count_mapped(void) { return atomic_load_explicit(&mapped_count, memory_order_relaxed); }
 size_t hk_ss_count_cached(void) { return cache.count; }
 size_t hk_ss_count_abandoned(void) { return abandoned[0].count + abandoned[1].count; }

@@ -105,6 +105,10 @@ size_t hk_ss_collect(bool force);
 /* Purge the unused slabs of ss that were unused for a whole epoch. */
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
 
+/* Live blocks and slabs in use per class, over every mapped superslab
+ * (racy reads of other threads' counts: a snapshot). */
+void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]);
+
 size_t hk_ss_count_mapped(void);
 size_t hk_ss_count_cached(void);
 size_t hk_ss_count_abandoned(void);
