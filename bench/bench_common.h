@@ -10,7 +10,7 @@
  *                         our PLT) and prints
  *                             allocator: NAME (PATH)
  *   bc_report()           prints Ops, Time, `Throughput = N ops/s` and the
- *                         peak RSS (getrusage ru_maxrss).
+ *                         peak RSS (VmHWM; getrusage ru_maxrss alongside).
  *   bc_work()             prints a digest of the work done; it depends only on
  *                         the parameters and the seed, never on addresses, so
  *                         the harness can check every allocator did the same
@@ -128,6 +128,33 @@ static BC_UNUSED uint64_t bc_arg_u64(int argc, char **argv, int i, uint64_t dflt
         exit(2);
     }
     return v;
+}
+
+/* ------------------------------------------------------------- threads */
+
+#include <sched.h>
+#include <pthread.h>
+
+/* Pins the calling thread to one CPU (index taken modulo the CPUs this
+ * process may use), so that threads meant to run in parallel do, instead of
+ * landing on one core by the scheduler's whim. Returns the CPU or -1. */
+static BC_UNUSED int bc_pin_self(int index)
+{
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return -1;
+    int n = CPU_COUNT(&allowed);
+    if (n <= 0) return -1;
+    int want = index % n, seen = 0;
+    for (int c = 0; c < CPU_SETSIZE; c++) {
+        if (!CPU_ISSET(c, &allowed)) continue;
+        if (seen++ == want) {
+            cpu_set_t one;
+            CPU_ZERO(&one);
+            CPU_SET(c, &one);
+            return pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0 ? c : -1;
+        }
+    }
+    return -1;
 }
 
 /* ------------------------------------------------- allocator detection */
@@ -266,11 +293,29 @@ static BC_UNUSED void bc_print_allocator(void)
 
 /* -------------------------------------------------------------- report */
 
-static BC_UNUSED long bc_peak_rss_kib(void)
+/* Peak RSS of this process in KiB. VmHWM (/proc/self/status) is the high-water
+ * mark of this program's own address space. getrusage's ru_maxrss is kept too,
+ * but on Linux it also carries over the RSS of the parent at fork/exec time
+ * (a 20 MiB Python harness would set a 20 MiB floor), so it is only the
+ * fallback. */
+static BC_UNUSED long bc_ru_maxrss_kib(void)
 {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss; /* KiB on Linux */
+}
+
+static BC_UNUSED long bc_peak_rss_kib(void)
+{
+    char buf[4096];
+    long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f) {
+        while (fgets(buf, sizeof buf, f))
+            if (sscanf(buf, "VmHWM: %ld kB", &kib) == 1) break;
+        fclose(f);
+    }
+    return kib > 0 ? kib : bc_ru_maxrss_kib();
 }
 
 static BC_UNUSED void bc_report(uint64_t ops, uint64_t ns)
@@ -281,6 +326,7 @@ static BC_UNUSED void bc_report(uint64_t ops, uint64_t ns)
     printf("Time = %.6f s\n", secs);
     printf("Throughput = %.0f ops/s\n", (double)ops / secs);
     printf("Peak RSS = %ld KiB\n", bc_peak_rss_kib());
+    printf("ru_maxrss = %ld KiB\n", bc_ru_maxrss_kib());
     fflush(stdout);
 }
 

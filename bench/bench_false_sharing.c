@@ -31,6 +31,7 @@ static uint64_t hammer(volatile unsigned char *p, uint64_t n)
 static void *run(void *arg)
 {
     struct worker *w = arg;
+    bc_pin_self(w->id);   /* spread the workers over the CPUs */
     for (uint64_t r = 0; r < g_rounds; r++) {
         pthread_barrier_wait(&g_bar);            /* objects handed out */
         volatile unsigned char *mine = g_given[w->id];

@@ -4,11 +4,12 @@
  * blocks of random sizes in [MIN, MAX], write them, and pass them in batches
  * of BATCH through a bounded single-producer/single-consumer ring to their
  * consumer thread, which reads and frees them. Every block is freed by a
- * thread other than the one that allocated it (remote free).
+ * thread other than the one that allocated it (remote free). Producer i and
+ * consumer i are pinned to different CPUs (when there are two), so that the
+ * pipeline really runs in parallel, as it would in a server.
  * Defaults: 2 2000000 16 512 7 64. One op = one block (malloc + remote free). */
 #include "bench_common.h"
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 
 #define RING 64                     /* batches in flight per pipeline */
@@ -32,6 +33,7 @@ static void *producer(void *arg)
     struct pipe *p = arg;
     bc_rng rng;
     bc_rng_seed(&rng, g_seed * 31u + (uint64_t)p->id);
+    bc_pin_self(2 * p->id);
     pthread_barrier_wait(&g_bar);
     uint64_t made = 0;
     size_t head = 0;
@@ -58,6 +60,7 @@ static void *producer(void *arg)
 static void *consumer(void *arg)
 {
     struct pipe *p = arg;
+    bc_pin_self(2 * p->id + 1);
     pthread_barrier_wait(&g_bar);
     uint64_t got = 0, acc = 0;
     size_t tail = 0;

@@ -452,7 +452,7 @@ class Redis(RealProgram):
         return None
 
     def params(self, mode):
-        n = 100000 if mode == "quick" else 400000
+        n = 30000 if mode == "quick" else 200000
         return ["-n", str(n), "-c", "20", "-P", "16", "-d", "200", "-r", "200000",
                 "-t", "set,get,incr,lpush,lpop,sadd,hset,zadd,mset"]
 
@@ -575,6 +575,20 @@ def fail_text(rec, why, errf, outf, extra=""):
     return rec
 
 
+def probe_peak_rss(probe_out, exe_filter=None):
+    """Largest VmHWM reported at exit by the probe over the program's processes."""
+    best = None
+    try:
+        lines = Path(probe_out).read_text().splitlines()
+    except OSError:
+        return None
+    for ln in lines:
+        m = re.match(r"pid=\d+ exe=(\S*) peak_rss_kib=(\d+)$", ln)
+        if m and (not exe_filter or any(f in os.path.basename(m.group(1)) for f in exe_filter)):
+            best = max(best or 0, int(m.group(2)))
+    return best
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
@@ -630,7 +644,7 @@ class Python(RealProgram):
             if not tp or not ops:
                 return fail(rec, "no Throughput line from the script", p)
             rec.update(status="ok", throughput=float(tp.group(1)), ops=int(ops.group(1)),
-                       rss_kib=p.maxrss_kib, work=w.group(1) if w else None)
+                       rss_kib=probe_peak_rss(probe, ["python"]) or p.maxrss_kib, work=w.group(1) if w else None)
             return rec
 
 
@@ -682,7 +696,8 @@ class Compile(RealProgram):
                 rec.update(status="rejected", reason=why)
                 return rec
             rec["processes"] = sorted({os.path.basename(s[0]) for s in seen})
-            rec.update(status="ok", throughput=1.0 / p.wall, ops=1, rss_kib=p.maxrss_kib)
+            rec.update(status="ok", throughput=1.0 / p.wall, ops=1,
+                       rss_kib=probe_peak_rss(probe) or p.maxrss_kib)
             return rec
 
 
@@ -744,14 +759,14 @@ def benchmarks(mode):
                    [5, 8, 1000, 5000, 100, 4141, 2], "one free + one malloc",
                    "Larson server simulation, 8-1000 B, 2 thread lineages, a new thread every 500000 ops",
                    deterministic=False))
-    B.append(Bench("xthread", "bench_xthread", [2, 2000000, 16, 512, 7, 64], [2, 10000000, 16, 512, 7, 64],
+    B.append(Bench("xthread", "bench_xthread", [1, 2000000, 16, 512, 7, 64], [1, 10000000, 16, 512, 7, 64],
                    "one block (malloc by producer + free by consumer)",
-                   "2 producer->consumer pipelines, 16-512 B blocks, every free is remote"))
+                   "a producer->consumer pipeline (2 threads), 16-512 B blocks in batches of 64, every free is remote"))
     B.append(Bench("large_cycles", "bench_large", [5000, 8, "64k", "32m", 3, 0], [20000, 8, "64k", "32m", 3, 0],
                    "one malloc or free", "8 slots of 64 KiB-32 MiB (log-uniform), random replacement"))
-    B.append(Bench("large_realloc", "bench_large", [0, 8, "64k", "32m", 3, 10], [0, 8, "64k", "32m", 3, 40],
+    B.append(Bench("large_realloc", "bench_large", [0, 8, "64k", "32m", 3, 5], [0, 8, "64k", "32m", 3, 40],
                    "one malloc, realloc or free", "realloc growth by 1.5x from 64 KiB to 32 MiB, repeated"))
-    B.append(Bench("false_sharing", "bench_false_sharing", [4, 20, 1000000, 8], [4, 100, 1000000, 8],
+    B.append(Bench("false_sharing", "bench_false_sharing", [4, 10, 1000000, 8], [4, 100, 1000000, 8],
                    "one write to an object", "8 B objects allocated by one thread and written by 4 others"))
     B.append(Bench("app", "bench_app", [2, 200000, 11], [10, 200000, 11], "one malloc/calloc/realloc/free",
                    "build, query, edit, serialize and tear down a 200000-node tree of nodes and strings"))
@@ -1198,9 +1213,15 @@ def main_bench(args):
             log("      %s" % p["cmd"])
     for s in skipped:
         log("skipped %s: %s" % (s["allocator"], s["reason"]))
-    log("wrote %s, %s, %s (%.0f s)" % (jp.relative_to(ROOT), mp.relative_to(ROOT), sp.relative_to(ROOT),
-                                       res["elapsed_s"]))
+    log("wrote %s, %s, %s (%.0f s)" % (rel(jp), rel(mp), rel(sp), res["elapsed_s"]))
     return 1 if res["problems"] else 0
+
+
+def rel(p):
+    try:
+        return str(Path(p).relative_to(ROOT))
+    except ValueError:
+        return str(p)
 
 
 def benches_by_prog(benches, prog):
@@ -1309,7 +1330,7 @@ def main_soak(args):
             "%+.1f%%" % (100 * e["tp_drift"]) if "tp_drift" in e else "-",
             "%.1f%%" % (100 * e["tp_cv"]) if "tp_cv" in e else "-", e.get("reason", "")))
     (RESULTS / (stem + ".md")).write_text("\n".join(md) + "\n")
-    log("wrote bench/results/%s.json and .md" % stem)
+    log("wrote %s and .md" % rel(RESULTS / (stem + ".json")))
     return 0 if ok_all else 1
 
 
@@ -1360,6 +1381,7 @@ def main():
     ap.add_argument("--no-count", action="store_true", help="skip the strace run that counts OS calls")
     ap.add_argument("--no-real", action="store_true", help="skip the real programs (redis, python3, cc)")
     ap.add_argument("--tag", help="file name stem for the results (default: DATE-TIME-MODE)")
+    ap.add_argument("--out", help="directory for the results (default: bench/results)")
     ap.add_argument("--pretend", action="append", metavar="LABEL=HOW",
                     help="testing aid: realise allocator LABEL differently (HOW: none = no preload, plain = the "
                          "non-static binary, or a library path to preload). The run must then be rejected; "
@@ -1370,6 +1392,9 @@ def main():
     args = ap.parse_args()
     if args.runs is not None and args.runs < 1:
         ap.error("--runs must be >= 1")
+    if args.out:
+        global RESULTS
+        RESULTS = Path(args.out).resolve()
     if args.soak:
         return main_soak(args)
     return main_bench(args)
