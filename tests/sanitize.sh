@@ -27,7 +27,7 @@ step() { # step NAME CMD...
 # TSan's shadow layout can clash with high-entropy ASLR on newer kernels:
 # run without ASLR when setarch can do that.
 norandom() {
-  if setarch "$(uname -m)" -R true 2>/dev/null; then
+  if setarch "$(uname -m)" -R true >/dev/null 2>&1; then
     setarch "$(uname -m)" -R "$@"
   else
     "$@"
@@ -50,12 +50,25 @@ fi
 if [ "$what" = tsan ] || [ "$what" = all ]; then
   B=$ROOT/build-tsan
   F="-fsanitize=thread -fno-omit-frame-pointer"
-  export TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1 exitcode=66"
+  # keep going after a report so that the log lists every racy location
+  export TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 exitcode=66"
   if step "configure $B" cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         -DHAKMEM_OVERRIDE=OFF -DHAKMEM_BUILD_BENCH=OFF \
         "-DCMAKE_C_FLAGS=$F" "-DCMAKE_CXX_FLAGS=$F" >/dev/null &&
      step "build $B" cmake --build "$B" -j "$JOBS" --target test_stress_hakapi; then
-    step "tsan test_stress_hakapi" norandom "$B/tests/test_stress_hakapi" 8 2 4000
+    log=$B/tsan-stress.log
+    echo "-- tsan test_stress_hakapi (log: $log)"
+    norandom "$B/tests/test_stress_hakapi" 8 2 4000 >"$log" 2>&1
+    rc=$?
+    tail -n 3 "$log"
+    if [ $rc -ne 0 ]; then
+      echo "FAIL: tsan test_stress_hakapi exited $rc"
+      fails=$((fails + 1))
+    fi
+    if grep -q "ThreadSanitizer" "$log"; then
+      echo "ThreadSanitizer reports (count, first frame):"
+      grep -E "SUMMARY: ThreadSanitizer|ThreadSanitizer: (mmap|FATAL|CHECK)" "$log" | sort | uniq -c
+    fi
   fi
 fi
 
