@@ -22,9 +22,18 @@ void hk_free_slow(void *p) {
   hk_report_invalid("free", p, "not allocated by hakmem");
 }
 
+void hk_free_invalid(void *p, hk_slab_t *s) {
+  if (s->state == HK_SLAB_UNUSED) hk_report_invalid("free", p, "not a live hakmem block");
+  else if (!hk_slab_is_block(s, p))
+    hk_report_invalid("free", p, "not the start of a hakmem block (interior or misaligned)");
+  else hk_report_invalid("free", p, "block already freed (double free)");
+}
+
 void hk_free_remote_checked(hk_slab_t *s, void *p) {
-  if (HK_UNLIKELY(s->state == HK_SLAB_UNUSED || !hk_slab_contains(s, p))) {
-    hk_report_invalid("free", p, "not a live hakmem block");
+  if (HK_UNLIKELY(s->state == HK_SLAB_UNUSED)) { hk_free_invalid(p, s); return; }
+  uintptr_t head = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
+  if (HK_UNLIKELY(head == (uintptr_t)p)) {
+    hk_report_invalid("free", p, "block already freed (double free)");
     return;
   }
   hk_free_remote(s, (hk_block_t *)p);
@@ -48,7 +57,7 @@ size_t hk_usable(const void *p) {
   unsigned kind = hk_chunk_kind(p);
   if (kind == HK_CHUNK_SUPERSLAB) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
-    if (s->state == HK_SLAB_UNUSED || !hk_slab_contains(s, p)) return 0;
+    if (s->state == HK_SLAB_UNUSED || !hk_slab_is_block(s, p)) return 0;
     return s->block_size;
   }
   if (kind >= HK_CHUNK_LARGE) return hk_large_usable(p, kind);
@@ -60,8 +69,7 @@ bool hk_owns_block(const void *p) {
   unsigned kind = hk_chunk_kind(p);
   if (kind == HK_CHUNK_SUPERSLAB) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
-    if (s->state == HK_SLAB_UNUSED || !hk_slab_contains(s, p)) return false;
-    return ((size_t)((const uint8_t *)p - s->start) % s->block_size) == 0;
+    return s->state != HK_SLAB_UNUSED && hk_slab_is_block(s, p);
   }
   if (kind >= HK_CHUNK_LARGE) return hk_large_usable(p, kind) != 0;
   return false;
@@ -122,10 +130,10 @@ void hk_debug_check_free(void *p, hk_slab_t *s) {
   if (!hk_owns_block(p)) { hk_report_invalid("free", p, "not a live hakmem block"); return; }
   if (s->owner != hk_thread_id()) return;
   unsigned n = 0;
-  for (hk_block_t *b = s->local_free; b && n < 64; b = b->next, n++)
+  for (hk_block_t *b = s->local_free; b && n < 64; b = hk_block_next(b), n++)
     if (b == p) hk_report_invalid("free", p, "block already freed (double free)");
   n = 0;
-  for (hk_block_t *b = s->free; b && n < 64; b = b->next, n++)
+  for (hk_block_t *b = s->free; b && n < 64; b = hk_block_next(b), n++)
     if (b == p) hk_report_invalid("free", p, "block already freed (double free)");
 }
 #endif

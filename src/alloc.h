@@ -7,10 +7,12 @@
 #include "chunk_map.h"
 #include "heap.h"
 #include "size_class.h"
+#include "slab.h"
 
 void  *hk_malloc_large(size_t n);                  /* n > HK_MID_MAX       */
 void   hk_free_slow(void *p);                      /* NULL, large, foreign */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
+void   hk_free_invalid(void *p, hk_slab_t *s);          /* reports, cold    */
 void  *hk_calloc(size_t count, size_t size);
 void  *hk_realloc(void *p, size_t n);
 void  *hk_aligned(size_t align, size_t n);        /* align: power of two  */
@@ -32,7 +34,9 @@ HK_INLINE void *hk_alloc_class(unsigned cls) {
   hk_slab_t *s = h->cur[cls];
   hk_block_t *b = s->free;
   if (HK_UNLIKELY(b == NULL)) return hk_heap_alloc_slow(h, cls);
-  s->free = b->next;
+  hk_block_t *nx = hk_block_next(b);
+  if (HK_UNLIKELY(!hk_link_ok(b, nx))) hk_report_list_corrupt(b);
+  s->free = nx;
   s->used++;
   hk_hook_alloc(b, cls);
   return b;
@@ -50,9 +54,11 @@ HK_INLINE void hk_free_inline(void *p) {
   }
   hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
   hk_hook_free(p, s);
+  if (HK_UNLIKELY(!hk_slab_is_block(s, p))) { hk_free_invalid(p, s); return; }
   if (HK_LIKELY(s->owner == hk_thread_id())) {
     hk_block_t *b = (hk_block_t *)p;
-    b->next = s->local_free;
+    if (HK_UNLIKELY(b == s->local_free)) { hk_free_invalid(p, s); return; }
+    hk_block_set_next(b, s->local_free);
     s->local_free = b;
     if (HK_UNLIKELY(--s->used == 0 || s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
     return;

@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "heap.h"
@@ -14,9 +15,21 @@
 #include "large.h"
 #include "os.h"
 #include "stats.h"
+#include "slab.h"
 #include "superslab.h"
 
 static pthread_key_t thread_key;
+
+/* The free-list key: 8 of the 16 random bytes the kernel gives every
+ * process (AT_RANDOM), mixed; no syscall, no file. */
+static void hk_list_key_init(void) {
+  const uint64_t *r = (const uint64_t *)getauxval(AT_RANDOM);
+  uint64_t k = r ? r[1] : (uint64_t)(uintptr_t)&thread_key * 0x9e3779b97f4a7c15ull;
+  k ^= k >> 29;
+  k *= 0xbf58476d1ce4e5b9ull;
+  k ^= k >> 32;
+  hk_list_key = (uintptr_t)(k | 1);
+}
 static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
                                           like sort close stderr before exit */
 static atomic_int init_state;          /* 0 no, 1 running, 2 done */
@@ -51,6 +64,7 @@ void hk_init_global(void) {
     atomic_store(&init_thread, hk_thread_id());
     hk_knobs_init();
     hk_stats_init();
+    hk_list_key_init();
     if (hk_knobs.verbose || hk_knobs.stats) {
       int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
       if (fd >= 0) report_fd = fd;

@@ -3,6 +3,21 @@
 #include "remote.h"
 #include "size_class.h"
 
+uintptr_t hk_list_key;
+
+void hk_report_list_corrupt(const void *block) {
+  hk_report_invalid("malloc", block,
+                    "free list corrupted (heap overflow or write after free) next to this block");
+  __builtin_trap();  /* a corrupted list cannot be followed, whatever the knob says */
+}
+
+/* inverse of odd d modulo 2^32 (Newton's iteration) */
+static uint32_t inverse_u32(uint32_t d) {
+  uint32_t x = d;  /* correct to 3 bits */
+  for (int i = 0; i < 5; i++) x *= 2 - d * x;
+  return x;
+}
+
 /* Fresh blocks are carved this many bytes at a time: touching a whole slab
  * up front would cost RSS the program may never use. */
 #define HK_CARVE_BYTES 16384u
@@ -13,6 +28,9 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
   s->block_size = (uint32_t)hk_class_bytes(cls);
   s->start = hk_ss_slab_area(ss, idx);
   s->capacity = (uint16_t)(hk_ss_slab_area_bytes(ss, idx) / s->block_size);
+  s->div_shift = (uint8_t)__builtin_ctz(s->block_size);
+  s->div_inv = inverse_u32(s->block_size >> s->div_shift);
+  s->index = (uint8_t)idx;
   s->carved = 0;
   s->used = 0;
   s->free = s->local_free = NULL;
@@ -30,8 +48,8 @@ bool hk_slab_extend(hk_slab_t *s) {
   size_t bs = s->block_size;
   uint8_t *first = s->start + (size_t)s->carved * bs;
   uint8_t *p = first;
-  for (unsigned i = 1; i < n; i++, p += bs) ((hk_block_t *)p)->next = (hk_block_t *)(p + bs);
-  ((hk_block_t *)p)->next = s->free;
+  for (unsigned i = 1; i < n; i++, p += bs) hk_block_set_next((hk_block_t *)p, (hk_block_t *)(p + bs));
+  hk_block_set_next((hk_block_t *)p, s->free);
   s->free = (hk_block_t *)first;
   s->carved = (uint16_t)(s->carved + n);
   return true;

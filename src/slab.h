@@ -7,6 +7,34 @@
 
 #include "superslab.h"
 
+/* Free-list links are stored encoded: next ^ key ^ (address >> 12). A
+ * stray write (small overflow, use after free) then decodes to a pointer
+ * outside the superslab, which malloc catches before following it. */
+extern uintptr_t hk_list_key;
+
+HK_INLINE hk_block_t *hk_block_next(const hk_block_t *b) {
+  return (hk_block_t *)(b->enc ^ hk_list_key ^ ((uintptr_t)b >> 12));
+}
+HK_INLINE void hk_block_set_next(hk_block_t *b, const hk_block_t *next) {
+  b->enc = (uintptr_t)next ^ hk_list_key ^ ((uintptr_t)b >> 12);
+}
+/* A link read from b must stay in b's superslab (or end the list). */
+HK_INLINE bool hk_link_ok(const hk_block_t *b, const hk_block_t *next) {
+  return (((uintptr_t)next ^ (uintptr_t)b) >> HK_SS_SHIFT) == 0 || next == NULL;
+}
+void hk_report_list_corrupt(const void *block) __attribute__((cold, noinline, noreturn));
+
+/* Is p the start of a block of s? Exact division by multiplication:
+ * (p - start) = q * block_size with q < capacity. Catches interior,
+ * misaligned and out-of-slab pointers with a multiply and a rotate. */
+HK_INLINE bool hk_slab_is_block(const hk_slab_t *s, const void *p) {
+  uint32_t n = (uint32_t)((uintptr_t)p - (uintptr_t)s->start);
+  uint32_t x = n * s->div_inv;
+  unsigned k = s->div_shift;
+  uint32_t q = (x >> k) | (x << ((32 - k) & 31));
+  return q < s->capacity;
+}
+
 /* Make slab idx of ss a slab of class cls owned by thread `owner`. */
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner);
 

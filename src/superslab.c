@@ -53,7 +53,7 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
     s->owner = 0;
     s->used = s->capacity = s->carved = 0;
     s->state = HK_SLAB_UNUSED;
-    s->index = i;
+    s->index = (uint8_t)i;
     atomic_store_explicit(&s->xfree, 0, memory_order_relaxed);
   }
 }

@@ -15,7 +15,9 @@
 #include <stdatomic.h>
 #include "config.h"
 
-typedef struct hk_block { struct hk_block *next; } hk_block_t;
+/* A free block's first word: the link to the next free block, encoded
+ * (see hk_block_next in slab.h). */
+typedef struct hk_block { uintptr_t enc; } hk_block_t;
 
 enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 
@@ -36,15 +38,17 @@ typedef struct hk_slab {
   uintptr_t owner;          /* owning thread's id; 0 when nobody's   */
   uint16_t used;            /* blocks out (incl. uncollected remote) */
   uint16_t capacity;        /* blocks in the slab                    */
-  uint16_t carved;          /* blocks carved so far (lazy init)      */
   uint8_t state;            /* HK_SLAB_*                             */
   uint8_t cls;
+  uint8_t div_shift;        /* block_size = odd << div_shift          */
+  uint8_t index;            /* in its superslab                      */
   uint32_t block_size;
-  uint32_t index;           /* in its superslab                      */
+  uint32_t div_inv;         /* inverse of the odd part, mod 2^32     */
   uint8_t *start;
   struct hk_slab *next, *prev;  /* heap's partial list               */
   /* line 1: written by other threads */
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
+  uint16_t carved;          /* blocks carved so far (lazy init)      */
 } __attribute__((aligned(HK_CACHE_LINE))) hk_slab_t;
 
 struct hk_heap;
