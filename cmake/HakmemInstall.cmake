@@ -11,6 +11,7 @@
 #   lib/pkgconfig/hakmem.pc                                            pkg-config
 #   lib/cmake/hakmem/hakmem{Config,ConfigVersion,Targets*}.cmake       find_package(hakmem)
 #   bin/hakmem                                                         launcher (tools/hakmem)
+#   bin/hakmem-report                                                  stats timeline viewer, if present
 #   share/doc/hakmem/                                                  README, docs
 #
 # Debug info: the libraries are compiled with -g (code generation is the same
@@ -236,6 +237,11 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/tools/hakmem)
   set(HAKMEM_LAUNCHER_VERSION ${PROJECT_VERSION})
   configure_file(${PROJECT_SOURCE_DIR}/tools/hakmem ${PROJECT_BINARY_DIR}/launcher/hakmem @ONLY)
   install(PROGRAMS ${PROJECT_BINARY_DIR}/launcher/hakmem
+          DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
+endif()
+# the statistics timeline viewer (python3), when the tree has it
+if(EXISTS ${PROJECT_SOURCE_DIR}/tools/hakmem-report)
+  install(PROGRAMS ${PROJECT_SOURCE_DIR}/tools/hakmem-report
           DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
 endif()
 
