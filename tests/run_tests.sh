@@ -100,6 +100,7 @@ for arg in "$@"; do
     run_test "$n/preload/$c" "$TIMEOUT" bash "$HERE/preload_programs.sh" "$B" "$c"
   done
 done
+echo "== tests/ecosystem.sh"; run_test "ecosystem" "$TIMEOUT" bash "$HERE/ecosystem.sh" "$1"
 
 if [ -f "$ROOT/bench/selftest.sh" ]; then
   echo "== bench/selftest.sh"
