@@ -15,6 +15,11 @@ void *hk_malloc_large(size_t n) {
   return hk_large_alloc(n, 0, false);
 }
 
+void *hk_malloc_mid(size_t n) {
+  if (HK_LIKELY(n <= HK_MID_MAX)) return hk_alloc_class(hk_class_of_formula(n));
+  return hk_malloc_large(n);
+}
+
 void hk_free_slow(void *p) {
   if (p == NULL) return;
   unsigned kind = hk_chunk_kind(p);

@@ -10,6 +10,7 @@
 #include "slab.h"
 
 void  *hk_malloc_large(size_t n);                  /* n > HK_MID_MAX       */
+void  *hk_malloc_mid(size_t n);                    /* n > HK_SMALL_MAX     */
 void   hk_free_slow(void *p);                      /* NULL, large, foreign */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
 void   hk_free_invalid(void *p, hk_slab_t *s);          /* reports, cold    */
@@ -43,8 +44,8 @@ HK_INLINE void *hk_alloc_class(unsigned cls) {
 }
 
 HK_INLINE void *hk_malloc_inline(size_t n) {
-  if (HK_LIKELY(n <= HK_MID_MAX)) return hk_alloc_class(hk_class_of(n));
-  return hk_malloc_large(n);
+  if (HK_LIKELY(n <= HK_SMALL_MAX)) return hk_alloc_class(hk_class_small[(n + 15) >> 4]);
+  return hk_malloc_mid(n);
 }
 
 HK_INLINE void hk_free_inline(void *p) {

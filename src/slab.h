@@ -7,16 +7,17 @@
 
 #include "superslab.h"
 
-/* Free-list links are stored encoded: next ^ key ^ (address >> 12). A
- * stray write (small overflow, use after free) then decodes to a pointer
- * outside the superslab, which malloc catches before following it. */
+/* Free-list links are stored encoded: next ^ key, with a random per-process
+ * key. A stray write (small overflow, use after free) then decodes to a
+ * pointer outside the superslab, which malloc catches before following it,
+ * and a leaked link does not reveal a heap address. */
 extern uintptr_t hk_list_key;
 
 HK_INLINE hk_block_t *hk_block_next(const hk_block_t *b) {
-  return (hk_block_t *)(b->enc ^ hk_list_key ^ ((uintptr_t)b >> 12));
+  return (hk_block_t *)(b->enc ^ hk_list_key);
 }
 HK_INLINE void hk_block_set_next(hk_block_t *b, const hk_block_t *next) {
-  b->enc = (uintptr_t)next ^ hk_list_key ^ ((uintptr_t)b >> 12);
+  b->enc = (uintptr_t)next ^ hk_list_key;
 }
 /* A link read from b must stay in b's superslab (or end the list). */
 HK_INLINE bool hk_link_ok(const hk_block_t *b, const hk_block_t *next) {
