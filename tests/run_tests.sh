@@ -96,11 +96,16 @@ for arg in "$@"; do
   run_test "$n/fork"           "$TIMEOUT" run_prog "$T/test_fork"
   run_test "$n/lifecycle"      "$TIMEOUT" run_prog "$T/test_lifecycle"
   run_test "$n/cxx"            "$TIMEOUT" run_prog "$T/test_cxx"
+  run_test "$n/purge"          "$TIMEOUT" env HAKMEM_PURGE_DELAY_MS=0 bash -c 'run_prog "$@"' _ "$T/test_purge"
+  run_test "$n/exit_race"      "$TIMEOUT" env HAKMEM_VERBOSE=1 bash -c 'run_prog "$@"' _ "$T/test_exit_race"
   for c in python3 cc sort git cxx_map test_cxx test_stress; do
     run_test "$n/preload/$c" "$TIMEOUT" bash "$HERE/preload_programs.sh" "$B" "$c"
   done
 done
-echo "== tests/ecosystem.sh"; run_test "ecosystem" "$TIMEOUT" bash "$HERE/ecosystem.sh" "$1"
+if [ -f "$HERE/ecosystem.sh" ]; then
+  echo "== tests/ecosystem.sh"
+  run_test "ecosystem" "$TIMEOUT" bash "$HERE/ecosystem.sh" "$1"
+fi
 
 if [ -f "$ROOT/bench/selftest.sh" ]; then
   echo "== bench/selftest.sh"

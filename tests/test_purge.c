@@ -1,0 +1,120 @@
+/* test_purge — memory that is no longer used goes back to the OS.
+ *
+ * run_tests.sh runs it with HAKMEM_PURGE_DELAY_MS=0 ("purge as soon as
+ * unused"), so that no step depends on the clock.
+ *
+ *   A. main allocates ~400 MiB (large 1 MiB blocks, mid 8 KiB blocks, tiny
+ *      100 B blocks), touches every page, frees everything, calls
+ *      malloc_trim(0): RSS must come back to within SLACK of the baseline.
+ *   B. 4 threads each allocate and touch ~64 MiB, free it and exit (their
+ *      heaps are handed over); main then frees a little and calls
+ *      malloc_trim(0): RSS must again be within SLACK of the baseline.
+ *   C. same as A without malloc_trim: with a zero purge delay the freed
+ *      memory must be purged by the allocator itself, at the latest when
+ *      main goes on allocating and freeing (slow paths run).
+ * SLACK = 64 MiB: caches of a few superslabs / large blocks are allowed to
+ * stay resident; the ~400 MiB that was touched must not. */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define KiB ((size_t)1024)
+#define MiB (KiB * 1024)
+#define SLACK (64 * 1024) /* KiB */
+
+static long rss_kib(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size = 0, res = 0;
+  if (!f) return -1;
+  if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
+  fclose(f);
+  return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+typedef struct {
+  void **p;
+  size_t n;
+} set_t;
+
+static set_t alloc_set(size_t large_mib, size_t mid_mib, size_t tiny_mib) {
+  size_t nl = large_mib, nm = mid_mib * MiB / (8 * KiB), nt = tiny_mib * MiB / 100;
+  set_t s = {malloc((nl + nm + nt) * sizeof(void *)), 0};
+  CHECK_FATAL(s.p);
+  for (size_t i = 0; i < nl; i++) s.p[s.n++] = malloc(MiB);
+  for (size_t i = 0; i < nm; i++) s.p[s.n++] = malloc(8 * KiB);
+  for (size_t i = 0; i < nt; i++) s.p[s.n++] = malloc(100);
+  for (size_t i = 0; i < s.n; i++) {
+    CHECK_FATAL(s.p[i]);
+    size_t u = malloc_usable_size(s.p[i]);
+    for (size_t o = 0; o < u; o += 4096) ((volatile char *)s.p[i])[o] = 1;
+    ((volatile char *)s.p[i])[u - 1] = 1;
+  }
+  return s;
+}
+static void free_set(set_t *s) {
+  /* free in an interleaved order so that slabs empty late */
+  for (size_t i = 0; i < s->n; i += 2) free(s->p[i]);
+  for (size_t i = 1; i < s->n; i += 2) free(s->p[i]);
+  free(s->p);
+  s->p = NULL;
+  s->n = 0;
+}
+
+static void *thread_main(void *arg) {
+  (void)arg;
+  set_t s = alloc_set(32, 24, 8);
+  free_set(&s);
+  return NULL;
+}
+
+static void churn(void) {
+  for (int r = 0; r < 200; r++) {
+    void *a = malloc(MiB + (size_t)r * 4096), *b = malloc(8 * KiB), *c = malloc(100);
+    free(a), free(b), free(c);
+  }
+}
+
+int main(void) {
+  const char *d = getenv("HAKMEM_PURGE_DELAY_MS");
+  if (!d || strcmp(d, "0") != 0)
+    fprintf(stderr, "note: HAKMEM_PURGE_DELAY_MS is not 0; phase C may see a delay\n");
+  churn();
+  long base = rss_kib();
+
+  set_t s = alloc_set(256, 128, 32);
+  long peak = rss_kib();
+  free_set(&s);
+  int t = malloc_trim(0);
+  CHECKF(t == 0 || t == 1, "malloc_trim(0) = %d", t);
+  long after_a = rss_kib();
+  fprintf(stderr, "A: base %ld KiB, peak %ld KiB, after free+trim %ld KiB\n", base, peak, after_a);
+  CHECKF(peak > base + 300 * 1024, "the allocations did not raise RSS (%ld -> %ld KiB)", base, peak);
+  CHECKF(after_a <= base + SLACK, "after free + malloc_trim RSS %ld KiB, baseline %ld KiB", after_a, base);
+
+  pthread_t th[4];
+  for (int i = 0; i < 4; i++) CHECK_FATAL(pthread_create(&th[i], NULL, thread_main, NULL) == 0);
+  for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
+  long peak_b = rss_kib();
+  churn();
+  malloc_trim(0);
+  long after_b = rss_kib();
+  fprintf(stderr, "B: after 4 threads (256 MiB touched) %ld KiB, after trim %ld KiB\n", peak_b, after_b);
+  CHECKF(after_b <= base + SLACK, "memory of exited threads stays resident: %ld KiB, baseline %ld KiB", after_b, base);
+
+  s = alloc_set(256, 128, 32);
+  long peak_c = rss_kib();
+  free_set(&s);
+  churn();
+  long after_c = rss_kib();
+  fprintf(stderr, "C: peak %ld KiB, after free (no trim) + churn %ld KiB\n", peak_c, after_c);
+  CHECKF(after_c <= base + SLACK, "with HAKMEM_PURGE_DELAY_MS=0, freed memory stays resident: %ld KiB, baseline %ld KiB",
+         after_c, base);
+  return check_done("test_purge");
+}
