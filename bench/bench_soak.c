@@ -5,8 +5,10 @@
  * one replacement in eight goes through a shared exchange table, so blocks
  * are freed by threads that did not allocate them. Every SAMPLE_MS the main
  * thread prints a sample of the current RSS and the ops done so far:
- *     sample t=SECONDS ops=N rss_kib=N
- * A healthy allocator reaches a plateau: flat RSS, flat throughput.
+ *     sample t=SECONDS ops=N rss_kib=N cpu=PROCESS_CPU_SECONDS
+ * A healthy allocator reaches a plateau: flat RSS, flat throughput. The CPU
+ * time lets the harness compute ops per CPU-second, which other load on a
+ * shared machine does not disturb as much as ops per wall-second.
  * Defaults: 60 2 1000 4000 5. One op = one replacement (free + malloc). */
 #include "bench_common.h"
 #include <pthread.h>
@@ -123,8 +125,10 @@ int main(int argc, char **argv)
         now = bc_now_ns();
         ops = 0;
         for (int i = 0; i < g_threads; i++) ops += atomic_load(&w[i].ops);
-        printf("sample t=%.3f ops=%llu rss_kib=%ld\n", (double)(now - t0) / 1e9,
-               (unsigned long long)ops, rss_kib());
+        struct timespec cpu;
+        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+        printf("sample t=%.3f ops=%llu rss_kib=%ld cpu=%.3f\n", (double)(now - t0) / 1e9,
+               (unsigned long long)ops, rss_kib(), (double)cpu.tv_sec + (double)cpu.tv_nsec / 1e9);
         fflush(stdout);
         if (now >= end) break;
     }

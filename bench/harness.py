@@ -341,6 +341,8 @@ class Bench:
         child = {}
         if alloc.preload:
             child["LD_PRELOAD"] = alloc.preload
+        if alloc.expect == "hakmem":
+            child.update(HAKMEM_ENV)
         cmd = self.command(alloc, mode)
         if count_file:
             cmd = strace_prefix(count_file, child) + cmd
@@ -355,7 +357,12 @@ class Bench:
         if p.timed_out:
             return fail(rec, "timed out after %d s" % timeout, p)
         if p.rc != 0:
-            return fail(rec, rc_text(p.rc), p)
+            fail(rec, rc_text(p.rc), p)
+            key = (self.name, alloc.label)
+            if p.rc < 0 and USE_GDB and key not in GDB_DONE and not count_file:
+                GDB_DONE.add(key)
+                rec["backtrace"] = gdb_backtrace(self.command(alloc, mode), child)
+            return rec
         why = check_allocator(alloc, printed, str(self.binary(alloc)))
         if why:
             rec.update(status="rejected", reason=why)
@@ -377,6 +384,29 @@ def fail(rec, why, p):
     rec.update(status="failed", reason=why,
                stderr_tail=p.err[-1500:], stdout_tail=p.out[-800:])
     return rec
+
+
+GDB_DONE = set()
+USE_GDB = True
+HAKMEM_ENV = {}   # --hakmem-env KEY=VAL: knobs for the hakmem runs only
+
+
+def gdb_backtrace(cmd, child_env, timeout=180):
+    """Re-runs a crashed program under gdb and returns the backtraces of all
+    its threads (the allocator under test preloaded into the program only,
+    not into gdb)."""
+    gdb = shutil.which("gdb")
+    if not gdb:
+        return "gdb not installed (apt-get install -y gdb)"
+    g = [gdb, "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off"]
+    if child_env:
+        g += ["-ex", "set exec-wrapper env " + " ".join("%s=%s" % kv for kv in child_env.items())]
+    g += ["-ex", "run", "-ex", "info registers rip", "-ex", "thread apply all bt 25", "--args"] + cmd
+    p = run_program(g, clean_env(), timeout)
+    text = p.out + p.err
+    keep = [l for l in text.splitlines() if l.startswith(("#", "Thread", "Program", "rip", "[Inferior"))
+            or "signal" in l]
+    return "\n".join(keep)[-6000:] or text[-3000:]
 
 
 def shell_line(env, cmd):
@@ -406,6 +436,7 @@ class RealProgram(Bench):
         pre.append(str(bin_dir() / "libbenchprobe.so"))
         env = {"LD_PRELOAD": ":".join(pre), "BENCH_PROBE_OUT": str(probe_out)}
         if alloc.expect == "hakmem":
+            env.update(HAKMEM_ENV)
             env["HAKMEM_VERBOSE"] = "1"
         return env
 
@@ -452,7 +483,7 @@ class Redis(RealProgram):
         return None
 
     def params(self, mode):
-        n = 30000 if mode == "quick" else 200000
+        n = 30000 if mode == "quick" else 100000
         return ["-n", str(n), "-c", "20", "-P", "16", "-d", "200", "-r", "200000",
                 "-t", "set,get,incr,lpush,lpop,sadd,hset,zadd,mset"]
 
@@ -739,17 +770,17 @@ def benchmarks(mode):
     B = []
     B.append(Bench("tiny", "bench_tiny", [500000, 16, 100], [10000000, 16, 100], "one malloc or free",
                    "16 B: 100 allocations then 100 frees, repeated"))
-    B.append(Bench("random_mixed", "bench_random_mixed", [10000000, 400, 16, 1024, 1],
+    B.append(Bench("random_mixed", "bench_random_mixed", [20000000, 400, 16, 1024, 1],
                    [20000000, 400, 16, 1024, 1], "one free + one malloc",
                    "400 slots, random sizes 16-1024 B, each op frees a random slot and refills it"))
     for sz in (128, 256, 512, 1024, 2048, 4096):
         quick_too = sz in (128, 4096)
-        B.append(Bench("random_mixed_%d" % sz, "bench_random_mixed", [10000000, 400, sz, sz, 1],
+        B.append(Bench("random_mixed_%d" % sz, "bench_random_mixed", [20000000, 400, sz, sz, 1],
                        [20000000, 400, sz, sz, 1], "one free + one malloc",
                        "as random_mixed, fixed size %d B" % sz, full_only=not quick_too))
-    B.append(Bench("mid_1t", "bench_mid", [1, 1000000], [1, 2000000], "one free + one malloc",
+    B.append(Bench("mid_1t", "bench_mid", [1, 2000000], [1, 4000000], "one free + one malloc",
                    "2-32 KiB blocks, random replacement in 1000 slots, 1 thread"))
-    B.append(Bench("mid_4t", "bench_mid", [4, 500000], [4, 2000000], "one free + one malloc",
+    B.append(Bench("mid_4t", "bench_mid", [4, 1000000], [4, 4000000], "one free + one malloc",
                    "as mid_1t, 4 threads (each its own slots)"))
     B.append(Bench("larson_mid", "larson", [1, 2048, 32768, 10000, 1, 12345, 4],
                    [10, 2048, 32768, 10000, 1, 12345, 4], "one free + one malloc",
@@ -759,16 +790,16 @@ def benchmarks(mode):
                    [5, 8, 1000, 5000, 100, 4141, 2], "one free + one malloc",
                    "Larson server simulation, 8-1000 B, 2 thread lineages, a new thread every 500000 ops",
                    deterministic=False))
-    B.append(Bench("xthread", "bench_xthread", [1, 2000000, 16, 512, 7, 64], [1, 10000000, 16, 512, 7, 64],
+    B.append(Bench("xthread", "bench_xthread", [1, 2000000, 16, 512, 7, 64], [1, 5000000, 16, 512, 7, 64],
                    "one block (malloc by producer + free by consumer)",
                    "a producer->consumer pipeline (2 threads), 16-512 B blocks in batches of 64, every free is remote"))
     B.append(Bench("large_cycles", "bench_large", [5000, 8, "64k", "32m", 3, 0], [20000, 8, "64k", "32m", 3, 0],
                    "one malloc or free", "8 slots of 64 KiB-32 MiB (log-uniform), random replacement"))
     B.append(Bench("large_realloc", "bench_large", [0, 8, "64k", "32m", 3, 5], [0, 8, "64k", "32m", 3, 40],
                    "one malloc, realloc or free", "realloc growth by 1.5x from 64 KiB to 32 MiB, repeated"))
-    B.append(Bench("false_sharing", "bench_false_sharing", [4, 10, 1000000, 8], [4, 100, 1000000, 8],
+    B.append(Bench("false_sharing", "bench_false_sharing", [4, 10, 1000000, 8], [4, 50, 1000000, 8],
                    "one write to an object", "8 B objects allocated by one thread and written by 4 others"))
-    B.append(Bench("app", "bench_app", [2, 200000, 11], [10, 200000, 11], "one malloc/calloc/realloc/free",
+    B.append(Bench("app", "bench_app", [2, 200000, 11], [5, 200000, 11], "one malloc/calloc/realloc/free",
                    "build, query, edit, serialize and tear down a 200000-node tree of nodes and strings"))
     B.append(Redis())
     B.append(Python())
@@ -914,6 +945,8 @@ def markdown(res, svg_name):
                                            ", src/ modified" if m.get("src_dirty") else ""))
     L.append("Command: `%s`; %d runs per allocator, interleaved (A B C A B C ...); %.0f s in all." % (
         res["command"], res["runs"], res["elapsed_s"]))
+    if res.get("hakmem_env"):
+        L.append("hakmem runs with: `%s`." % " ".join("%s=%s" % kv for kv in res["hakmem_env"].items()))
     if res["mode"] == "quick":
         L.append("Quick mode: shorter runs than the seed parameters (see the args column); "
                  "`make bench-full` runs the full sizes with 10 runs each.")
@@ -979,6 +1012,11 @@ def markdown(res, svg_name):
         if p.get("stderr_tail"):
             tail = p["stderr_tail"].strip().splitlines()[-4:]
             L.append("  stderr: `%s`" % " / ".join(t.strip() for t in tail)[:600])
+        if p.get("backtrace"):
+            L.append("")
+            L.append("  ```")
+            L += ["  " + t for t in p["backtrace"].splitlines()[:40]]
+            L.append("  ```")
     L.append("")
     return "\n".join(L)
 
@@ -1063,6 +1101,11 @@ def main_bench(args):
         return 2
     allocs, skipped = discover_allocators(args, log)
     log("hakmem bench harness: %s mode, %d runs per allocator, interleaved" % (mode, runs))
+    if mode == "quick":
+        log("  quick mode: shorter runs than the seed sizes (tiny 0.5M rounds instead of 10M, larson 1 s "
+            "instead of 10/5 s, ...; see the args column of the report); `make bench-full` runs the seed sizes")
+    if HAKMEM_ENV:
+        log("  hakmem runs get: %s" % " ".join("%s=%s" % kv for kv in HAKMEM_ENV.items()))
     for a in allocs:
         log("  allocator %-14s %s" % (a.label, a.describe()))
     for s in skipped:
@@ -1091,7 +1134,8 @@ def main_bench(args):
            "command": "python3 bench/harness.py " + " ".join(sys.argv[1:]),
            "machine": machine_info(), "allocators": [{"label": a.label, "expect": a.expect, "how": a.describe()
                                                        + (" (%s)" % a.note if a.note else "")} for a in allocs],
-           "skipped": list(skipped), "benchmarks": [], "problems": [], "hakmem_version": None}
+           "skipped": list(skipped), "benchmarks": [], "problems": [], "hakmem_version": None,
+           "hakmem_env": dict(HAKMEM_ENV)}
 
     # start-up OS calls of a do-nothing run, per allocator
     baseline = {}
@@ -1195,7 +1239,8 @@ def main_bench(args):
                 if r["status"] != "ok":
                     res["problems"].append({"bench": b.name, "allocator": a.label, "run": r.get("run"),
                                             "status": r["status"], "reason": r.get("reason"),
-                                            "cmd": r.get("cmd"), "stderr_tail": r.get("stderr_tail")})
+                                            "cmd": r.get("cmd"), "stderr_tail": r.get("stderr_tail"),
+                                            "backtrace": r.get("backtrace")})
         print_bench_summary(entry, allocs, log)
 
     res["elapsed_s"] = round(time.time() - t_start, 1)
@@ -1211,6 +1256,8 @@ def main_bench(args):
         for p in res["problems"]:
             log("  %s / %s run %s: %s: %s" % (p["bench"], p["allocator"], p["run"], p["status"], p["reason"]))
             log("      %s" % p["cmd"])
+            if p.get("backtrace"):
+                log("      gdb backtrace:\n" + "\n".join("        " + t for t in p["backtrace"].splitlines()[:30]))
     for s in skipped:
         log("skipped %s: %s" % (s["allocator"], s["reason"]))
     log("wrote %s, %s, %s (%.0f s)" % (rel(jp), rel(mp), rel(sp), res["elapsed_s"]))
@@ -1273,6 +1320,8 @@ def main_soak(args):
         env = clean_env()
         if a.preload:
             env["LD_PRELOAD"] = a.preload
+        if a.expect == "hakmem":
+            env.update(HAKMEM_ENV)
         cmd = [str(binary), str(seconds), str(args.soak_threads), "1000", "4000", "5"]
         log("soak: %s for %d s: %s" % (a.label, seconds, shell_line({"LD_PRELOAD": a.preload} if a.preload else {},
                                                                      cmd)))
@@ -1287,17 +1336,20 @@ def main_soak(args):
             m = RE_ALLOC.match(line)
             if m:
                 printed = (m.group(1), m.group(2))
-            m = re.match(r"sample t=([0-9.]+) ops=(\d+) rss_kib=(\d+)", line)
+            m = re.match(r"sample t=([0-9.]+) ops=(\d+) rss_kib=(\d+)(?: cpu=([0-9.]+))?", line)
             if m:
                 t, ops, rss = float(m.group(1)), int(m.group(2)), int(m.group(3))
-                if samples:
-                    dt = t - samples[-1]["t"]
-                    tp = (ops - samples[-1]["ops"]) / dt if dt > 0 else 0
-                else:
-                    tp = ops / t if t > 0 else 0
-                samples.append({"t": t, "ops": ops, "rss_kib": rss, "tp": tp})
+                cpu = float(m.group(4)) if m.group(4) else None
+                prev = samples[-1] if samples else {"t": 0.0, "ops": 0, "cpu": 0.0}
+                dt = t - prev["t"]
+                tp = (ops - prev["ops"]) / dt if dt > 0 else 0
+                dc = (cpu - prev["cpu"]) if cpu is not None and prev.get("cpu") is not None else None
+                tpc = (ops - prev["ops"]) / dc if dc else None
+                samples.append({"t": t, "ops": ops, "rss_kib": rss, "cpu": cpu, "tp_wall": tp,
+                                "tp": tpc if tpc is not None else tp})
                 if len(samples) % max(1, int(seconds / 20)) == 0:
-                    log("  t=%6.0f s  %10s ops/s  RSS %s" % (t, fmt_tp(tp), fmt_rss(rss)))
+                    log("  t=%6.0f s  %10s ops/s  %10s ops/CPU-s  RSS %s" % (
+                        t, fmt_tp(tp), fmt_tp(tpc), fmt_rss(rss)))
         err = p.stderr.read()
         p.wait()
         timer.cancel()
@@ -1320,29 +1372,35 @@ def main_soak(args):
               res["command"], minutes, res["machine"].get("cpu"), res["machine"].get("cpus")),
           "Thresholds (from the earlier project's scorecard): RSS drift <= +%.0f%%, throughput drift >= %.0f%%."
           % (100 * rss_limit, 100 * tp_limit), "",
-          "| allocator | verdict | RSS start | RSS end | RSS drift | ops/s start | ops/s end | throughput drift | "
-          "throughput CV | note |", "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"]
+          "Throughput is ops per CPU-second of the soak process (the wall-clock drift is in the last column: "
+          "other load on a shared machine moves it).", "",
+          "| allocator | verdict | RSS start | RSS end | RSS drift | ops/CPU-s start | ops/CPU-s end | "
+          "throughput drift | throughput CV | wall-clock drift | note |",
+          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for e in res["soaks"]:
-        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             e["allocator"], e["verdict"], fmt_rss(e.get("rss_start")), fmt_rss(e.get("rss_end")),
             "%+.1f%%" % (100 * e["rss_drift"]) if "rss_drift" in e else "-",
             fmt_tp(e.get("tp_start")), fmt_tp(e.get("tp_end")),
             "%+.1f%%" % (100 * e["tp_drift"]) if "tp_drift" in e else "-",
-            "%.1f%%" % (100 * e["tp_cv"]) if "tp_cv" in e else "-", e.get("reason", "")))
+            "%.1f%%" % (100 * e["tp_cv"]) if "tp_cv" in e else "-",
+            "%+.1f%%" % (100 * e["tp_wall_drift"]) if "tp_wall_drift" in e else "-", e.get("reason", "")))
     (RESULTS / (stem + ".md")).write_text("\n".join(md) + "\n")
     log("wrote %s and .md" % rel(RESULTS / (stem + ".json")))
     return 0 if ok_all else 1
 
 
 def soak_verdict(samples, rss_limit, tp_limit):
-    """Drift = (end window - start window) / start window, windows taken after
-    a warm-up (the first 10% of the run, at least 5 s) so that filling the
-    working set is not counted as growth. Medians, to ride out the noise of a
-    shared machine."""
+    """Drift = (end window - start window) / start window, each window the
+    median of a tenth of the samples taken after a warm-up (the first 10% of
+    the run, at least 10 s) so that filling the working set is not counted as
+    growth. Throughput is ops per CPU-second of the process (other load on a
+    shared machine disturbs it far less than ops per wall-second, which is
+    reported too)."""
     if len(samples) < 6:
         return {"verdict": "FAIL", "reason": "too few samples (%d)" % len(samples)}
     total = samples[-1]["t"]
-    warm = max(5.0, 0.1 * total)
+    warm = max(10.0, 0.1 * total)
     body = [s for s in samples[1:] if s["t"] >= warm]
     if len(body) < 4:
         body = samples[len(samples) // 2:]
@@ -1353,10 +1411,14 @@ def soak_verdict(samples, rss_limit, tp_limit):
     ts = statistics.median(s["tp"] for s in start)
     te = statistics.median(s["tp"] for s in end)
     tps = [s["tp"] for s in body]
+    tw_s = statistics.median(s["tp_wall"] for s in start)
+    tw_e = statistics.median(s["tp_wall"] for s in end)
     out = {"rss_start": rs, "rss_end": re_, "rss_drift": (re_ - rs) / rs if rs else 0.0,
            "tp_start": ts, "tp_end": te, "tp_drift": (te - ts) / ts if ts else 0.0,
            "tp_cv": statistics.stdev(tps) / statistics.fmean(tps) if len(tps) > 1 and statistics.fmean(tps) else 0,
-           "rss_peak": max(s["rss_kib"] for s in samples), "warmup_s": warm}
+           "rss_peak": max(s["rss_kib"] for s in samples), "warmup_s": warm,
+           "tp_wall_start": tw_s, "tp_wall_end": tw_e, "tp_wall_drift": (tw_e - tw_s) / tw_s if tw_s else 0.0,
+           "window_samples": k}
     bad = []
     if out["rss_drift"] > rss_limit:
         bad.append("RSS drift %+.1f%% > %+.0f%%" % (100 * out["rss_drift"], 100 * rss_limit))
@@ -1379,6 +1441,9 @@ def main():
     ap.add_argument("--only", help="comma-separated benchmark names (a prefix like random_mixed selects its family)")
     ap.add_argument("--allocators", help="comma-separated subset: hakmem,hakmem-static,glibc,mimalloc,jemalloc,tcmalloc")
     ap.add_argument("--no-count", action="store_true", help="skip the strace run that counts OS calls")
+    ap.add_argument("--hakmem-env", action="append", metavar="KEY=VAL",
+                    help="environment for the hakmem runs only, e.g. HAKMEM_LEARN=1 (repeatable)")
+    ap.add_argument("--no-gdb", action="store_true", help="do not re-run a crashed benchmark under gdb for a backtrace")
     ap.add_argument("--no-real", action="store_true", help="skip the real programs (redis, python3, cc)")
     ap.add_argument("--tag", help="file name stem for the results (default: DATE-TIME-MODE)")
     ap.add_argument("--out", help="directory for the results (default: bench/results)")
@@ -1392,6 +1457,13 @@ def main():
     args = ap.parse_args()
     if args.runs is not None and args.runs < 1:
         ap.error("--runs must be >= 1")
+    global USE_GDB
+    USE_GDB = not args.no_gdb
+    for kv in args.hakmem_env or []:
+        k, eq, v = kv.partition("=")
+        if not eq or not k:
+            ap.error("--hakmem-env wants KEY=VAL")
+        HAKMEM_ENV[k] = v
     if args.out:
         global RESULTS
         RESULTS = Path(args.out).resolve()
