@@ -251,6 +251,7 @@ static void alloc_into(blk_t *b, uint64_t *rs, uint64_t salt) {
     n = cnt * 8;
   } else {
     size_t al = (size_t)16 << (rng_next(rs) % 9); /* 16 .. 4096 */
+    if (rng_next(rs) % 64 == 0) al = (size_t)1 << (20 + rng_next(rs) % 3); /* 1..4 MiB */
     align_used = al;
     p = T_ALIGNED(al, n);
     check_new(p, n, al, "aligned_alloc");
