@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Tests for tools/hakmem-report.
 #
-#   tools/report_test.sh [--out DIR]
+#   tools/report_test.sh [--out DIR] [--screenshot PNG]
 #
 # 1. synthetic timeline (tools/testdata/synthetic.jsonl, regenerated from
 #    gen_timeline.py and compared): the page parses with html.parser, has
@@ -18,7 +18,9 @@
 #    "SKIP chromium".
 #
 # Prints PASS/FAIL/SKIP lines; exits non-zero if anything failed. With
-# --out DIR the pages, timelines and screenshots are kept in DIR.
+# --out DIR the pages, timelines and screenshots are kept in DIR; with
+# --screenshot PNG the real program's screenshot (the synthetic one if the
+# real case was skipped) is copied to PNG (docs/report-screenshot.png).
 # Needs python3 (standard library only); chromium is optional.
 set -u
 
@@ -28,11 +30,13 @@ report="$here/hakmem-report"
 data="$here/testdata"
 
 out=""
+screenshot=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
-    *) echo "usage: $0 [--out DIR]" >&2; exit 2 ;;
+    --screenshot) screenshot="$2"; shift 2 ;;
+    -h|--help) sed -n '2,/^set/{/^#/p}' "$0"; exit 0 ;;
+    *) echo "usage: $0 [--out DIR] [--screenshot PNG]" >&2; exit 2 ;;
   esac
 done
 if [ -n "$out" ]; then
@@ -201,6 +205,8 @@ def decode_png(path):
             idat.append(body)
         elif typ == b"IEND":
             break
+    if hdr is None:
+        raise ValueError("no IHDR chunk")
     w, h, depth, ctype, _, _, interlace = hdr
     if depth != 8 or ctype not in (0, 2, 4, 6) or interlace:
         raise ValueError("unsupported PNG (depth %d, colour type %d, interlace %d)"
@@ -239,7 +245,11 @@ def decode_png(path):
 
 def cmd_png(path, colours):
     """colours: name=RRGGBB:min -> at least min pixels within 10 of that colour."""
-    w, h, bpp, rows = decode_png(path)
+    try:
+        w, h, bpp, rows = decode_png(path)
+    except Exception as e:  # truncated or odd file: report, do not crash
+        print("  problem: cannot decode %s: %s" % (path, e))
+        return 1
     want = []
     for spec in colours:
         name, rest = spec.split("=")
@@ -458,7 +468,9 @@ shoot() {  # shoot PAGE PNG
   rm -rf "$prof"
   return $rc
 }
-if [ -z "$chromium" ]; then
+if [ -n "$chromium" ] && ! command -v "$chromium" >/dev/null 2>&1; then
+  skip "chromium ($chromium not found)"
+elif [ -z "$chromium" ]; then
   skip "chromium (not installed: apt-get install chromium)"
 else
   pages="synthetic single messy"
@@ -483,6 +495,15 @@ else
   done
 fi
 
+if [ -n "$screenshot" ]; then
+  src="$work/synthetic.png"
+  [ -n "$real" ] && [ -s "$work/real.png" ] && src="$work/real.png"
+  if [ -s "$src" ] && cp "$src" "$screenshot"; then
+    echo "screenshot $(basename "$src") -> $screenshot ($(stat -c %s "$screenshot") bytes)"
+  else
+    fail "--screenshot: no screenshot to copy (chromium missing?)"
+  fi
+fi
 if [ -n "$out" ]; then echo "outputs kept in $work"; fi
 if [ $fails -ne 0 ]; then
   echo "FAIL report_test: $fails failure(s)"
