@@ -72,7 +72,8 @@ class Allocator:
 
     def describe(self):
         if self.static:
-            return "linked with build/libhakmem.a" if not self.plain_binary else "PRETEND: plain binary"
+            return ("linked with %s" % rel(BUILD / "libhakmem.a")) if not self.plain_binary else \
+                "PRETEND: plain binary"
         if self.preload:
             return "LD_PRELOAD=" + self.preload
         return "no preload"
@@ -945,6 +946,8 @@ def markdown(res, svg_name):
                                            ", src/ modified" if m.get("src_dirty") else ""))
     L.append("Command: `%s`; %d runs per allocator, interleaved (A B C A B C ...); %.0f s in all." % (
         res["command"], res["runs"], res["elapsed_s"]))
+    if res.get("note"):
+        L.append("Note: %s" % res["note"])
     if res.get("hakmem_env"):
         L.append("hakmem runs with: `%s`." % " ".join("%s=%s" % kv for kv in res["hakmem_env"].items()))
     if res["mode"] == "quick":
@@ -1135,7 +1138,7 @@ def main_bench(args):
            "machine": machine_info(), "allocators": [{"label": a.label, "expect": a.expect, "how": a.describe()
                                                        + (" (%s)" % a.note if a.note else "")} for a in allocs],
            "skipped": list(skipped), "benchmarks": [], "problems": [], "hakmem_version": None,
-           "hakmem_env": dict(HAKMEM_ENV)}
+           "hakmem_env": dict(HAKMEM_ENV), "note": args.note}
 
     # start-up OS calls of a do-nothing run, per allocator
     baseline = {}
@@ -1447,6 +1450,9 @@ def main():
     ap.add_argument("--no-real", action="store_true", help="skip the real programs (redis, python3, cc)")
     ap.add_argument("--tag", help="file name stem for the results (default: DATE-TIME-MODE)")
     ap.add_argument("--out", help="directory for the results (default: bench/results)")
+    ap.add_argument("--note", help="a line of text for the report (e.g. which commit hakmem was built from)")
+    ap.add_argument("--build", help="build directory holding libhakmem.so and bench/ (default: build); "
+                    "e.g. a copy, so that a rebuild during a long run cannot mix versions")
     ap.add_argument("--pretend", action="append", metavar="LABEL=HOW",
                     help="testing aid: realise allocator LABEL differently (HOW: none = no preload, plain = the "
                          "non-static binary, or a library path to preload). The run must then be rejected; "
@@ -1467,6 +1473,11 @@ def main():
     if args.out:
         global RESULTS
         RESULTS = Path(args.out).resolve()
+    if args.build:
+        global BUILD, BIN, FALLBACK_BIN
+        BUILD = Path(args.build).resolve()
+        BIN = BUILD / "bench"
+        FALLBACK_BIN = BUILD / "bench-fallback"
     if args.soak:
         return main_soak(args)
     return main_bench(args)
