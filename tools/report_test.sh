@@ -104,7 +104,8 @@ class Checker(html.parser.HTMLParser):
 
 
 def fmt_bytes(v):
-    units = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40)]
+    units = [("B", 1), ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40),
+             ("PiB", 1 << 50), ("EiB", 1 << 60)]
     name, scale = units[0]
     for u in units:
         if v >= u[1]:
