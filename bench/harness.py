@@ -950,6 +950,8 @@ def markdown(res, svg_name):
         L.append("Note: %s" % res["note"])
     if res.get("hakmem_env"):
         L.append("hakmem runs with: `%s`." % " ".join("%s=%s" % kv for kv in res["hakmem_env"].items()))
+    if res.get("interrupted"):
+        L.append("**Interrupted**: only the benchmarks finished before the interruption are here.")
     if res["mode"] == "quick":
         L.append("Quick mode: shorter runs than the seed parameters (see the args column); "
                  "`make bench-full` runs the full sizes with 10 runs each.")
@@ -1157,6 +1159,17 @@ def main_bench(args):
     total = sum((runs + (1 if count else 0)) * sum(1 for a in allocs if b.applies(a)) for b in benches
                 if b.available() is None)
     done = 0
+    try:
+        run_all(benches, allocs, mode, runs, count, baseline, res, total, log)
+    except KeyboardInterrupt:
+        res["interrupted"] = True
+        log("\ninterrupted: writing the results so far")
+    finish(res, args, mode, t_start, skipped, log)
+    return 1 if res["problems"] or res.get("interrupted") else 0
+
+
+def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
+    done = 0
     for b in benches:
         why = b.available()
         entry = {"name": b.name, "kind": b.kind, "desc": b.desc, "op": b.op, "results": {},
@@ -1246,6 +1259,8 @@ def main_bench(args):
                                             "backtrace": r.get("backtrace")})
         print_bench_summary(entry, allocs, log)
 
+
+def finish(res, args, mode, t_start, skipped, log):
     res["elapsed_s"] = round(time.time() - t_start, 1)
     stem = args.tag or (datetime.datetime.now().strftime("%Y-%m-%d-%H%M") + "-" + mode)
     jp, mp, sp = write_reports(res, stem)
@@ -1264,7 +1279,6 @@ def main_bench(args):
     for s in skipped:
         log("skipped %s: %s" % (s["allocator"], s["reason"]))
     log("wrote %s, %s, %s (%.0f s)" % (rel(jp), rel(mp), rel(sp), res["elapsed_s"]))
-    return 1 if res["problems"] else 0
 
 
 def rel(p):
