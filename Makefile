@@ -3,7 +3,7 @@
 JOBS    ?= $(shell nproc)
 CMAKE   ?= cmake
 
-.PHONY: all release debug test test-release test-debug bench bench-full soak clean
+.PHONY: all release debug secure test test-release test-debug bench bench-full soak clean
 
 all: release
 
@@ -14,6 +14,11 @@ release:
 debug:
 	@$(CMAKE) -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DHAKMEM_DEBUG=ON >/dev/null
 	@$(CMAKE) --build build-debug -j $(JOBS)
+
+# build/libhakmem-secure.so: the hardened build (docs/SECURITY.md)
+secure:
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(CMAKE) --build build -j $(JOBS) --target hakmem-secure
 
 # The whole suite, on the release build and again on the debug build.
 test: release debug

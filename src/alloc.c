@@ -10,20 +10,20 @@
 #include "remote.h"
 #include "slab.h"
 
-void *hk_malloc_large(size_t n) {
+void *hk_malloc_large(size_t n, unsigned kind) {
   if (HK_UNLIKELY(n > HK_MAX_ALLOC)) { errno = ENOMEM; return NULL; }
-  return hk_large_alloc(n, 0, false);
+  return hk_large_alloc(n, 0, false, kind);
 }
 
-void *hk_malloc_mid(size_t n) {
-  if (HK_LIKELY(n <= HK_MID_MAX)) return hk_alloc_class(hk_class_of_formula(n));
-  return hk_malloc_large(n);
+void *hk_malloc_mid(size_t n, unsigned kind) {
+  if (HK_LIKELY(n <= HK_MID_MAX - HK_PAD)) return hk_alloc_class(hk_class_of_formula(n + HK_PAD), n, kind);
+  return hk_malloc_large(n, kind);
 }
 
-void hk_free_slow(void *p) {
+void hk_free_slow(void *p, unsigned kind, size_t size) {
   if (p == NULL) return;
-  unsigned kind = hk_chunk_kind(p);
-  if (kind >= HK_CHUNK_LARGE) { hk_large_free(p, kind); return; }
+  unsigned ck = hk_chunk_kind(p);
+  if (ck >= HK_CHUNK_LARGE) { hk_large_free(p, ck, kind, size); return; }
   hk_report_invalid("free", p, "not allocated by hakmem");
 }
 
@@ -47,13 +47,13 @@ void hk_free_remote_checked(hk_slab_t *s, void *p) {
 void *hk_calloc(size_t count, size_t size) {
   size_t n;
   if (HK_UNLIKELY(__builtin_mul_overflow(count, size, &n))) { errno = ENOMEM; return NULL; }
-  if (HK_LIKELY(n <= HK_MID_MAX)) {
-    void *p = hk_alloc_class(hk_class_of(n));
+  if (HK_LIKELY(n <= HK_MID_MAX - HK_PAD)) {
+    void *p = hk_alloc_class(hk_class_of(n + HK_PAD), n, HK_KIND_MALLOC);
     if (HK_LIKELY(p != NULL)) memset(p, 0, n);
     return p;
   }
   if (HK_UNLIKELY(n > HK_MAX_ALLOC)) { errno = ENOMEM; return NULL; }
-  return hk_large_alloc(n, 0, true);
+  return hk_large_alloc(n, 0, true, HK_KIND_MALLOC);
 }
 
 /* Usable size of a live block; 0 for anything else. */
@@ -63,7 +63,11 @@ size_t hk_usable(const void *p) {
   if (kind == HK_CHUNK_SUPERSLAB) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     if (s->state == HK_SLAB_UNUSED || !hk_slab_is_block(s, p)) return 0;
+#ifdef HK_SECURE
+    return hk_sec_requested(s, p);
+#else
     return s->block_size;
+#endif
   }
   if (kind >= HK_CHUNK_LARGE) return hk_large_usable(p, kind);
   return 0;
@@ -93,12 +97,12 @@ void *hk_realloc(void *p, size_t n) {
     return NULL;
   }
   size_t have = hk_usable(p);
-  if (have == 0) {
+  if (have == 0 && !hk_owns_block(p)) {
     hk_report_invalid("realloc", p, "not a live hakmem block");
     errno = EINVAL;
     return NULL;
   }
-  if (kind == HK_CHUNK_SUPERSLAB && n <= have && n >= have / 2) return p;
+  if (kind == HK_CHUNK_SUPERSLAB && n <= have && n >= have / 2 && (!HK_PAD || n == have)) return p;
   void *q = hk_malloc_inline(n);
   if (HK_UNLIKELY(q == NULL)) return NULL;
   memcpy(q, p, n < have ? n : have);
@@ -106,17 +110,17 @@ void *hk_realloc(void *p, size_t n) {
   return q;
 }
 
-void *hk_aligned(size_t align, size_t n) {
-  if (align <= 16) return hk_malloc_inline(n);
-  if (n <= HK_MID_MAX && align <= HK_SLAB_ALIGN_MAX) {
+void *hk_aligned(size_t align, size_t n, unsigned kind) {
+  if (align <= 16) return hk_malloc_kind(n, kind);
+  if (n <= HK_MID_MAX - HK_PAD && align <= HK_SLAB_ALIGN_MAX) {
     /* a class whose size is a multiple of align: slab starts are 4 KiB
      * aligned, so every block of it is aligned */
-    size_t m = n > align ? n : align;
+    size_t m = n + HK_PAD > align ? n + HK_PAD : align;
     for (unsigned cls = hk_class_of(m); cls < HK_NCLASS; cls++)
-      if ((hk_class_bytes(cls) & (align - 1)) == 0) return hk_alloc_class(cls);
+      if ((hk_class_bytes(cls) & (align - 1)) == 0) return hk_alloc_class(cls, n, kind);
   }
   if (n > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
-  return hk_large_alloc(n, align, false);
+  return hk_large_alloc(n, align, false, kind);
 }
 
 #ifdef HK_DEBUG
@@ -135,10 +139,10 @@ void hk_debug_check_free(void *p, hk_slab_t *s) {
   if (!hk_owns_block(p)) { hk_report_invalid("free", p, "not a live hakmem block"); return; }
   if (s->owner != hk_thread_id()) return;
   unsigned n = 0;
-  for (hk_block_t *b = s->local_free; b && n < 64; b = hk_block_next(b), n++)
+  for (hk_block_t *b = s->local_free; b && n < 64; b = hk_block_next(s, b), n++)
     if (b == p) hk_report_invalid("free", p, "block already freed (double free)");
   n = 0;
-  for (hk_block_t *b = s->free; b && n < 64; b = hk_block_next(b), n++)
+  for (hk_block_t *b = s->free; b && n < 64; b = hk_block_next(s, b), n++)
     if (b == p) hk_report_invalid("free", p, "block already freed (double free)");
 }
 #endif
@@ -153,7 +157,7 @@ HK_EXPORT size_t hak_usable_size(const void *ptr) { return hk_usable(ptr); }
 
 HK_EXPORT void *hak_aligned_alloc(size_t alignment, size_t size) {
   if (alignment == 0 || (alignment & (alignment - 1)) != 0) { errno = EINVAL; return NULL; }
-  return hk_aligned(alignment, size);
+  return hk_aligned(alignment, size, HK_KIND_MALLOC);
 }
 
 #define HK_STR2(x) #x

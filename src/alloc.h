@@ -1,22 +1,23 @@
 /* API layer: the malloc and free fast paths, inline, used by both the hak_*
- * functions and the malloc overrides. Stats, debug and hardening hooks go in
- * the hk_hook_* inlines, which compile to nothing when off. */
+ * functions and the overrides. Debug checks and the secure build's measures
+ * live in hooks (hk_hook_*, secure.h) that compile to nothing otherwise. */
 #ifndef HK_ALLOC_H
 #define HK_ALLOC_H
 
 #include "chunk_map.h"
 #include "heap.h"
+#include "secure.h"
 #include "size_class.h"
 #include "slab.h"
 
-void  *hk_malloc_large(size_t n);                  /* n > HK_MID_MAX       */
-void  *hk_malloc_mid(size_t n);                    /* n > HK_SMALL_MAX     */
-void   hk_free_slow(void *p);                      /* NULL, large, foreign */
+void  *hk_malloc_mid(size_t n, unsigned kind);     /* n > small tier       */
+void  *hk_malloc_large(size_t n, unsigned kind);   /* n > HK_MID_MAX       */
+void   hk_free_slow(void *p, unsigned kind, size_t size);  /* NULL, large, foreign */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
-void   hk_free_invalid(void *p, hk_slab_t *s);          /* reports, cold    */
+void   hk_free_invalid(void *p, hk_slab_t *s);     /* reports; cold        */
 void  *hk_calloc(size_t count, size_t size);
 void  *hk_realloc(void *p, size_t n);
-void  *hk_aligned(size_t align, size_t n);        /* align: power of two  */
+void  *hk_aligned(size_t align, size_t n, unsigned kind);  /* align: power of two */
 size_t hk_usable(const void *p);
 bool   hk_owns_block(const void *p);
 
@@ -30,41 +31,56 @@ HK_INLINE void hk_hook_alloc(void *p, unsigned cls) { (void)p; (void)cls; }
 HK_INLINE void hk_hook_free(void *p, hk_slab_t *s) { (void)p; (void)s; }
 #endif
 
-HK_INLINE void *hk_alloc_class(unsigned cls) {
+/* Pop a block of class cls for a request of n bytes. */
+HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
   hk_heap_t *h = hk_tls_heap;
   hk_slab_t *s = h->cur[cls];
   hk_block_t *b = s->free;
-  if (HK_UNLIKELY(b == NULL)) return hk_heap_alloc_slow(h, cls);
-  hk_block_t *nx = hk_block_next(b);
+  if (HK_UNLIKELY(b == NULL)) {
+    b = hk_heap_alloc_slow(h, cls);
+    if (HK_PAD && b) hk_sec_on_alloc(hk_slab_of(hk_ss_of(b), b), b, n, kind);
+    return b;
+  }
+  hk_block_t *nx = hk_block_next(s, b);
   if (HK_UNLIKELY(!hk_link_ok(b, nx))) hk_report_list_corrupt(b);
   s->free = nx;
   s->used++;
   hk_hook_alloc(b, cls);
+  hk_sec_on_alloc(s, b, n, kind);
   return b;
 }
 
-HK_INLINE void *hk_malloc_inline(size_t n) {
-  if (HK_LIKELY(n <= HK_SMALL_MAX)) return hk_alloc_class(hk_class_small[(n + 15) >> 4]);
-  return hk_malloc_mid(n);
+HK_INLINE void *hk_malloc_kind(size_t n, unsigned kind) {
+  if (HK_LIKELY(n <= HK_SMALL_MAX - HK_PAD))
+    return hk_alloc_class(hk_class_small[(n + HK_PAD + 15) >> 4], n, kind);
+  return hk_malloc_mid(n, kind);
 }
+HK_INLINE void *hk_malloc_inline(size_t n) { return hk_malloc_kind(n, HK_KIND_MALLOC); }
 
-HK_INLINE void hk_free_inline(void *p) {
+/* kind: what the caller expects the block to be (HK_KIND_ANY for free());
+ * size: the size the caller says it asked for, 0 when unknown. Both are
+ * checked only in the secure build. */
+HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
   if (HK_UNLIKELY(hk_chunk_kind(p) != HK_CHUNK_SUPERSLAB)) {
-    hk_free_slow(p);
+    hk_free_slow(p, kind, size);
     return;
   }
   hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
   hk_hook_free(p, s);
-  if (HK_UNLIKELY(!hk_slab_is_block(s, p))) { hk_free_invalid(p, s); return; }
+  uint32_t idx = hk_slab_block_index(s, p);
+  if (HK_UNLIKELY(idx >= s->capacity)) { hk_free_invalid(p, s); return; }
+  hk_block_t *b = (hk_block_t *)p;
   if (HK_LIKELY(s->owner == hk_thread_id())) {
-    hk_block_t *b = (hk_block_t *)p;
     if (HK_UNLIKELY(b == s->local_free)) { hk_free_invalid(p, s); return; }
-    hk_block_set_next(b, s->local_free);
+    hk_sec_on_free(s, p, idx, kind, size);
+    hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
     if (HK_UNLIKELY(--s->used == 0 || s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
     return;
   }
+  hk_sec_on_free(s, p, idx, kind, size);
   hk_free_remote_checked(s, p);
 }
+HK_INLINE void hk_free_inline(void *p) { hk_free_checked(p, HK_KIND_ANY, 0); }
 
 #endif

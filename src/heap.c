@@ -97,7 +97,7 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc) {
   if (self == &hk_heap_empty) return;
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     uint64_t n = 0;
-    for (hk_block_t *b = self->cur[c]->free; b; b = hk_block_next(b)) n++;
+    for (hk_block_t *b = self->cur[c]->free; b; b = hk_block_next(self->cur[c], b)) n++;
     acc->handed[c] = acc->handed[c] >= n ? acc->handed[c] - n : 0;
   }
 }
@@ -165,7 +165,7 @@ void hk_heap_free_local_slow(hk_slab_t *s) { heap_local_slow(hk_tls_heap, s); }
 void hk_heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
   hk_block_t *head = atomic_load_explicit(&h->delayed, memory_order_relaxed);
   do {
-    hk_block_set_next(b, head);
+    hk_gblock_set_next(b, head);
   } while (!atomic_compare_exchange_weak_explicit(&h->delayed, &head, b, memory_order_release,
                                                   memory_order_relaxed));
 }
@@ -173,11 +173,11 @@ void hk_heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
 static void heap_drain_delayed(hk_heap_t *h) {
   hk_block_t *b = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
   while (b) {
-    hk_block_t *next = hk_block_next(b);
+    hk_block_t *next = hk_gblock_next(b);
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
     HK_ASSERT(s->owner == h->tid);
     if (hk_stats_on) h->st.remote[s->cls]++;
-    hk_block_set_next(b, s->local_free);
+    hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
     s->used--;
     if (s->used == 0 || s->state == HK_SLAB_FULL) heap_local_slow(h, s);
@@ -289,7 +289,7 @@ static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
 HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
   if (HK_UNLIKELY(hk_stats_on)) stats_batch(h, s);
   hk_block_t *b = s->free;
-  hk_block_t *nx = hk_block_next(b);
+  hk_block_t *nx = hk_block_next(s, b);
   if (HK_UNLIKELY(!hk_link_ok(b, nx))) hk_report_list_corrupt(b);
   s->free = nx;
   s->used++;
@@ -374,8 +374,8 @@ static void heap_abandon(hk_heap_t *h) {
     if (s->free) {
       hk_block_t *tail = s->free;
       uint64_t n = 1;
-      for (hk_block_t *nx; (nx = hk_block_next(tail)) != NULL; tail = nx) n++;
-      hk_block_set_next(tail, s->local_free);
+      for (hk_block_t *nx; (nx = hk_block_next(s, tail)) != NULL; tail = nx) n++;
+      hk_block_set_next(s, tail, s->local_free);
       s->local_free = s->free;
       s->free = NULL;
       if (h->st.handed[c] >= n) h->st.handed[c] -= n;

@@ -9,6 +9,7 @@ hk_knobs_t hk_knobs = {
   .large_cache_count = 32,
   .verbose = 0,
   .abort_on_invalid = 1,
+  .free_fill = 0,
   .stats = 0,
   .stats_interval_ms = 0,
 };
@@ -27,6 +28,7 @@ static const hk_knob_def_t knob_table[] = {
   { "HAKMEM_LARGE_CACHE_COUNT", &hk_knobs.large_cache_count, 0, 1024 },
   { "HAKMEM_VERBOSE",           &hk_knobs.verbose,           0, 2 },
   { "HAKMEM_ABORT_ON_INVALID",  &hk_knobs.abort_on_invalid,  0, 1 },
+  { "HAKMEM_FREE_FILL",         &hk_knobs.free_fill,         0, 2 },
   { "HAKMEM_STATS_INTERVAL",    &hk_knobs.stats_interval_ms, 0, 86400000 },
 };
 

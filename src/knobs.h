@@ -12,6 +12,7 @@ typedef struct hk_knobs {
   long large_cache_count;  /* HAKMEM_LARGE_CACHE_COUNT */
   long verbose;            /* HAKMEM_VERBOSE          */
   long abort_on_invalid;   /* HAKMEM_ABORT_ON_INVALID */
+  long free_fill;          /* HAKMEM_FREE_FILL (secure build) */
   long stats;              /* HAKMEM_STATS: 0 off, 1 text, 2 json */
   long stats_interval_ms;  /* HAKMEM_STATS_INTERVAL   */
   char stats_file[512];    /* HAKMEM_STATS_FILE       */

@@ -8,6 +8,7 @@
 #include "knobs.h"
 #include "lock.h"
 #include "os.h"
+#include "secure.h"
 
 #define LARGE_MAGIC 0x68616b6d656d4c47ull  /* "hakmemLG" */
 enum { LARGE_LIVE = 1, LARGE_CACHED = 2 };
@@ -19,6 +20,8 @@ typedef struct hk_large {
   size_t usable;          /* from user to the end of the mapping     */
   uint32_t state;
   uint32_t zeroed;        /* all past the header reads as zero       */
+  uint32_t kind;          /* HK_KIND_* it was allocated as           */
+  size_t requested;       /* bytes asked for                         */
   uint64_t stamp_ms;      /* when cached                             */
   struct hk_large *next, *prev;
 } hk_large_t;
@@ -63,7 +66,14 @@ static hk_large_t *cache_take(size_t need) {
   return best;
 }
 
-void *hk_large_alloc(size_t size, size_t align, bool zero) {
+/* secure build: the last page of every large mapping is a guard page */
+#ifdef HK_SECURE
+#define GUARD HK_PAGE
+#else
+#define GUARD 0
+#endif
+
+void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
   if (size == 0) size = 1;
   if (align < HK_PAGE) align = HK_PAGE;
@@ -71,11 +81,12 @@ void *hk_large_alloc(size_t size, size_t align, bool zero) {
   uint8_t *user;
   if (align < HK_SS_SIZE) {
     size_t off = align;  /* the header page, or up to the alignment */
-    size_t need = hk_align_up(off + size, HK_PAGE);
+    size_t need = hk_align_up(off + size, HK_PAGE) + GUARD;
     h = cache_take(need);
     if (!h) {
       h = hk_os_map_aligned(need, HK_SS_SIZE);
       if (!h) { errno = ENOMEM; return NULL; }
+      if (GUARD) hk_os_protect_none((uint8_t *)h + need - GUARD, GUARD);
       h->map_size = need;
       h->zeroed = 1;
       h->magic = LARGE_MAGIC;
@@ -85,10 +96,11 @@ void *hk_large_alloc(size_t size, size_t align, bool zero) {
     user = (uint8_t *)h + off;
   } else {
     /* user lands k chunks past the header; the chunk map says how many */
-    size_t need = hk_align_up(size + align, HK_PAGE);
+    size_t need = hk_align_up(size + align, HK_PAGE) + GUARD;
     if ((align >> HK_SS_SHIFT) > HK_CHUNK_LARGE_MAX_BACK) { errno = ENOMEM; return NULL; }
     h = hk_os_map_aligned(need, HK_SS_SIZE);
     if (!h) { errno = ENOMEM; return NULL; }
+    if (GUARD) hk_os_protect_none((uint8_t *)h + need - GUARD, GUARD);
     user = (uint8_t *)hk_align_up((uintptr_t)h + HK_PAGE, align);
     h->map_size = need;
     h->zeroed = 1;
@@ -98,8 +110,10 @@ void *hk_large_alloc(size_t size, size_t align, bool zero) {
     hk_chunk_set(user, HK_CHUNK_LARGE + back);
   }
   h->user = user;
-  h->usable = (size_t)((uint8_t *)h + h->map_size - user);
+  h->usable = (size_t)((uint8_t *)h + h->map_size - GUARD - user);
   h->state = LARGE_LIVE;
+  h->kind = kind;
+  h->requested = size;
   atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&total_allocs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&live_bytes, h->map_size, memory_order_relaxed);
@@ -121,14 +135,24 @@ static hk_large_t *checked_header(const char *what, const void *p, unsigned kind
   return h;
 }
 
-void hk_large_free(void *p, unsigned kind) {
-  hk_large_t *h = checked_header("free", p, kind);
+void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
+  hk_large_t *h = checked_header("free", p, ck);
   if (!h) return;
+#ifdef HK_SECURE
+  if (kind != HK_KIND_ANY && kind != h->kind)
+    hk_report_invalid("free", p, kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
+                                                           : "delete of memory not from new");
+  if (size != 0 && size != h->requested)
+    hk_report_invalid("free", p, "sized delete/free_sized with a size the block was not allocated with");
+#else
+  (void)kind; (void)size;
+#endif
+  unsigned kind_of_chunk = ck;
   atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&live_bytes, h->map_size, memory_order_relaxed);
   size_t cap_bytes = (size_t)hk_knobs.large_cache_mb << 20;
-  if (kind != HK_CHUNK_LARGE || h->map_size > cap_bytes / 2 || hk_knobs.large_cache_count == 0) {
+  if (kind_of_chunk != HK_CHUNK_LARGE || h->map_size > cap_bytes / 2 || hk_knobs.large_cache_count == 0) {
     h->state = 0;
     large_unmap(h);
     return;
@@ -162,13 +186,21 @@ void hk_large_free(void *p, unsigned kind) {
 size_t hk_large_usable(const void *p, unsigned kind) {
   hk_large_t *h = header_of(p, kind);
   if (h->magic != LARGE_MAGIC || h->user != p || h->state != LARGE_LIVE) return 0;
-  return h->usable;
+  return GUARD ? h->requested : h->usable;
 }
 
 void *hk_large_realloc(void *p, unsigned kind, size_t size) {
   hk_large_t *h = checked_header("realloc", p, kind);
   if (!h) { errno = EINVAL; return NULL; }
   if (size > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
+  if (GUARD) {  /* secure: the guard page stays at the end; move */
+    if (size == h->requested) return p;
+    void *q = hk_large_alloc(size, 0, false, HK_KIND_MALLOC);
+    if (!q) return NULL;
+    memcpy(q, p, size < h->requested ? size : h->requested);
+    hk_large_free(p, kind, HK_KIND_ANY, 0);
+    return q;
+  }
   size_t off = (size_t)(h->user - (uint8_t *)h);
   size_t need = hk_align_up(off + (size ? size : 1), HK_PAGE);
   if (size <= h->usable) {
@@ -206,10 +238,10 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
       hk_os_unmap(target, need);
     }
   }
-  void *q = hk_large_alloc(size, off > HK_PAGE ? off : 0, false);
+  void *q = hk_large_alloc(size, off > HK_PAGE ? off : 0, false, HK_KIND_MALLOC);
   if (!q) return NULL;
   memcpy(q, p, h->usable);
-  hk_large_free(p, kind);
+  hk_large_free(p, kind, HK_KIND_ANY, 0);
   return q;
 }
 

@@ -106,6 +106,13 @@ void hk_os_purge(void *p, size_t size) {
   errno = saved;
 }
 
+void hk_os_protect_none(void *p, size_t size) {
+  atomic_fetch_add_explicit(&hk_os_stats.mprotect_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  mprotect(p, size, PROT_NONE);
+  errno = saved;
+}
+
 bool hk_os_resize_inplace(void *p, size_t old_size, size_t new_size) {
   atomic_fetch_add_explicit(&hk_os_stats.mremap_calls, 1, memory_order_relaxed);
   int saved = errno;

@@ -7,7 +7,7 @@
 #include "config.h"
 
 typedef struct hk_os_counters {
-  atomic_ulong mmap_calls, munmap_calls, madvise_calls, mremap_calls;
+  atomic_ulong mmap_calls, munmap_calls, madvise_calls, mremap_calls, mprotect_calls;
   atomic_ulong mmap_bytes, munmap_bytes, madvise_bytes;
   atomic_ulong mapped_now, mapped_peak;  /* bytes currently mapped by hakmem */
 } hk_os_counters_t;
@@ -19,6 +19,8 @@ void *hk_os_map_aligned(size_t size, size_t align);
 void  hk_os_unmap(void *p, size_t size);
 /* Give pages back to the OS; contents read as zero afterwards. */
 void  hk_os_purge(void *p, size_t size);
+/* Make pages inaccessible (guard pages). */
+void  hk_os_protect_none(void *p, size_t size);
 /* Grow or shrink a mapping without moving it; false if it cannot. */
 bool  hk_os_resize_inplace(void *p, size_t old_size, size_t new_size);
 /* Move a mapping onto the (already mapped) range at target, replacing it. */

@@ -24,10 +24,10 @@ HK_EXPORT void *reallocarray(void *p, size_t count, size_t size) {
   return hk_realloc(p, n);
 }
 
-HK_EXPORT void free_sized(void *p, size_t size) { (void)size; hk_free_inline(p); }
+HK_EXPORT void free_sized(void *p, size_t size) { hk_free_checked(p, HK_KIND_MALLOC, size); }
 HK_EXPORT void free_aligned_sized(void *p, size_t align, size_t size) {
-  (void)align; (void)size;
-  hk_free_inline(p);
+  (void)align;
+  hk_free_checked(p, HK_KIND_MALLOC, size);
 }
 
 static bool is_pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
@@ -35,7 +35,7 @@ static bool is_pow2(size_t a) { return a != 0 && (a & (a - 1)) == 0; }
 HK_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
   if (!is_pow2(align) || align % sizeof(void *) != 0) return EINVAL;
   int saved = errno;
-  void *p = hk_aligned(align, n);
+  void *p = hk_aligned(align, n, HK_KIND_MALLOC);
   if (!p) { errno = saved; return ENOMEM; }
   *out = p;
   return 0;
@@ -43,20 +43,20 @@ HK_EXPORT int posix_memalign(void **out, size_t align, size_t n) {
 
 HK_EXPORT void *aligned_alloc(size_t align, size_t n) {
   if (!is_pow2(align)) { errno = EINVAL; return NULL; }
-  return hk_aligned(align, n);
+  return hk_aligned(align, n, HK_KIND_MALLOC);
 }
 
 HK_EXPORT void *memalign(size_t align, size_t n) {
   if (align == 0) return hk_malloc_inline(n);
   if (!is_pow2(align)) { errno = EINVAL; return NULL; }
-  return hk_aligned(align, n);
+  return hk_aligned(align, n, HK_KIND_MALLOC);
 }
 
-HK_EXPORT void *valloc(size_t n) { return hk_aligned(HK_PAGE, n); }
+HK_EXPORT void *valloc(size_t n) { return hk_aligned(HK_PAGE, n, HK_KIND_MALLOC); }
 
 HK_EXPORT void *pvalloc(size_t n) {
   if (n > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
-  return hk_aligned(HK_PAGE, hk_align_up(n ? n : 1, HK_PAGE));
+  return hk_aligned(HK_PAGE, hk_align_up(n ? n : 1, HK_PAGE), HK_KIND_MALLOC);
 }
 
 HK_EXPORT size_t malloc_usable_size(void *p) { return hk_usable(p); }

@@ -25,7 +25,7 @@ static HK_NOINLINE void notify_owner(hk_slab_t *s, hk_block_t *b) {
   for (;;) {
     uintptr_t nv = (uintptr_t)XF_LIST(old) | HK_XF_NORMAL;
     if (!delivered) {  /* no owner (cannot happen while NOTIFYING; be safe) */
-      hk_block_set_next(b, XF_LIST(old));
+      hk_block_set_next(s, b, XF_LIST(old));
       nv = (uintptr_t)b | HK_XF_NORMAL;
     }
     if (atomic_compare_exchange_weak_explicit(&s->xfree, &old, nv, memory_order_release,
@@ -46,7 +46,7 @@ void hk_free_remote(hk_slab_t *s, hk_block_t *b) {
       }
       continue;
     }
-    hk_block_set_next(b, XF_LIST(old));
+    hk_block_set_next(s, b, XF_LIST(old));
     uintptr_t nv = (uintptr_t)b | XF_STATE(old);
     if (atomic_compare_exchange_weak_explicit(&s->xfree, &old, nv, memory_order_release,
                                               memory_order_relaxed))
@@ -63,11 +63,11 @@ size_t hk_slab_collect_remote(hk_slab_t *s) {
   hk_block_t *list = XF_LIST(old);
   size_t n = 1;
   hk_block_t *tail = list;
-  for (hk_block_t *nx; (nx = hk_block_next(tail)) != NULL; tail = nx) {
+  for (hk_block_t *nx; (nx = hk_block_next(s, tail)) != NULL; tail = nx) {
     if (HK_UNLIKELY(!hk_link_ok(tail, nx))) hk_report_list_corrupt(tail);
     n++;
   }
-  hk_block_set_next(tail, s->local_free);
+  hk_block_set_next(s, tail, s->local_free);
   s->local_free = list;
   HK_ASSERT(s->used >= n);
   s->used = (uint16_t)(s->used - n);

@@ -1,6 +1,7 @@
 #include "slab.h"
 
 #include "remote.h"
+#include "secure.h"
 #include "size_class.h"
 
 uintptr_t hk_list_key;
@@ -37,7 +38,32 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
   s->next = s->prev = NULL;
   s->owner = owner;
   atomic_store_explicit(&s->xfree, 0, memory_order_relaxed);
+  hk_sec_slab_init(s);
 }
+
+#ifdef HK_SECURE
+/* secure build: fresh blocks are linked in a random order */
+static unsigned shuffle_rand(unsigned bound) {
+  static __thread uint64_t x;
+  if (x == 0) x = (uint64_t)(uintptr_t)&x ^ hk_list_key ^ 0x9e3779b97f4a7c15ull;
+  x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+  return (unsigned)(x % bound);
+}
+
+static void link_shuffled(hk_slab_t *s, uint8_t *first, unsigned n) {
+  uint16_t order[HK_CARVE_BYTES / 16];
+  for (unsigned i = 0; i < n; i++) order[i] = (uint16_t)i;
+  for (unsigned i = n - 1; i > 0; i--) {
+    unsigned j = shuffle_rand(i + 1);
+    uint16_t t = order[i]; order[i] = order[j]; order[j] = t;
+  }
+  size_t bs = s->block_size;
+  for (unsigned i = 0; i + 1 < n; i++)
+    hk_block_set_next(s, (hk_block_t *)(first + order[i] * bs), (hk_block_t *)(first + order[i + 1] * bs));
+  hk_block_set_next(s, (hk_block_t *)(first + order[n - 1] * bs), s->free);
+  s->free = (hk_block_t *)(first + order[0] * bs);
+}
+#endif
 
 bool hk_slab_extend(hk_slab_t *s) {
   unsigned left = (unsigned)s->capacity - s->carved;
@@ -47,16 +73,23 @@ bool hk_slab_extend(hk_slab_t *s) {
   if (n > left) n = left;
   size_t bs = s->block_size;
   uint8_t *first = s->start + (size_t)s->carved * bs;
+  hk_sec_on_carve(s, first, n);
+#ifdef HK_SECURE
+  link_shuffled(s, first, n);
+#else
   uint8_t *p = first;
-  for (unsigned i = 1; i < n; i++, p += bs) hk_block_set_next((hk_block_t *)p, (hk_block_t *)(p + bs));
-  hk_block_set_next((hk_block_t *)p, s->free);
+  for (unsigned i = 1; i < n; i++, p += bs) hk_block_set_next(s, (hk_block_t *)p, (hk_block_t *)(p + bs));
+  hk_block_set_next(s, (hk_block_t *)p, s->free);
   s->free = (hk_block_t *)first;
+#endif
   s->carved = (uint16_t)(s->carved + n);
   return true;
 }
 
 bool hk_slab_refill(hk_slab_t *s) {
   HK_ASSERT(s->free == NULL);
+  /* secure build: fresh blocks first, so a freed block is not reused at once */
+  if (HK_PAD && s->carved < s->capacity) return hk_slab_extend(s);
   if (!s->local_free) hk_slab_collect_remote(s);
   if (s->local_free) {
     s->free = s->local_free;

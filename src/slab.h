@@ -13,10 +13,25 @@
  * and a leaked link does not reveal a heap address. */
 extern uintptr_t hk_list_key;
 
-HK_INLINE hk_block_t *hk_block_next(const hk_block_t *b) {
+/* The key of a slab's lists: the process key, or the slab's own random key
+ * in the secure build. */
+#ifdef HK_SECURE
+#define HK_LINK_KEY(s) ((s)->key)
+#else
+#define HK_LINK_KEY(s) ((void)(s), hk_list_key)
+#endif
+
+HK_INLINE hk_block_t *hk_block_next(const hk_slab_t *s, const hk_block_t *b) {
+  return (hk_block_t *)(b->enc ^ HK_LINK_KEY(s));
+}
+HK_INLINE void hk_block_set_next(const hk_slab_t *s, hk_block_t *b, const hk_block_t *next) {
+  b->enc = (uintptr_t)next ^ HK_LINK_KEY(s);
+}
+/* Lists that mix slabs (a heap's delayed frees) use the process key. */
+HK_INLINE hk_block_t *hk_gblock_next(const hk_block_t *b) {
   return (hk_block_t *)(b->enc ^ hk_list_key);
 }
-HK_INLINE void hk_block_set_next(hk_block_t *b, const hk_block_t *next) {
+HK_INLINE void hk_gblock_set_next(hk_block_t *b, const hk_block_t *next) {
   b->enc = (uintptr_t)next ^ hk_list_key;
 }
 /* A link read from b must stay in b's superslab (or end the list). */
@@ -28,12 +43,14 @@ void hk_report_list_corrupt(const void *block) __attribute__((cold, noinline, no
 /* Is p the start of a block of s? Exact division by multiplication:
  * (p - start) = q * block_size with q < capacity. Catches interior,
  * misaligned and out-of-slab pointers with a multiply and a rotate. */
-HK_INLINE bool hk_slab_is_block(const hk_slab_t *s, const void *p) {
+HK_INLINE uint32_t hk_slab_block_index(const hk_slab_t *s, const void *p) {
   uint32_t n = (uint32_t)((uintptr_t)p - (uintptr_t)s->start);
   uint32_t x = n * s->div_inv;
   unsigned k = s->div_shift;
-  uint32_t q = (x >> k) | (x << ((32 - k) & 31));
-  return q < s->capacity;
+  return (x >> k) | (x << ((32 - k) & 31));  /* >= capacity unless a block */
+}
+HK_INLINE bool hk_slab_is_block(const hk_slab_t *s, const void *p) {
+  return hk_slab_block_index(s, p) < s->capacity;
 }
 
 /* Make slab idx of ss a slab of class cls owned by thread `owner`. */

@@ -22,7 +22,14 @@ typedef struct hk_block { uintptr_t enc; } hk_block_t;
 enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 
 #define HK_SS_MAX_SLABS 32
+#ifdef HK_SECURE
+/* descriptors, a free-block bitmap per slab, then a guard page */
+#define HK_SS_BITMAP_WORDS 64                  /* 4096 blocks per slab */
+#define HK_SS_META_SIZE ((size_t)24576)
+#define HK_SS_HDR_SIZE  (HK_SS_META_SIZE + 4096)
+#else
 #define HK_SS_HDR_SIZE  ((size_t)8192)
+#endif
 
 /* Where a slab is, seen from its owner heap. */
 enum { HK_SLAB_UNUSED = 0, HK_SLAB_CUR, HK_SLAB_PARTIAL, HK_SLAB_FULL };
@@ -49,6 +56,7 @@ typedef struct hk_slab {
   /* line 1: written by other threads */
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
   uint16_t carved;          /* blocks carved so far (lazy init)      */
+  uintptr_t key;            /* secure build: this slab's link key    */
 } __attribute__((aligned(HK_CACHE_LINE))) hk_slab_t;
 
 struct hk_heap;
@@ -64,10 +72,17 @@ typedef struct hk_superslab {
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
   uint64_t stamp_ms;        /* when it entered the cache                   */
   hk_slab_t slabs[HK_SS_MAX_SLABS];
+#ifdef HK_SECURE
+  _Atomic uint64_t free_bits[HK_SS_MAX_SLABS][HK_SS_BITMAP_WORDS];  /* 1 = free */
+#endif
 } hk_superslab_t;
 
 _Static_assert(sizeof(hk_slab_t) == 128, "slab descriptor is two cache lines");
+#ifdef HK_SECURE
+_Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
+#else
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_HDR_SIZE, "header fits");
+#endif
 
 HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {
   return (hk_superslab_t *)((uintptr_t)p & ~(uintptr_t)HK_SS_MASK);
