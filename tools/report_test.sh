@@ -332,7 +332,7 @@ else
 fi
 if "$report" "$data/synthetic.jsonl" -o "$work/synthetic.html" 2> "$work/synthetic.err"; then
   if check html "$work/synthetic.html" "$data/synthetic.jsonl" "$IDS,chart-frag,chart-classes-area" \
-       "pid 4242" "<td>341,287</td>" "53,477,376" "8 KiB" "Peak RSS"; then
+       "pid 4242" "<td>343,483</td>" "53,477,376" "8 KiB" "Peak RSS"; then
     pass "synthetic: page well-formed, charts present, numbers from the data shown"
   else
     fail "synthetic: page checks"

@@ -16,7 +16,6 @@ at exit (same format as HAKMEM_STATS_INTERVAL / HAKMEM_STATS_FILE):
              and superslabs unmapped; RSS falls back to the program's base.
 """
 import json
-import random
 import sys
 
 SLAB_SMALL = 64 << 10
@@ -31,8 +30,25 @@ CLASSES = SMALL + MID
 PID = 4242
 
 
+class Lcg:
+    """Tiny fixed PRNG, so the output is the same on every Python version."""
+
+    def __init__(self, seed):
+        self.x = seed & 0xFFFFFFFF
+
+    def next(self):
+        self.x = (self.x * 1664525 + 1013904223) & 0xFFFFFFFF
+        return self.x >> 8
+
+    def below(self, n):
+        return self.next() % n
+
+    def frac(self, lo, hi):  # lo + (hi - lo) * k/1000, exact
+        return lo + (hi - lo) * self.below(1001) / 1000.0
+
+
 def main():
-    rng = random.Random(20240611)
+    rng = Lcg(20240611)
     st = {c: {"live": 0, "allocs": 0, "frees": 0, "slabs": 0} for c, _ in CLASSES}
     size_of = dict(CLASSES)
     os_c = {"mmap": 0, "munmap": 0, "madvise": 0, "mremap": 0,
@@ -71,7 +87,7 @@ def main():
         for cls, size in CLASSES:
             s = st[cls]
             want = target(cls, t)
-            churn = 0 if want == 0 and s["live"] == 0 else int(rng.uniform(0.02, 0.08) * max(want, s["live"], 1000))
+            churn = 0 if want == 0 and s["live"] == 0 else int(rng.frac(0.02, 0.08) * max(want, s["live"], 1000))
             if want == 0 and s["live"] == 0 and s["allocs"] == 0:
                 continue
             delta = want - s["live"]
@@ -143,7 +159,7 @@ def main():
         live = small_live + large_live
         meta = superslabs * (64 << 10)
         rss = BASE_RSS + slab_bytes + meta + large_live + large_cached // 4
-        rss += rng.randrange(0, 16) * 4096
+        rss += rng.below(16) * 4096
         mapped = superslabs * SS + large_live + large_cached
 
         classes = []
