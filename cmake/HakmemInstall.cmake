@@ -7,6 +7,7 @@
 #   lib/libhakmem.so.X.Y.Z  + libhakmem.so.X (SONAME) + libhakmem.so   shared library
 #   lib/libhakmem.so.X.Y.Z.debug                                       its debug info
 #   lib/libhakmem.a                                                    static library
+#   lib/libhakmem-secure.so (+ .debug)                                 hardened build, if built
 #   include/hakmem.h
 #   lib/pkgconfig/hakmem.pc                                            pkg-config
 #   lib/cmake/hakmem/hakmem{Config,ConfigVersion,Targets*}.cmake       find_package(hakmem)
@@ -74,6 +75,11 @@ foreach(_t IN LISTS _hk_targets)
   endif()
 endforeach()
 
+# Debug info for the hardened build too (not exported: it is for preloading).
+if(TARGET hakmem-secure AND HAKMEM_DEBUGINFO)
+  target_compile_options(hakmem-secure PRIVATE -g)
+endif()
+
 if(NOT HAKMEM_INSTALL)
   return()
 endif()
@@ -91,27 +97,34 @@ install(TARGETS ${_hk_targets}
 install(FILES ${PROJECT_SOURCE_DIR}/include/hakmem.h
         DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
 
-# ---- separate debug info for the shared library ----------------------------------
-if(TARGET hakmem AND HAKMEM_DEBUGINFO AND HAKMEM_SPLIT_DEBUGINFO)
-  if(NOT CMAKE_OBJCOPY)
-    find_program(CMAKE_OBJCOPY objcopy)
-  endif()
-  if(NOT CMAKE_READELF)
-    find_program(CMAKE_READELF readelf)
-  endif()
-  if(CMAKE_OBJCOPY AND CMAKE_READELF)
-    # The real file name (libhakmem.so.X.Y.Z) is only known at generate
-    # time; hand it to the install script through a generated file.
-    file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/hakmem-install-debuginfo.cmake
-         CONTENT "set(_hk_lib_name \"$<TARGET_FILE_NAME:hakmem>\")\n")
-    install(CODE "
-      include(\"${PROJECT_BINARY_DIR}/hakmem-install-debuginfo.cmake\")
-      set(_hk_libdir \"${CMAKE_INSTALL_LIBDIR}\")
-      if(NOT IS_ABSOLUTE \"\${_hk_libdir}\")
-        set(_hk_libdir \"\${CMAKE_INSTALL_PREFIX}/\${_hk_libdir}\")
-      endif()
-      set(_hk_lib \"\$ENV{DESTDIR}\${_hk_libdir}/\${_hk_lib_name}\")
-      set(_hk_dbg \"\${_hk_lib}.debug\")
+# ---- the hardened build, when it was built (`make secure`) --------------------------
+# Not in the CMake package: it is a library to preload, not to link.
+if(TARGET hakmem-secure)
+  install(FILES $<TARGET_FILE:hakmem-secure> OPTIONAL
+          DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+endif()
+
+# ---- separate debug info for the shared libraries ----------------------------------
+# _hk_split_debuginfo(TARGET REQUIRED|OPTIONAL): after the library is
+# installed, move its DWARF into <file>.debug beside it, with a debuglink.
+function(_hk_split_debuginfo tgt mode)
+  # The real file name (libhakmem.so.X.Y.Z) is only known at generate
+  # time; hand it to the install script through a generated file.
+  file(GENERATE OUTPUT ${PROJECT_BINARY_DIR}/hakmem-install-debuginfo-${tgt}.cmake
+       CONTENT "set(_hk_lib_name \"$<TARGET_FILE_NAME:${tgt}>\")\n")
+  install(CODE "
+    include(\"${PROJECT_BINARY_DIR}/hakmem-install-debuginfo-${tgt}.cmake\")
+    set(_hk_libdir \"${CMAKE_INSTALL_LIBDIR}\")
+    if(NOT IS_ABSOLUTE \"\${_hk_libdir}\")
+      set(_hk_libdir \"\${CMAKE_INSTALL_PREFIX}/\${_hk_libdir}\")
+    endif()
+    set(_hk_lib \"\$ENV{DESTDIR}\${_hk_libdir}/\${_hk_lib_name}\")
+    set(_hk_dbg \"\${_hk_lib}.debug\")
+    set(_hk_go TRUE)
+    if(\"${mode}\" STREQUAL \"OPTIONAL\" AND NOT EXISTS \"\${_hk_lib}\")
+      set(_hk_go FALSE)
+    endif()
+    if(_hk_go)
       execute_process(COMMAND \"${CMAKE_READELF}\" -S --wide \"\${_hk_lib}\"
                       OUTPUT_VARIABLE _hk_sections RESULT_VARIABLE _hk_rc)
       if(NOT _hk_rc EQUAL 0)
@@ -122,10 +135,8 @@ if(TARGET hakmem AND HAKMEM_DEBUGINFO AND HAKMEM_SPLIT_DEBUGINFO)
         execute_process(COMMAND \"${CMAKE_OBJCOPY}\" --only-keep-debug \"\${_hk_lib}\" \"\${_hk_dbg}\"
                         RESULT_VARIABLE _hk_rc)
         if(_hk_rc EQUAL 0)
-          # the debuglink must name the file as it lies beside the library
           execute_process(COMMAND \"${CMAKE_OBJCOPY}\" --strip-debug --remove-section=.gnu_debuglink
                                   \"--add-gnu-debuglink=\${_hk_dbg}\" \"\${_hk_lib}\"
-                          WORKING_DIRECTORY \"\$ENV{DESTDIR}\${_hk_libdir}\"
                           RESULT_VARIABLE _hk_rc)
         endif()
         if(NOT _hk_rc EQUAL 0)
@@ -136,7 +147,24 @@ if(TARGET hakmem AND HAKMEM_DEBUGINFO AND HAKMEM_SPLIT_DEBUGINFO)
         message(WARNING \"hakmem: \${_hk_lib} has no debug info (stripped?); no .debug file installed\")
       endif()
       list(APPEND CMAKE_INSTALL_MANIFEST_FILES \"\${_hk_libdir}/\${_hk_lib_name}.debug\")
-    " COMPONENT runtime)
+    endif()
+  " COMPONENT runtime)
+endfunction()
+
+if(HAKMEM_DEBUGINFO AND HAKMEM_SPLIT_DEBUGINFO)
+  if(NOT CMAKE_OBJCOPY)
+    find_program(CMAKE_OBJCOPY objcopy)
+  endif()
+  if(NOT CMAKE_READELF)
+    find_program(CMAKE_READELF readelf)
+  endif()
+  if(CMAKE_OBJCOPY AND CMAKE_READELF)
+    if(TARGET hakmem)
+      _hk_split_debuginfo(hakmem REQUIRED)
+    endif()
+    if(TARGET hakmem-secure)
+      _hk_split_debuginfo(hakmem-secure OPTIONAL)
+    endif()
   else()
     message(STATUS "hakmem: objcopy/readelf not found; the shared library is installed with its debug info inside")
   endif()

@@ -14,7 +14,8 @@
 #   launcher   bin/hakmem run/stats/version on a plain program ("hakmem:
 #              active" at exit, output unchanged, exit status passed on), its
 #              error exits (127 missing program or library, 126, 2), through a
-#              symlink, and tools/hakmem from the source tree
+#              symlink, and tools/hakmem from the source tree; run --secure
+#              with libhakmem-secure.so when BUILD_DIR has it (make secure)
 #   debuginfo  the .debug file beside the shared library, the library
 #              stripped with a debuglink; gdb resolves hak_malloc to a source
 #              line and shows it in a backtrace of a running program
@@ -236,6 +237,21 @@ t_launcher() {
   expect_error 127 "library not found" env HAKMEM_LIB="$WORK/nope.so" "$H" version || return 1
   expect_error 2 "no program given" "$H" run -- || return 1
   expect_error 2 "unknown command" "$H" frobnicate || return 1
+  # --secure: the hardened build, installed only when it was built (make secure)
+  if [ -f "$B/libhakmem-secure.so" ]; then
+    [ -f "$L/libhakmem-secure.so" ] || fail "libhakmem-secure.so built but not installed"
+    [ -f "$L/libhakmem-secure.so.debug" ] || fail "libhakmem-secure.so.debug not installed"
+    HAKMEM_VERBOSE=1 "$H" run --secure -- sort "$WORK/in.txt" 2>"$WORK/secure.err" >"$WORK/secure.out" ||
+      { cat "$WORK/secure.err"; fail "hakmem run --secure -- sort failed"; }
+    cmp -s "$WORK/plain.out" "$WORK/secure.out" || fail "hakmem run --secure -- sort: output differs"
+    grep -q '^hakmem: active' "$WORK/secure.err" || fail "hakmem run --secure: no 'hakmem: active' line"
+    [ "$("$H" lib --secure)" = "$L/libhakmem-secure.so" ] || fail "hakmem lib --secure: $("$H" lib --secure)"
+    echo "ok: run --secure"
+  else
+    [ -e "$L/libhakmem-secure.so" ] && fail "libhakmem-secure.so installed but not built"
+    expect_error 127 "make secure" "$H" run --secure -- true || return 1
+  fi
+  expect_error 2 "unknown option" "$H" run --frobnicate -- true || return 1
   # an installed launcher without its library
   mkdir -p "$WORK/lonely/bin" && cp "$H" "$WORK/lonely/bin/hakmem"
   expect_error 127 "libhakmem.so not found" "$WORK/lonely/bin/hakmem" run -- true || return 1
