@@ -5,6 +5,7 @@
 
 #include "init.h"
 #include "knobs.h"
+#include "large.h"
 #include "lock.h"
 #include "os.h"
 #include "remote.h"
@@ -263,6 +264,7 @@ static void heap_maybe_purge(hk_heap_t *h) {
     for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
       if (ss->dirty_old | ss->dirty_new) hk_ss_purge_unused(ss, false);
   hk_ss_collect(false);
+  hk_large_collect(false);
 }
 
 size_t hk_heap_trim(hk_heap_t *h) {
