@@ -22,7 +22,7 @@ secure:
 
 # The whole suite, on the release build and again on the debug build.
 test: release debug
-	@bash tests/run_tests.sh build build-debug
+	@HAKMEM_TEST_SANITIZE=1 bash tests/run_tests.sh build build-debug
 
 test-release: release
 	@bash tests/run_tests.sh build

@@ -28,14 +28,14 @@ void hk_free_slow(void *p, unsigned kind, size_t size) {
 }
 
 void hk_free_invalid(void *p, hk_slab_t *s) {
-  if (s->state == HK_SLAB_UNUSED) hk_report_invalid("free", p, "not a live hakmem block");
+  if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) hk_report_invalid("free", p, "not a live hakmem block");
   else if (!hk_slab_is_block(s, p))
     hk_report_invalid("free", p, "not the start of a hakmem block (interior or misaligned)");
   else hk_report_invalid("free", p, "block already freed (double free)");
 }
 
 void hk_free_remote_checked(hk_slab_t *s, void *p) {
-  if (HK_UNLIKELY(s->state == HK_SLAB_UNUSED)) { hk_free_invalid(p, s); return; }
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED)) { hk_free_invalid(p, s); return; }
   uintptr_t head = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
   if (HK_UNLIKELY(head == (uintptr_t)p)) {
     hk_report_invalid("free", p, "block already freed (double free)");
@@ -62,7 +62,7 @@ size_t hk_usable(const void *p) {
   unsigned kind = hk_chunk_kind(p);
   if (kind == HK_CHUNK_SUPERSLAB) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
-    if (s->state == HK_SLAB_UNUSED || !hk_slab_is_block(s, p)) return 0;
+    if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED || !hk_slab_is_block(s, p)) return 0;
 #ifdef HK_SECURE
     return hk_sec_requested(s, p);
 #else
@@ -78,7 +78,7 @@ bool hk_owns_block(const void *p) {
   unsigned kind = hk_chunk_kind(p);
   if (kind == HK_CHUNK_SUPERSLAB) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
-    return s->state != HK_SLAB_UNUSED && hk_slab_is_block(s, p);
+    return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, p);
   }
   if (kind >= HK_CHUNK_LARGE) return hk_large_usable(p, kind) != 0;
   return false;
@@ -130,7 +130,7 @@ void *hk_aligned(size_t align, size_t n, unsigned kind) {
 void hk_debug_check_alloc(void *p, unsigned cls) {
   hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
   HK_ASSERT(hk_chunk_kind(p) == HK_CHUNK_SUPERSLAB);
-  HK_ASSERT(s->cls == cls && s->state != HK_SLAB_UNUSED);
+  HK_ASSERT(s->cls == cls && HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED);
   HK_ASSERT(hk_owns_block(p));
   HK_ASSERT(s->used <= s->capacity);
 }

@@ -70,7 +70,7 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
   uint32_t idx = hk_slab_block_index(s, p);
   if (HK_UNLIKELY(idx >= s->capacity)) { hk_free_invalid(p, s); return; }
   hk_block_t *b = (hk_block_t *)p;
-  if (HK_LIKELY(s->owner == hk_thread_id())) {
+  if (HK_LIKELY(HK_LOAD_RELAXED(s->owner) == hk_thread_id())) {
     if (HK_UNLIKELY(b == s->local_free)) { hk_free_invalid(p, s); return; }
     hk_sec_on_free(s, p, idx, kind, size);
     hk_block_set_next(s, b, s->local_free);

@@ -46,6 +46,11 @@ void hk_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void hk_report_invalid(const char *what, const void *p, const char *reason)
     __attribute__((cold, noinline));
 
+/* Fields one thread writes and others may read (ownership, states): plain
+ * moves on x86, but visible to the compiler and to TSan as atomic. */
+#define HK_LOAD_RELAXED(x)      __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#define HK_STORE_RELAXED(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
 HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
 #endif

@@ -106,7 +106,7 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc) {
 /* ---- partial lists and superslab lists ------------------------------------ */
 
 static void partial_push(hk_heap_t *h, hk_slab_t *s) {
-  s->state = HK_SLAB_PARTIAL;
+  HK_STORE_RELAXED(s->state, HK_SLAB_PARTIAL);
   s->prev = NULL;
   s->next = h->partial[s->cls];
   if (s->next) s->next->prev = s;
@@ -126,7 +126,7 @@ enum { LIST_AVAIL = 1, LIST_FULL = 2 };
  * rest to the global cache. */
 static void heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
   hk_ss_list_t *avail = &h->ss_avail[ss->kind];
-  if (avail->count <= 1) return;  /* the spare */
+  if ((long)avail->count <= hk_knobs.heap_spare) return;  /* the spares */
   hk_ss_list_remove(avail, ss);
   hk_ss_release(ss);
 }
@@ -134,8 +134,8 @@ static void heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
 static void heap_slab_release(hk_heap_t *h, hk_slab_t *s) {
   hk_superslab_t *ss = hk_slab_ss(s);
   hk_slab_cancel_notify(s);
-  s->state = HK_SLAB_UNUSED;
-  s->owner = 0;
+  HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
+  HK_STORE_RELAXED(s->owner, 0);
   s->free = s->local_free = NULL;
   uint32_t bit = 1u << s->index;
   bool was_full = ss->free_mask == 0;
@@ -196,12 +196,12 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
   for (unsigned i = 0; i < ss->nslabs; i++) {
     if (ss->free_mask & (1u << i)) continue;
     hk_slab_t *s = &ss->slabs[i];
-    s->owner = h->tid;
+    HK_STORE_RELAXED(s->owner, h->tid);
     s->next = s->prev = NULL;
     size_t got = hk_slab_collect_remote(s);
     if (got && hk_stats_on) h->st.remote[s->cls] += got;
     if (s->used == 0) {
-      s->state = HK_SLAB_PARTIAL;  /* so release finds it consistent */
+      HK_STORE_RELAXED(s->state, HK_SLAB_PARTIAL);  /* so release finds it consistent */
       heap_slab_release(h, s);     /* may release the whole superslab */
       if (atomic_load_explicit(&ss->heap, memory_order_relaxed) != h)
         return;                    /* it went to the global cache */
@@ -210,7 +210,7 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     if (s->free || s->local_free || s->carved < s->capacity) {
       partial_push(h, s);
     } else if (hk_slab_want_notify(s)) {
-      s->state = HK_SLAB_FULL;
+      HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
     } else {
       hk_slab_collect_remote(s);
       partial_push(h, s);
@@ -318,7 +318,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
     if (s->free || heap_refill(h, s)) return slab_pop(h, s);
     /* exhausted: it leaves the fast path until blocks come back */
     if (hk_slab_want_notify(s)) {
-      s->state = HK_SLAB_FULL;
+      HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
       h->cur[cls] = &hk_slab_empty;
     } else if (heap_refill(h, s)) {
       return slab_pop(h, s);
@@ -329,14 +329,14 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
     while ((s = h->partial[cls]) != NULL) {
       partial_remove(h, s);
       if (s->free || heap_refill(h, s)) {
-        s->state = HK_SLAB_CUR;
+        HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
         h->cur[cls] = s;
         return slab_pop(h, s);
       }
       if (hk_slab_want_notify(s)) {
-        s->state = HK_SLAB_FULL;
+        HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
       } else if (heap_refill(h, s)) {
-        s->state = HK_SLAB_CUR;
+        HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
         h->cur[cls] = s;
         return slab_pop(h, s);
       }
@@ -346,7 +346,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
     if (s) break;
     if (!retry) { errno = ENOMEM; return NULL; }
   }
-  s->state = HK_SLAB_CUR;
+  HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
   h->cur[cls] = s;
   hk_slab_extend(s);
   return slab_pop(h, s);
@@ -395,7 +395,7 @@ static void heap_abandon(hk_heap_t *h) {
         hk_ss_list_remove(lists[l], ss);
         for (unsigned i = 0; i < ss->nslabs; i++) {
           hk_slab_t *s = &ss->slabs[i];
-          s->owner = 0;
+          HK_STORE_RELAXED(s->owner, 0);
           s->next = s->prev = NULL;
         }
         if (ss->nused == 0) hk_ss_release(ss);

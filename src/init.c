@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/auxv.h>
 #include <unistd.h>
 
@@ -23,8 +24,9 @@ static pthread_key_t thread_key;
 /* The free-list key: 8 of the 16 random bytes the kernel gives every
  * process (AT_RANDOM), mixed; no syscall, no file. */
 static void hk_list_key_init(void) {
-  const uint64_t *r = (const uint64_t *)getauxval(AT_RANDOM);
-  uint64_t k = r ? r[1] : (uint64_t)(uintptr_t)&thread_key * 0x9e3779b97f4a7c15ull;
+  const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
+  uint64_t k = (uint64_t)(uintptr_t)&thread_key * 0x9e3779b97f4a7c15ull;
+  if (r) memcpy(&k, r + 8, sizeof k);  /* no alignment promised */
   k ^= k >> 29;
   k *= 0xbf58476d1ce4e5b9ull;
   k ^= k >> 32;

@@ -2,35 +2,46 @@
 
 #include <stdlib.h>
 
-hk_knobs_t hk_knobs = {
-  .purge_delay_ms = 1000,
-  .ss_cache = 256,
-  .large_cache_mb = 64,
-  .large_cache_count = 32,
-  .verbose = 0,
-  .abort_on_invalid = 1,
-  .free_fill = 0,
-  .stats = 0,
-  .stats_interval_ms = 0,
-};
+hk_knobs_t hk_knobs;
 
 typedef struct {
   const char *name;
   long *value;
   long min, max;
+  long def[3];  /* fast, balanced, lowmem */
 } hk_knob_def_t;
+
+#define K(name, field, lo, hi, fast, bal, low) { name, &hk_knobs.field, lo, hi, { fast, bal, low } }
 
 /* The one table. docs/ENV_VARS.md documents each row. */
 static const hk_knob_def_t knob_table[] = {
-  { "HAKMEM_PURGE_DELAY_MS",    &hk_knobs.purge_delay_ms,    0, 3600000 },
-  { "HAKMEM_SS_CACHE",          &hk_knobs.ss_cache,          0, 4096 },
-  { "HAKMEM_LARGE_CACHE_MB",    &hk_knobs.large_cache_mb,    0, 65536 },
-  { "HAKMEM_LARGE_CACHE_COUNT", &hk_knobs.large_cache_count, 0, 1024 },
-  { "HAKMEM_VERBOSE",           &hk_knobs.verbose,           0, 2 },
-  { "HAKMEM_ABORT_ON_INVALID",  &hk_knobs.abort_on_invalid,  0, 1 },
-  { "HAKMEM_FREE_FILL",         &hk_knobs.free_fill,         0, 2 },
-  { "HAKMEM_STATS_INTERVAL",    &hk_knobs.stats_interval_ms, 0, 86400000 },
+  K("HAKMEM_PURGE_DELAY_MS",    purge_delay_ms,    0, 3600000, 5000, 1000, 100),
+  K("HAKMEM_SS_CACHE",          ss_cache,          0, 4096,    1024, 256, 16),
+  K("HAKMEM_LARGE_CACHE_MB",    large_cache_mb,    0, 65536,   256, 64, 8),
+  K("HAKMEM_LARGE_CACHE_COUNT", large_cache_count, 0, 1024,    64, 32, 8),
+  K("HAKMEM_CARVE_KB",          carve_kb,          4, 64,      64, 16, 4),
+  K("HAKMEM_HEAP_SPARE",        heap_spare,        0, 16,      2, 1, 0),
+  K("HAKMEM_VERBOSE",           verbose,           0, 2,       0, 0, 0),
+  K("HAKMEM_ABORT_ON_INVALID",  abort_on_invalid,  0, 1,       1, 1, 1),
+  K("HAKMEM_FREE_FILL",         free_fill,         0, 2,       0, 0, 0),
+  K("HAKMEM_STATS_INTERVAL",    stats_interval_ms, 0, 86400000, 0, 0, 0),
+  K("HAKMEM_LEARN",             learn,             0, 1,       0, 0, 0),
+  K("HAKMEM_LEARN_LOG",         learn_log,         0, 1,       0, 0, 0),
+  K("HAKMEM_LEARN_EPOCH",       learn_epoch,       16, 1000000, 256, 256, 256),
+  K("HAKMEM_TARGET_HIT_LARGE",  target_hit_large,  0, 1000,    900, 900, 800),
+  K("HAKMEM_CAP_STEP_LARGE",    cap_step_large,    1, 256,     16, 8, 4),
+  K("HAKMEM_CAP_MAX_LARGE",     cap_max_large,     1, 4096,    1024, 256, 64),
+  K("HAKMEM_CAP_MAX_LARGE_MB",  cap_max_large_mb,  1, 65536,   2048, 512, 64),
+  K("HAKMEM_TARGET_HIT_PURGE",  target_hit_purge,  0, 1000,    900, 900, 750),
+  K("HAKMEM_CAP_MAX_PURGE_MS",  cap_max_purge_ms,  1, 3600000, 60000, 30000, 5000),
+  K("HAKMEM_CAP_MIN_PURGE_MS",  cap_min_purge_ms,  0, 3600000, 100, 50, 10),
 };
+#undef K
+
+static bool str_eq(const char *a, const char *b) {
+  while (*a && *a == *b) { a++; b++; }
+  return *a == *b;
+}
 
 /* Decimal, no locale, no allocation; false on anything malformed. */
 static bool parse_long(const char *s, long *out) {
@@ -45,10 +56,7 @@ static bool parse_long(const char *s, long *out) {
   return true;
 }
 
-static bool str_eq(const char *a, const char *b) {
-  while (*a && *a == *b) { a++; b++; }
-  return *a == *b;
-}
+static const char *profile_names[3] = { "fast", "balanced", "lowmem" };
 
 /* Knobs that are not plain integers. */
 static void knobs_init_special(void) {
@@ -70,9 +78,18 @@ static void knobs_init_special(void) {
 }
 
 void hk_knobs_init(void) {
-  knobs_init_special();
+  hk_knobs.profile = HK_PROFILE_BALANCED;
+  const char *p = getenv("HAKMEM_PROFILE");
+  if (p) {
+    bool ok = false;
+    for (long i = 0; i < 3; i++)
+      if (str_eq(p, profile_names[i])) { hk_knobs.profile = i; ok = true; }
+    if (!ok) hk_message("hakmem: warning: HAKMEM_PROFILE=\"%s\" is not fast, balanced or lowmem; "
+                        "using balanced\n", p);
+  }
   for (size_t i = 0; i < sizeof knob_table / sizeof knob_table[0]; i++) {
     const hk_knob_def_t *k = &knob_table[i];
+    *k->value = k->def[hk_knobs.profile];
     const char *s = getenv(k->name);
     if (!s) continue;
     long v;
@@ -83,4 +100,7 @@ void hk_knobs_init(void) {
                  k->name, s, k->min, k->max, *k->value);
     }
   }
+  knobs_init_special();
 }
+
+const char *hk_profile_name(void) { return profile_names[hk_knobs.profile]; }

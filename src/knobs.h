@@ -1,26 +1,45 @@
 /* Knobs: every tunable is a HAKMEM_* environment variable, read once at
- * start-up from one table (knobs.c), before the first block is served. */
+ * start-up from one table (knobs.c), before the first block is served.
+ * HAKMEM_PROFILE=fast|balanced|lowmem picks the defaults; an explicit knob
+ * overrides its profile's value. docs/ENV_VARS.md lists them all. */
 #ifndef HK_KNOBS_H
 #define HK_KNOBS_H
 
 #include "config.h"
 
+enum { HK_PROFILE_FAST = 0, HK_PROFILE_BALANCED = 1, HK_PROFILE_LOWMEM = 2 };
+
 typedef struct hk_knobs {
-  long purge_delay_ms;     /* HAKMEM_PURGE_DELAY_MS   */
-  long ss_cache;           /* HAKMEM_SS_CACHE         */
-  long large_cache_mb;     /* HAKMEM_LARGE_CACHE_MB   */
-  long large_cache_count;  /* HAKMEM_LARGE_CACHE_COUNT */
-  long verbose;            /* HAKMEM_VERBOSE          */
-  long abort_on_invalid;   /* HAKMEM_ABORT_ON_INVALID */
-  long free_fill;          /* HAKMEM_FREE_FILL (secure build) */
-  long stats;              /* HAKMEM_STATS: 0 off, 1 text, 2 json */
-  long stats_interval_ms;  /* HAKMEM_STATS_INTERVAL   */
-  char stats_file[512];    /* HAKMEM_STATS_FILE       */
+  long profile;            /* HAKMEM_PROFILE (HK_PROFILE_*)        */
+  long purge_delay_ms;     /* HAKMEM_PURGE_DELAY_MS                */
+  long ss_cache;           /* HAKMEM_SS_CACHE                      */
+  long large_cache_mb;     /* HAKMEM_LARGE_CACHE_MB                */
+  long large_cache_count;  /* HAKMEM_LARGE_CACHE_COUNT             */
+  long carve_kb;           /* HAKMEM_CARVE_KB                      */
+  long heap_spare;         /* HAKMEM_HEAP_SPARE                    */
+  long verbose;            /* HAKMEM_VERBOSE                       */
+  long abort_on_invalid;   /* HAKMEM_ABORT_ON_INVALID              */
+  long free_fill;          /* HAKMEM_FREE_FILL (secure build)      */
+  long stats;              /* HAKMEM_STATS: 0 off, 1 text, 2 json  */
+  long stats_interval_ms;  /* HAKMEM_STATS_INTERVAL                */
+  char stats_file[512];    /* HAKMEM_STATS_FILE                    */
+  /* learner */
+  long learn;              /* HAKMEM_LEARN                         */
+  long learn_log;          /* HAKMEM_LEARN_LOG                     */
+  long learn_epoch;        /* HAKMEM_LEARN_EPOCH (slow-path calls) */
+  long target_hit_large;   /* HAKMEM_TARGET_HIT_LARGE (per mille)  */
+  long cap_step_large;     /* HAKMEM_CAP_STEP_LARGE (entries)      */
+  long cap_max_large;      /* HAKMEM_CAP_MAX_LARGE (entries)       */
+  long cap_max_large_mb;   /* HAKMEM_CAP_MAX_LARGE_MB              */
+  long target_hit_purge;   /* HAKMEM_TARGET_HIT_PURGE (per mille)  */
+  long cap_max_purge_ms;   /* HAKMEM_CAP_MAX_PURGE_MS              */
+  long cap_min_purge_ms;   /* HAKMEM_CAP_MIN_PURGE_MS              */
 } hk_knobs_t;
 
 extern hk_knobs_t hk_knobs;
 
 /* Reads the environment (no malloc). Called once by hk_init_global. */
 void hk_knobs_init(void);
+const char *hk_profile_name(void);
 
 #endif

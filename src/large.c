@@ -52,7 +52,6 @@ static void large_unmap(hk_large_t *e) {
 
 /* A cached mapping of at least `need` bytes and not much more. */
 static hk_large_t *cache_take(size_t need) {
-  if (!cache_head) return NULL;  /* racy peek */
   hk_lock(&cache_lock);
   hk_large_t *best = NULL;
   for (hk_large_t *e = cache_head; e; e = e->next) {
@@ -251,7 +250,6 @@ size_t hk_large_collect(bool force) {
   if (!force && now < atomic_load_explicit(&next_ms, memory_order_relaxed)) return 0;
   uint64_t delay = (uint64_t)hk_knobs.purge_delay_ms;
   atomic_store_explicit(&next_ms, now + delay / 2 + 1, memory_order_relaxed);
-  if (!cache_head) return 0;
   size_t bytes = 0;
   hk_large_t *victims = NULL;
   hk_lock(&cache_lock);

@@ -50,6 +50,10 @@ static void raw_unmap(void *p, size_t size) {
 static _Atomic uintptr_t hint_next;
 
 static void *map_at_hint(size_t size) {
+#if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
+  (void)size;
+  return NULL;  /* sanitizers own the address space layout */
+#endif
   uintptr_t h = atomic_load_explicit(&hint_next, memory_order_relaxed);
   if (h == 0) {
     uintptr_t seed = (uintptr_t)&h ^ (uintptr_t)hk_os_now_ms() * 0x9e3779b97f4a7c15ull;

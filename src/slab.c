@@ -1,5 +1,6 @@
 #include "slab.h"
 
+#include "knobs.h"
 #include "remote.h"
 #include "secure.h"
 #include "size_class.h"
@@ -21,7 +22,7 @@ static uint32_t inverse_u32(uint32_t d) {
 
 /* Fresh blocks are carved this many bytes at a time: touching a whole slab
  * up front would cost RSS the program may never use. */
-#define HK_CARVE_BYTES 16384u
+#define HK_CARVE_MAX_BYTES (64u * 1024u)   /* HAKMEM_CARVE_KB is at most 64 */
 
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner) {
   hk_slab_t *s = &ss->slabs[idx];
@@ -36,7 +37,7 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
   s->used = 0;
   s->free = s->local_free = NULL;
   s->next = s->prev = NULL;
-  s->owner = owner;
+  HK_STORE_RELAXED(s->owner, owner);
   atomic_store_explicit(&s->xfree, 0, memory_order_relaxed);
   hk_sec_slab_init(s);
 }
@@ -51,7 +52,7 @@ static unsigned shuffle_rand(unsigned bound) {
 }
 
 static void link_shuffled(hk_slab_t *s, uint8_t *first, unsigned n) {
-  uint16_t order[HK_CARVE_BYTES / 16];
+  uint16_t order[HK_CARVE_MAX_BYTES / 16];
   for (unsigned i = 0; i < n; i++) order[i] = (uint16_t)i;
   for (unsigned i = n - 1; i > 0; i--) {
     unsigned j = shuffle_rand(i + 1);
@@ -68,7 +69,7 @@ static void link_shuffled(hk_slab_t *s, uint8_t *first, unsigned n) {
 bool hk_slab_extend(hk_slab_t *s) {
   unsigned left = (unsigned)s->capacity - s->carved;
   if (left == 0) return false;
-  unsigned n = HK_CARVE_BYTES / s->block_size;
+  unsigned n = (unsigned)hk_knobs.carve_kb * 1024u / s->block_size;
   if (n == 0) n = 1;
   if (n > left) n = left;
   size_t bs = s->block_size;

@@ -50,9 +50,9 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
   for (unsigned i = 0; i < ss->nslabs; i++) {
     hk_slab_t *s = &ss->slabs[i];
     s->free = s->local_free = NULL;
-    s->owner = 0;
+    HK_STORE_RELAXED(s->owner, 0);
     s->used = s->capacity = s->carved = 0;
-    s->state = HK_SLAB_UNUSED;
+    HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
     s->index = (uint8_t)i;
     atomic_store_explicit(&s->xfree, 0, memory_order_relaxed);
   }
@@ -60,12 +60,10 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
 
 hk_superslab_t *hk_ss_acquire(unsigned kind) {
   hk_superslab_t *ss = NULL;
-  if (cache.head) {  /* racy peek; checked again under the lock */
-    hk_lock(&cache_lock);
-    ss = cache.head;
-    if (ss) hk_ss_list_remove(&cache, ss);
-    hk_unlock(&cache_lock);
-  }
+  hk_lock(&cache_lock);
+  ss = cache.head;
+  if (ss) hk_ss_list_remove(&cache, ss);
+  hk_unlock(&cache_lock);
   if (!ss) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!ss) return NULL;
@@ -101,7 +99,7 @@ static void ss_unmap(hk_superslab_t *ss) {
 void hk_ss_release(hk_superslab_t *ss) {
   HK_ASSERT(ss->nused == 0);
   atomic_store_explicit(&ss->heap, NULL, memory_order_relaxed);
-  for (unsigned i = 0; i < ss->nslabs; i++) ss->slabs[i].state = HK_SLAB_UNUSED;
+  for (unsigned i = 0; i < ss->nslabs; i++) HK_STORE_RELAXED(ss->slabs[i].state, HK_SLAB_UNUSED);
   ss->stamp_ms = hk_os_now_ms();
   ss->purged = false;
   hk_superslab_t *victim = NULL;
@@ -125,7 +123,6 @@ void hk_ss_abandon(hk_superslab_t *ss) {
 }
 
 hk_superslab_t *hk_ss_take_abandoned(unsigned kind) {
-  if (!abandoned[kind].head) return NULL;  /* racy peek */
   hk_lock(&abandoned_lock);
   hk_superslab_t *ss = abandoned[kind].head;
   if (ss) hk_ss_list_remove(&abandoned[kind], ss);
@@ -161,7 +158,6 @@ size_t hk_ss_collect(bool force) {
   uint64_t delay = (uint64_t)hk_knobs.purge_delay_ms;
   atomic_store_explicit(&next_collect_ms, now + (delay ? delay / 2 + 1 : 0), memory_order_relaxed);
   size_t bytes = 0;
-  if (!cache.head && !force) return 0;
   /* purged after the delay; unmapped after 8 delays (or at once on trim) */
   hk_superslab_t *victims = NULL;
   hk_lock(&cache_lock);
@@ -237,7 +233,7 @@ void hk_ss_orphan_foreign(struct hk_heap *self) {
      * nothing but the slabs' ownership; the adopter rebuilds the rest. */
     for (unsigned i = 0; i < ss->nslabs; i++) {
       hk_slab_t *s = &ss->slabs[i];
-      s->owner = 0;
+      HK_STORE_RELAXED(s->owner, 0);
       uintptr_t v = atomic_load_explicit(&s->xfree, memory_order_relaxed);
       atomic_store_explicit(&s->xfree, v & ~(uintptr_t)3, memory_order_relaxed);
     }
