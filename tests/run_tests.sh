@@ -112,6 +112,11 @@ if [ -f "$ROOT/bench/selftest.sh" ]; then
   run_test "bench/selftest" 600 bash -c 'cd "$1" && bash bench/selftest.sh' _ "$ROOT"
 fi
 
+if [ -f "$ROOT/tools/report_test.sh" ]; then
+  echo "== tools/report_test.sh"
+  run_test "tools/report" 600 bash -c 'cd "$1" && HAKMEM_LIB="$2/libhakmem.so" bash tools/report_test.sh' _ "$ROOT" "$(cd "$1" && pwd)"
+fi
+
 if [ "${HAKMEM_TEST_SANITIZE:-0}" = 1 ]; then
   echo "== sanitizers"
   run_test "sanitize/ubsan" 1500 bash "$HERE/sanitize.sh" ubsan
