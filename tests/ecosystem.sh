@@ -299,9 +299,15 @@ t_rust() {
     return 77
   fi
   export PKG_CONFIG_PATH=$L/pkgconfig
+  # a copy: cargo writes Cargo.lock beside Cargo.toml, in a format that
+  # depends on its version
+  mkdir -p "$WORK/rust-src"
+  cp -r "$ROOT/examples/rust/Cargo.toml" "$ROOT/examples/rust/build.rs" "$ROOT/examples/rust/src" \
+        "$WORK/rust-src/" || fail "cannot copy examples/rust"
+  cargo --version
   local kind
   for kind in static dylib; do
-    HAKMEM_LINK=$kind cargo build --offline --quiet --manifest-path "$ROOT/examples/rust/Cargo.toml" \
+    HAKMEM_LINK=$kind cargo build --offline --quiet --manifest-path "$WORK/rust-src/Cargo.toml" \
       --target-dir "$WORK/rust-$kind" || fail "cargo build --offline ($kind) failed" || return 1
     local exe=$WORK/rust-$kind/debug/hakmem-example
     expect_linked "$exe" "$([ $kind = static ] && echo static || echo shared)" || return 1
