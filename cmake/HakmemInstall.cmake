@@ -8,7 +8,7 @@
 #   lib/libhakmem.so.X.Y.Z.debug                                       its debug info
 #   lib/libhakmem.a                                                    static library
 #   lib/libhakmem-secure.so (+ .debug)                                 hardened build, if built
-#   include/hakmem.h
+#   include/hakmem.h (every include/*.h)
 #   lib/pkgconfig/hakmem.pc                                            pkg-config
 #   lib/cmake/hakmem/hakmem{Config,ConfigVersion,Targets*}.cmake       find_package(hakmem)
 #   bin/hakmem                                                         launcher (tools/hakmem)
@@ -94,8 +94,10 @@ install(TARGETS ${_hk_targets}
           NAMELINK_COMPONENT dev
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT dev
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT runtime)
-install(FILES ${PROJECT_SOURCE_DIR}/include/hakmem.h
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev)
+# every public header (include/ holds only those)
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/
+        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} COMPONENT dev
+        FILES_MATCHING PATTERN "*.h")
 
 # ---- the hardened build, when it was built (`make secure`) --------------------------
 # Not in the CMake package: it is a library to preload, not to link.
@@ -278,8 +280,7 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/tools/hakmem-report)
 endif()
 
 # ---- documentation -----------------------------------------------------------------
-foreach(_f README.md docs/ENV_VARS.md docs/RUST.md docs/ARCHITECTURE.md)
-  if(EXISTS ${PROJECT_SOURCE_DIR}/${_f})
-    install(FILES ${PROJECT_SOURCE_DIR}/${_f} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
-  endif()
-endforeach()
+file(GLOB _hk_docs ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/*.md)
+if(_hk_docs)
+  install(FILES ${_hk_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
+endif()
