@@ -191,8 +191,7 @@ Libs: -L${libdir} -lhakmem
 Libs.private: -lpthread
 Cflags: -I${includedir}
 ]=])
-string(CONFIGURE "${_hk_pc_template}" _hk_pc_template @ONLY)
-file(WRITE ${PROJECT_BINARY_DIR}/hakmem.pc.in "${_hk_pc_template}")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/hakmem.pc.in CONTENT "${_hk_pc_template}" @ONLY)
 install(CODE "
   set(HK_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
   set(HK_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
@@ -237,7 +236,7 @@ foreach(_hk_comp IN LISTS hakmem_FIND_COMPONENTS)
 endforeach()
 unset(_hk_comp)
 ]=])
-file(WRITE ${PROJECT_BINARY_DIR}/hakmemConfig.cmake "${_hk_config_template}")
+file(CONFIGURE OUTPUT ${PROJECT_BINARY_DIR}/hakmemConfig.cmake CONTENT "${_hk_config_template}" @ONLY)
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/hakmemConfigVersion.cmake
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(EXPORT hakmemTargets NAMESPACE hakmem::
