@@ -99,6 +99,7 @@ done
 #   EXPECT  abort: SIGABRT;  trap: SIGABRT, SIGILL or SIGTRAP;  segv: SIGSEGV
 #           (these need REGEX on stderr, prefixed by "hakmem: ");
 #           ok: exit 0 and no "hakmem:" line on stderr
+#           report: exit 0 and REGEX on stderr (HAKMEM_ABORT_ON_INVALID=0)
 #   ENV     VAR=VALUE[,VAR=VALUE] for the program, or -
 # Sets RESULT to a one-line description of what happened; returns 0 if it was
 # what EXPECT says.
@@ -132,6 +133,7 @@ check() {
       [ $rc -eq 0 ] && [ -z "$line" ] && return 0
       [ $rc -ne 0 ] && RESULT="$RESULT; $(grep -v '^hakmem: ' "$err" | head -n 3 | tr '\n' ' ')"
       return 1 ;;
+    report) [ $rc -eq 0 ] || return 1 ;;
     abort) [ "$sig" = ABRT ] || return 1 ;;
     trap)  [ "$sig" = ABRT ] || [ "$sig" = ILL ] || [ "$sig" = TRAP ] || return 1 ;;
     segv)  [ "$sig" = SEGV ] || return 1 ;;
@@ -163,6 +165,25 @@ t() {
   done
 }
 
+# x BUILDS NAME ...: a known allocator bug (docs/SECURITY.md, "Known gaps"):
+# runs like t but prints XFAIL (expected to fail) or XPASS (fixed: move it to
+# t) and is not counted.
+xfailed=0
+x() {
+  local builds_wanted=$1 name=$2
+  shift 2
+  local b
+  for b in "${builds[@]}"; do
+    [ "$builds_wanted" = both ] || [ "$builds_wanted" = "$b" ] || continue
+    if check "$b" "$name" "$@"; then
+      echo "XPASS $b/$name (a known bug no longer shows: make it a t line)"
+    else
+      echo "XFAIL $b/$name (known bug: $RESULT)"
+      xfailed=$((xfailed + 1))
+    fi
+  done
+}
+
 DF="invalid free\\($HEX\\): block already freed \\(double free\\)"
 FOREIGN="invalid free\\($HEX\\): not allocated by hakmem"
 INTERIOR="invalid free\\($HEX\\): not the start of a hakmem block"
@@ -183,6 +204,8 @@ t both free_large_interior     abort "$INTERIOR" - free_large_interior 4096
 t both free_large_interior16   abort "$INTERIOR" - free_large_interior 16
 t both free_metadata           abort "invalid free\\($HEX\\): (not the start of a hakmem block|not a live hakmem block)" - free_metadata
 t both realloc_invalid         abort "invalid realloc\\($HEX\\): not allocated by hakmem" - realloc_invalid
+t both realloc_after_free_grow  abort "$DF" - realloc_after_free 64 200
+t both realloc_after_free_large abort "invalid realloc\\($HEX\\): block already freed \\(double free\\)" - realloc_after_free 100000 100000
 t both free_list_forged_link   trap  "invalid malloc\\($HEX\\): free list corrupted" - link_corrupt
 t both null_returns            ok - - null_returns
 t both benign                  ok - - benign 4 20000
@@ -194,6 +217,7 @@ t secure double_free_interleaved abort "$DF" - double_free_interleaved
 for n in 24 20 200 1000 5000 32760; do
   t secure overflow_one_$n  abort "$OVERFLOW" - overflow_one $n
 done
+t secure overflow_one_aligned  abort "$OVERFLOW" - overflow_one 100 256
 for n in 32 100 3000; do
   t secure overflow_32_$n   abort "$OVERFLOW" - overflow_32 $n
 done
@@ -217,7 +241,13 @@ t secure free_sized_wrong_large  abort "$SIZED" - free_sized 100000
 t secure benign_fill1            ok - HAKMEM_FREE_FILL=1 benign 4 10000
 t secure benign_fill2            ok - HAKMEM_FREE_FILL=2 benign 4 10000
 
+# known bugs (see docs/SECURITY.md)
+x both   realloc_after_free     abort "invalid (free|realloc)\\($HEX\\): block already freed" - realloc_after_free 64 64
+x secure double_free_report_only report "$DF" HAKMEM_ABORT_ON_INVALID=0 double_free_report_only
+x secure forged_link_metadata   trap "invalid malloc\\($HEX\\): " - forged_link_metadata
+
 echo "security tests took $(($(date +%s) - start))s"
 [ $failed -ne 0 ] && echo "failed: ${failed_names[*]}"
+[ $xfailed -ne 0 ] && echo "$xfailed known bugs (XFAIL, not counted)"
 echo "$passed passed, $failed failed"
 [ $failed -eq 0 ]

@@ -1,12 +1,33 @@
 /* Overflows a large block (a whole number of pages, so its end is the end of
  * the mapping's usable part) by one byte. Caught: secure (guard page ->
- * SIGSEGV at the write). */
+ * SIGSEGV at the write). The page after the block must be a PROT_NONE page of
+ * the block's own mapping (/proc/self/maps), not merely unmapped address
+ * space, which would fault too but guards nothing once something is mapped
+ * there. */
 #include "common.h"
+
+/* permissions of the mapping that holds addr ("---p"), or "" if unmapped */
+static void perms_of(uintptr_t addr, char out[8]) {
+  out[0] = 0;
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return;
+  unsigned long lo, hi;
+  char perms[8];
+  while (fscanf(f, "%lx-%lx %7s%*[^\n]", &lo, &hi, perms) == 3)
+    if (addr >= lo && addr < hi) { strcpy(out, perms); break; }
+  fclose(f);
+}
 
 int main(void) {
   size_t n = launder_size(25 * 4096);
   char *p = malloc(n);
   memset(p, 'a', n);
+  char perms[8];
+  perms_of((uintptr_t)p + n, perms);
+  if (strcmp(perms, "---p") != 0) {
+    fprintf(stderr, "the page after the block is %s\n", perms[0] ? perms : "unmapped");
+    return not_caught("no guard page after the large block");
+  }
   ((volatile char *)p)[n] = 'X';  /* the overflow */
   free(p);
   return not_caught("overflow past a large block");

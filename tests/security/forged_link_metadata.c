@@ -1,0 +1,28 @@
+/* Use after free, read and write: the link of a freed block b whose
+ * successor a is known gives away its slab's key (link = a ^ key); the
+ * attacker then points b's link at the slab descriptor's own `key` field,
+ * whose content (the key) decodes to NULL, the end of a list. Expected: the
+ * forged link is refused ("free list corrupted").
+ * KNOWN BUG (secure build): both link checks pass (the target is in the
+ * superslab, its link decodes to NULL); hk_sec_on_alloc then clears a bit in
+ * the free bitmap at an index computed from the non-block pointer, out of
+ * bounds (SIGSEGV, or a silent bit flip in memory nearby). The default build
+ * refuses it (its key is not stored in the superslab).
+ * The descriptor layout is the secure build's (src/superslab.h): slabs[] at
+ * +128 of the 2 MiB superslab, 128 bytes each, key at +80; small slabs are
+ * 64 KiB. If it changes this test only tests a link to some metadata. */
+#include "common.h"
+
+int main(void) {
+  char *a = malloc(48), *b = malloc(48);
+  free(a);
+  free(b);  /* the owner's local free list: b -> a */
+  uintptr_t key = *(volatile uintptr_t *)launder(b) ^ (uintptr_t)a;
+  uintptr_t ss = (uintptr_t)b & ~(uintptr_t)((2u << 20) - 1);
+  unsigned slab = (unsigned)(((uintptr_t)b & ((2u << 20) - 1)) >> 16);
+  uintptr_t target = ss + 128 + slab * 128 + 80;
+  *(volatile uintptr_t *)launder(b) = target ^ key;  /* the forged link */
+  for (int i = 0; i < 100000; i++)
+    if ((uintptr_t)malloc(48) == target) return not_caught("malloc returned slab metadata");
+  return not_caught("forged link to slab metadata");
+}
