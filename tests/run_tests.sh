@@ -107,6 +107,8 @@ if [ -f "$HERE/ecosystem.sh" ]; then
   run_test "ecosystem" "$TIMEOUT" bash "$HERE/ecosystem.sh" "$1"
 fi
 
+[ -f "$HERE/security.sh" ] && echo "== tests/security.sh" && run_test "security" "$TIMEOUT" bash "$HERE/security.sh" "$1"
+
 if [ -f "$ROOT/bench/selftest.sh" ]; then
   echo "== bench/selftest.sh"
   run_test "bench/selftest" 600 bash -c 'cd "$1" && bash bench/selftest.sh' _ "$ROOT"
