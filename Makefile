@@ -3,7 +3,7 @@
 JOBS    ?= $(shell nproc)
 CMAKE   ?= cmake
 
-.PHONY: all release debug secure test test-release test-debug bench bench-full soak clean
+.PHONY: all release debug secure install test test-release test-debug bench bench-full soak clean
 
 all: release
 
@@ -19,6 +19,11 @@ debug:
 secure:
 	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@$(CMAKE) --build build -j $(JOBS) --target hakmem-secure
+
+# libraries (+ .debug), hakmem.h, hakmem.pc, CMake package, launcher under PREFIX
+PREFIX  ?= /usr/local
+install: release
+	@DESTDIR=$(DESTDIR) $(CMAKE) --install build --prefix $(PREFIX)
 
 # The whole suite, on the release build and again on the debug build.
 test: release debug

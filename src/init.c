@@ -14,6 +14,7 @@
 #include "heap.h"
 #include "knobs.h"
 #include "large.h"
+#include "learner.h"
 #include "os.h"
 #include "stats.h"
 #include "slab.h"
@@ -65,6 +66,7 @@ void hk_init_global(void) {
   if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
     atomic_store(&init_thread, hk_thread_id());
     hk_knobs_init();
+    hk_learner_init();
     hk_stats_init();
     hk_list_key_init();
     if (hk_knobs.verbose || hk_knobs.stats) {

@@ -6,6 +6,7 @@
 
 #include "chunk_map.h"
 #include "knobs.h"
+#include "learner.h"
 #include "lock.h"
 #include "os.h"
 #include "secure.h"
@@ -21,6 +22,7 @@ typedef struct hk_large {
   uint32_t state;
   uint32_t zeroed;        /* all past the header reads as zero       */
   uint32_t kind;          /* HK_KIND_* it was allocated as           */
+  uint32_t purged;        /* purged while cached (not yet reused)    */
   size_t requested;       /* bytes asked for                         */
   uint64_t stamp_ms;      /* when cached                             */
   struct hk_large *next, *prev;
@@ -31,6 +33,14 @@ static hk_large_t *cache_head, *cache_tail;   /* newest first */
 static size_t cache_count, cache_bytes;
 static atomic_size_t live_count, live_bytes;
 static atomic_size_t total_allocs, total_frees;
+
+/* Sizes of mappings recently evicted from the cache: a miss that one of
+ * them would have served is a "ghost hit" (the learner grows the cache). */
+#define GHOSTS 64
+static size_t ghost[GHOSTS];
+static unsigned ghost_pos;
+
+static bool fits(size_t have, size_t need) { return have >= need && have - need <= need / 4 + HK_PAGE; }
 
 static hk_large_t *header_of(const void *p, unsigned kind) {
   uintptr_t chunk = (uintptr_t)p & ~(uintptr_t)HK_SS_MASK;
@@ -55,13 +65,24 @@ static hk_large_t *cache_take(size_t need) {
   hk_lock(&cache_lock);
   hk_large_t *best = NULL;
   for (hk_large_t *e = cache_head; e; e = e->next) {
-    if (e->map_size >= need && e->map_size - need <= need / 4 + HK_PAGE) {
+    if (fits(e->map_size, need)) {
       if (!best || e->map_size < best->map_size) best = e;
       if (e->map_size == need) break;
     }
   }
   if (best) cache_unlink(best);
+  bool ghost_hit = false;
+  if (!best && hk_learn_on)
+    for (unsigned i = 0; i < GHOSTS; i++)
+      if (ghost[i] && fits(ghost[i], need)) { ghost_hit = true; ghost[i] = 0; break; }
   hk_unlock(&cache_lock);
+  HK_LEARN_NOTE(large_allocs, 1);
+  if (best) {
+    HK_LEARN_NOTE(large_hits, 1);
+    if (best->purged) { HK_LEARN_NOTE(refaults, 1); best->purged = 0; }
+  } else if (ghost_hit) {
+    HK_LEARN_NOTE(large_ghost_hits, 1);
+  }
   return best;
 }
 
@@ -73,6 +94,7 @@ static hk_large_t *cache_take(size_t need) {
 #endif
 
 void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
+  if (HK_UNLIKELY(hk_learn_on)) hk_learner_slow_tick((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
   if (size == 0) size = 1;
   if (align < HK_PAGE) align = HK_PAGE;
@@ -88,6 +110,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
       if (GUARD) hk_os_protect_none((uint8_t *)h + need - GUARD, GUARD);
       h->map_size = need;
       h->zeroed = 1;
+      h->purged = 0;
       h->magic = LARGE_MAGIC;
       h->next = h->prev = NULL;
       hk_chunk_set(h, HK_CHUNK_LARGE);
@@ -150,8 +173,8 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&live_bytes, h->map_size, memory_order_relaxed);
-  size_t cap_bytes = (size_t)hk_knobs.large_cache_mb << 20;
-  if (kind_of_chunk != HK_CHUNK_LARGE || h->map_size > cap_bytes / 2 || hk_knobs.large_cache_count == 0) {
+  size_t cap_bytes = (size_t)hk_caps.large_mb << 20;
+  if (kind_of_chunk != HK_CHUNK_LARGE || h->map_size > cap_bytes / 2 || hk_caps.large_count == 0) {
     h->state = 0;
     large_unmap(h);
     return;
@@ -166,8 +189,11 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   cache_head = h;
   cache_count++;
   cache_bytes += h->map_size;
-  while ((long)cache_count > hk_knobs.large_cache_count || cache_bytes > cap_bytes) {
+  while ((long)cache_count > hk_caps.large_count || cache_bytes > cap_bytes) {
     hk_large_t *v = cache_tail;
+    if ((long)cache_count > hk_caps.large_count) HK_LEARN_NOTE(large_evict_count, 1);
+    else HK_LEARN_NOTE(large_evict_bytes, 1);
+    ghost[ghost_pos++ % GHOSTS] = v->map_size;
     cache_unlink(v);
     v->next = victims;
     victims = v;
@@ -248,7 +274,7 @@ size_t hk_large_collect(bool force) {
   static _Atomic uint64_t next_ms;
   uint64_t now = hk_os_now_ms();
   if (!force && now < atomic_load_explicit(&next_ms, memory_order_relaxed)) return 0;
-  uint64_t delay = (uint64_t)hk_knobs.purge_delay_ms;
+  uint64_t delay = (uint64_t)hk_caps.purge_delay_ms;
   atomic_store_explicit(&next_ms, now + delay / 2 + 1, memory_order_relaxed);
   size_t bytes = 0;
   hk_large_t *victims = NULL;
@@ -260,9 +286,11 @@ size_t hk_large_collect(bool force) {
       e->next = victims;
       victims = e;
     } else if (!e->zeroed && now - e->stamp_ms >= delay) {
-      hk_os_purge((uint8_t *)e + HK_PAGE, e->map_size - HK_PAGE);
+      hk_os_purge((uint8_t *)e + HK_PAGE, e->map_size - HK_PAGE - GUARD);
       bytes += e->map_size - HK_PAGE;
       e->zeroed = 1;
+      e->purged = 1;
+      HK_LEARN_NOTE(purges, 1);
     }
   }
   hk_unlock(&cache_lock);

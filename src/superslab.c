@@ -4,6 +4,7 @@
 
 #include "chunk_map.h"
 #include "knobs.h"
+#include "learner.h"
 #include "lock.h"
 #include "os.h"
 
@@ -64,9 +65,11 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
   ss = cache.head;
   if (ss) hk_ss_list_remove(&cache, ss);
   hk_unlock(&cache_lock);
+  if (ss) HK_LEARN_NOTE(ss_cache_hits, 1);
   if (!ss) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!ss) return NULL;
+    HK_LEARN_NOTE(ss_os_maps, 1);
 #ifdef HK_SECURE
     hk_os_protect_none((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_HDR_SIZE - HK_SS_META_SIZE);
 #endif
@@ -79,8 +82,12 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     hk_unlock(&all_lock);
     hk_chunk_set(ss, HK_CHUNK_SUPERSLAB);
   }
+  if (ss->purged) HK_LEARN_NOTE(refaults, 1);
   ss->purged = false;
+  uint32_t was_dirty = ss->dirty_new | ss->dirty_old;
+  if (was_dirty) HK_LEARN_NOTE(dirty_bytes, -(unsigned long)((size_t)__builtin_popcount(was_dirty) << ss->slab_shift));
   ss->dirty_new = ss->dirty_old = 0;
+  ss->purged_mask = 0;
   ss_init(ss, kind);
   return ss;
 }
@@ -143,9 +150,12 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
     uint8_t *from = hk_ss_slab_area(ss, i);
     uint8_t *to = (uint8_t *)ss + ((size_t)(j + 1) << ss->slab_shift);
     hk_os_purge(from, (size_t)(to - from));
+    HK_LEARN_NOTE(dirty_bytes, -(unsigned long)((size_t)(j - i + 1) << ss->slab_shift));
     bytes += (size_t)(to - from);
+    HK_LEARN_NOTE(purges, 1);
     uint32_t run = (j - i + 1 == 32) ? 0xffffffffu : (((1u << (j - i + 1)) - 1) << i);
     due &= ~run;
+    ss->purged_mask |= run;
   }
   ss->dirty_old = force ? 0 : (ss->dirty_new & ss->free_mask);
   ss->dirty_new = 0;
@@ -155,7 +165,7 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
 size_t hk_ss_collect(bool force) {
   uint64_t now = hk_os_now_ms();
   if (!force && now < atomic_load_explicit(&next_collect_ms, memory_order_relaxed)) return 0;
-  uint64_t delay = (uint64_t)hk_knobs.purge_delay_ms;
+  uint64_t delay = (uint64_t)hk_caps.purge_delay_ms;
   atomic_store_explicit(&next_collect_ms, now + (delay ? delay / 2 + 1 : 0), memory_order_relaxed);
   size_t bytes = 0;
   /* purged after the delay; unmapped after 8 delays (or at once on trim) */
@@ -171,6 +181,7 @@ size_t hk_ss_collect(bool force) {
       hk_os_purge((uint8_t *)ss + HK_PAGE, HK_SS_SIZE - HK_PAGE);
       bytes += HK_SS_SIZE - HK_PAGE;
       ss->purged = true;
+      HK_LEARN_NOTE(purges, 1);
     }
   }
   hk_unlock(&cache_lock);
@@ -206,6 +217,15 @@ void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]) {
     }
   }
   hk_unlock(&all_lock);
+}
+
+size_t hk_ss_cached_unpurged_bytes(void) {
+  size_t bytes = 0;
+  hk_lock(&cache_lock);
+  for (hk_superslab_t *ss = cache.head; ss; ss = ss->next)
+    if (!ss->purged) bytes += HK_SS_SIZE;
+  hk_unlock(&cache_lock);
+  return bytes;
 }
 
 size_t hk_ss_count_mapped(void) { return atomic_load_explicit(&mapped_count, memory_order_relaxed); }

@@ -65,6 +65,7 @@ typedef struct hk_superslab {
   uint8_t kind, slab_shift, nslabs, list;  /* list: which list it is on   */
   uint32_t free_mask;       /* bit i: slab i unused                        */
   uint32_t dirty_new, dirty_old;  /* unused slabs not yet purged (2 epochs) */
+  uint32_t purged_mask;     /* unused slabs purged since (refault count)   */
   uint32_t nused;           /* slabs in use                                */
   bool purged;              /* whole superslab purged while cached         */
   _Atomic(struct hk_heap *) heap;  /* owner; NULL when abandoned/cached    */
@@ -129,6 +130,7 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
 void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]);
 
 size_t hk_ss_count_mapped(void);
+size_t hk_ss_cached_unpurged_bytes(void);
 size_t hk_ss_count_cached(void);
 size_t hk_ss_count_abandoned(void);
 

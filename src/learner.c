@@ -1,0 +1,223 @@
+#include "learner.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "knobs.h"
+#include "large.h"
+#include "lock.h"
+#include "superslab.h"
+
+hk_caps_t hk_caps;
+hk_learn_counters_t hk_learn_ctr;
+bool hk_learn_on;
+atomic_ulong hk_purge_generation;
+
+#define LARGE_WINDOW 128  /* large allocations per judgement */
+
+void hk_learn_init(hk_learner_t *L, const hk_caps_t *start) {
+  memset(L, 0, sizeof *L);
+  L->caps = *start;
+}
+
+static long clampl(long v, long lo, long hi) { return v < lo ? lo : v > hi ? hi : v; }
+
+static void set_cap(long *cap, long v, const char *name, const char *why, hk_learn_log_fn log) {
+  if (v == *cap) return;
+  if (log) log(name, *cap, v, why);
+  *cap = v;
+}
+
+void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_bounds_t *b,
+                   hk_learn_log_fn log) {
+  char why[160];
+  L->epochs++;
+  L->purge_large_now = false;
+  L->purge_ss_now = false;
+  L->purge_small_now = false;
+
+  /* -- small side idle while large blocks are mapped fresh: the slab memory
+   *    freed before is dead weight for this phase; give it back now ------- */
+  uint64_t large_misses = o->large_allocs - (o->large_hits < o->large_allocs ? o->large_hits : o->large_allocs);
+  if (L->small_cooldown > 0) L->small_cooldown--;
+  if (large_misses >= 4 && o->ss_cache_hits + o->ss_os_maps == 0 && L->small_cooldown == 0 &&
+      o->idle_slab_bytes >= ((uint64_t)4 << 20)) {
+    L->purge_small_now = true;
+    L->purge_ss_now = true;
+    L->small_cooldown = 4;
+    if (log) {
+      snprintf(why, sizeof why, "%llu large blocks mapped fresh while slab memory sits unused",
+               (unsigned long long)large_misses);
+      log("slab_purge", 0, 1, why);
+    }
+  }
+
+  /* -- empty-superslab cache: drop it when nobody has taken from it ------- */
+  if (o->ss_cache_hits == 0) {
+    if (++L->ss_idle_epochs == 2 && o->ss_cached_bytes > 0) {
+      L->purge_ss_now = true;
+      if (log) {
+        snprintf(why, sizeof why, "superslab cache unused for 2 epochs, %llu bytes unpurged",
+                 (unsigned long long)o->ss_cached_bytes);
+        log("ss_cache_purge", 0, 1, why);
+      }
+    }
+  } else {
+    L->ss_idle_epochs = 0;
+  }
+
+  /* -- large cache --------------------------------------------------------- */
+  if (o->large_allocs == 0) {
+    L->idle_epochs++;
+    L->pending = 0;
+    if (L->idle_epochs == 2 && o->large_cached_bytes > 0) {
+      L->purge_large_now = true;  /* large traffic stopped: give its memory back */
+      if (log) {
+        snprintf(why, sizeof why, "no large allocations for 2 epochs, %llu bytes cached",
+                 (unsigned long long)o->large_cached_bytes);
+        log("large_cache_purge", 0, 1, why);
+      }
+    }
+  } else {
+    L->idle_epochs = 0;
+    L->w_allocs += o->large_allocs;
+    L->w_hits += o->large_hits;
+    L->w_ghosts += o->large_ghost_hits;
+    L->w_evict_count += o->large_evict_count;
+    L->w_evict_bytes += o->large_evict_bytes;
+  }
+  if (L->w_allocs >= LARGE_WINDOW) {
+    const hk_learn_obs_t *epoch = o;
+    hk_learn_obs_t w = *o;
+    w.large_allocs = L->w_allocs;
+    w.large_hits = L->w_hits;
+    w.large_ghost_hits = L->w_ghosts;
+    w.large_evict_count = L->w_evict_count;
+    w.large_evict_bytes = L->w_evict_bytes;
+    L->w_allocs = L->w_hits = L->w_ghosts = L->w_evict_count = L->w_evict_bytes = 0;
+    o = &w;
+    double hit = (double)o->large_hits / (double)o->large_allocs;
+    if (L->pending) {
+      /* judge the last growth: keep it only if the hit rate went up */
+      L->pending = 0;
+      if (hit <= L->hit_before + 0.01) {
+        snprintf(why, sizeof why, "hit rate %.3f did not improve on %.3f: back off", hit,
+                 L->hit_before);
+        set_cap(&L->caps.large_count, L->count_before, "large_cache_count", why, log);
+        set_cap(&L->caps.large_mb, L->mb_before, "large_cache_mb", why, log);
+        L->cooldown = 8;
+      }
+    } else if (L->cooldown > 0) {
+      L->cooldown--;
+    } else if (hit < 0.1 && o->large_ghost_hits == 0 &&
+               (L->caps.large_count > b->min_large || L->caps.large_mb > b->min_large_mb)) {
+      /* the cache serves nothing and a bigger one would not either: it only
+       * holds memory. Shrink it and give its contents back. */
+      snprintf(why, sizeof why, "hit rate %.3f and no ghost hits: the cache only holds memory", hit);
+      set_cap(&L->caps.large_count, clampl(L->caps.large_count / 2, b->min_large, b->max_large),
+              "large_cache_count", why, log);
+      set_cap(&L->caps.large_mb, clampl(L->caps.large_mb / 2, b->min_large_mb, b->max_large_mb),
+              "large_cache_mb", why, log);
+      L->purge_large_now = true;
+    } else if (hit < b->target_hit_large && o->large_ghost_hits > 0) {
+      long count = L->caps.large_count, mb = L->caps.large_mb;
+      long ncount = count, nmb = mb;
+      /* grow both caps: raising one alone just makes the other bind */
+      long step = b->step_large > count / 4 ? b->step_large : count / 4;
+      ncount = clampl(count + step, b->min_large, b->max_large);
+      nmb = clampl(mb + mb / 4 + 1, b->min_large_mb, b->max_large_mb);
+      if (ncount != count || nmb != mb) {
+        snprintf(why, sizeof why, "hit rate %.3f < target %.3f, %llu ghost hits", hit,
+                 b->target_hit_large, (unsigned long long)o->large_ghost_hits);
+        L->pending = 1;
+        L->hit_before = hit;
+        L->count_before = count;
+        L->mb_before = mb;
+        set_cap(&L->caps.large_count, ncount, "large_cache_count", why, log);
+        set_cap(&L->caps.large_mb, nmb, "large_cache_mb", why, log);
+      }
+    }
+    o = epoch;
+  }
+
+  /* -- purge delay --------------------------------------------------------- */
+  if (o->purges > 0) {
+    double kept = 1.0 - (double)o->refaults / (double)o->purges;
+    if (o->refaults > 0 && kept < b->target_hit_purge) {
+      L->quiet_epochs = 0;
+      long d = clampl(L->caps.purge_delay_ms * 2 + 1, b->min_purge_ms, b->max_purge_ms);
+      snprintf(why, sizeof why, "%llu of %llu purges were reused soon after",
+               (unsigned long long)o->refaults, (unsigned long long)o->purges);
+      set_cap(&L->caps.purge_delay_ms, d, "purge_delay_ms", why, log);
+    } else if (o->refaults == 0 && ++L->quiet_epochs >= 4) {
+      L->quiet_epochs = 0;
+      long d = clampl(L->caps.purge_delay_ms / 2, b->min_purge_ms, b->max_purge_ms);
+      set_cap(&L->caps.purge_delay_ms, d, "purge_delay_ms", "purged memory stayed unused for 4 epochs",
+              log);
+    }
+  }
+  /* keep every cap inside its bounds whatever happened */
+  L->caps.large_count = clampl(L->caps.large_count, b->min_large, b->max_large);
+  L->caps.large_mb = clampl(L->caps.large_mb, b->min_large_mb, b->max_large_mb);
+  L->caps.purge_delay_ms = clampl(L->caps.purge_delay_ms, b->min_purge_ms, b->max_purge_ms);
+}
+
+/* ---- glue ----------------------------------------------------------------------- */
+
+static hk_learner_t learner;
+static hk_learn_bounds_t bounds;
+static hk_lock_t learn_lock = HK_LOCK_INIT;
+static atomic_ulong slow_units;
+
+static void log_stderr(const char *cap, long from, long to, const char *why) {
+  hk_message("hakmem-learn: %s %ld -> %ld (%s)\n", cap, from, to, why);
+}
+
+void hk_learner_init(void) {
+  hk_caps.large_count = hk_knobs.large_cache_count;
+  hk_caps.large_mb = hk_knobs.large_cache_mb;
+  hk_caps.purge_delay_ms = hk_knobs.purge_delay_ms;
+  hk_learn_on = hk_knobs.learn != 0;
+  if (!hk_learn_on) return;
+  bounds.target_hit_large = (double)hk_knobs.target_hit_large / 1000.0;
+  bounds.step_large = hk_knobs.cap_step_large;
+  bounds.min_large = 2;
+  bounds.max_large = hk_knobs.cap_max_large;
+  bounds.min_large_mb = 4;
+  bounds.max_large_mb = hk_knobs.cap_max_large_mb;
+  bounds.target_hit_purge = (double)hk_knobs.target_hit_purge / 1000.0;
+  bounds.min_purge_ms = hk_knobs.cap_min_purge_ms;
+  bounds.max_purge_ms = hk_knobs.cap_max_purge_ms;
+  if (bounds.max_purge_ms < bounds.min_purge_ms) bounds.max_purge_ms = bounds.min_purge_ms;
+  hk_learn_init(&learner, &hk_caps);
+}
+
+static uint64_t take(atomic_ulong *c) { return atomic_exchange_explicit(c, 0, memory_order_relaxed); }
+
+void hk_learner_slow_tick(unsigned weight) {
+  unsigned long e = (unsigned long)hk_knobs.learn_epoch;
+  unsigned long n = atomic_fetch_add_explicit(&slow_units, weight, memory_order_relaxed);
+  if ((n + weight) / e == n / e) return;  /* no epoch boundary crossed */
+  if (!hk_trylock(&learn_lock)) return;
+  hk_learn_obs_t o;
+  o.large_allocs = take(&hk_learn_ctr.large_allocs);
+  o.large_hits = take(&hk_learn_ctr.large_hits);
+  o.large_ghost_hits = take(&hk_learn_ctr.large_ghost_hits);
+  o.large_evict_count = take(&hk_learn_ctr.large_evict_count);
+  o.large_evict_bytes = take(&hk_learn_ctr.large_evict_bytes);
+  o.large_cached_bytes = hk_large_bytes_cached();
+  o.purges = take(&hk_learn_ctr.purges);
+  o.refaults = take(&hk_learn_ctr.refaults);
+  o.ss_cache_hits = take(&hk_learn_ctr.ss_cache_hits);
+  o.ss_cached_bytes = hk_ss_cached_unpurged_bytes();
+  o.ss_os_maps = take(&hk_learn_ctr.ss_os_maps);
+  o.idle_slab_bytes = o.ss_cached_bytes +
+                      (uint64_t)(long)atomic_load_explicit(&hk_learn_ctr.dirty_bytes, memory_order_relaxed);
+  hk_learn_step(&learner, &o, &bounds, hk_knobs.learn_log ? log_stderr : NULL);
+  hk_caps = learner.caps;
+  bool purge = learner.purge_large_now, purge_ss = learner.purge_ss_now;
+  if (learner.purge_small_now) atomic_fetch_add(&hk_purge_generation, 1);
+  hk_unlock(&learn_lock);
+  if (purge) hk_large_collect(true);
+  if (purge_ss) hk_ss_collect(true);
+}

@@ -1,0 +1,93 @@
+/* Learner (HAKMEM_LEARN=1): once per epoch (HAKMEM_LEARN_EPOCH slow-path
+ * calls, counted only in slow paths) it looks at what the caches did and
+ * moves three caps within their bounds:
+ *
+ *   large cache entries / MiB   grow while misses are "ghost hits" (sizes
+ *                               evicted recently); back off when growing
+ *                               did not raise the hit rate; purge the cache
+ *                               at once when large traffic stops
+ *   purge delay                 longer while purged memory is soon reused
+ *                               (refaults), shorter while it is not
+ *
+ * hk_learn_step is a pure function of its inputs so tests can drive it with
+ * synthetic counters. Nothing here runs on the malloc/free fast path. */
+#ifndef HK_LEARNER_H
+#define HK_LEARNER_H
+
+#include <stdatomic.h>
+#include "config.h"
+
+/* The caps the rest of hakmem reads (initialised from the knobs). */
+typedef struct hk_caps {
+  long large_count;       /* large cache entries           */
+  long large_mb;          /* large cache MiB               */
+  long purge_delay_ms;    /* unused memory kept this long  */
+} hk_caps_t;
+extern hk_caps_t hk_caps;
+
+/* One epoch of observations. */
+typedef struct hk_learn_obs {
+  uint64_t large_allocs, large_hits, large_ghost_hits;
+  uint64_t large_evict_count, large_evict_bytes;  /* evictions by either cap */
+  uint64_t large_cached_bytes;                     /* at the end of the epoch */
+  uint64_t purges, refaults;                       /* purge events; reuse of purged memory soon after */
+  uint64_t ss_cache_hits;                          /* superslabs taken from the cache */
+  uint64_t ss_os_maps;                             /* superslabs mapped fresh         */
+  uint64_t idle_slab_bytes;                        /* unused slab memory not purged   */
+  uint64_t ss_cached_bytes;                        /* unpurged bytes in that cache    */
+} hk_learn_obs_t;
+
+typedef struct hk_learn_bounds {
+  double target_hit_large;   /* 0..1 */
+  long step_large, min_large, max_large, min_large_mb, max_large_mb;
+  double target_hit_purge;   /* share of purges that must not refault */
+  long min_purge_ms, max_purge_ms;
+} hk_learn_bounds_t;
+
+typedef struct hk_learner {
+  hk_caps_t caps;
+  /* back-off bookkeeping for the large cache */
+  int pending;              /* 1: last epoch grew the cache, judge it now */
+  double hit_before;
+  long count_before, mb_before;
+  int cooldown;             /* epochs before trying to grow again */
+  int idle_epochs;          /* epochs without large allocations */
+  int ss_idle_epochs;       /* epochs without superslab cache hits */
+  bool purge_ss_now;        /* output: drop the empty-superslab cache */
+  bool purge_small_now;     /* output: heaps purge their unused slabs now */
+  int small_cooldown;
+  /* large-cache observations accumulate until a window is big enough */
+  uint64_t w_allocs, w_hits, w_ghosts, w_evict_count, w_evict_bytes;
+  int quiet_epochs;         /* epochs with purges and no refaults */
+  bool purge_large_now;     /* output: drop the large cache */
+  uint64_t epochs;
+} hk_learner_t;
+
+typedef void (*hk_learn_log_fn)(const char *cap, long from, long to, const char *why);
+
+void hk_learn_init(hk_learner_t *L, const hk_caps_t *start);
+/* Decide the caps for the next epoch. Calls log (if any) per change. */
+void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_bounds_t *b,
+                   hk_learn_log_fn log);
+
+/* ---- glue: counters fed by the slow paths, and the epoch driver ---------- */
+
+typedef struct hk_learn_counters {
+  atomic_ulong large_allocs, large_hits, large_ghost_hits, large_evict_count, large_evict_bytes;
+  atomic_ulong purges, refaults, ss_cache_hits, ss_os_maps;
+  atomic_ulong dirty_bytes;   /* unused, unpurged slab bytes in heaps (a gauge) */
+} hk_learn_counters_t;
+extern hk_learn_counters_t hk_learn_ctr;
+extern bool hk_learn_on;
+/* Bumped when the learner wants every heap to purge its unused slabs. */
+extern atomic_ulong hk_purge_generation;
+
+void hk_learner_init(void);          /* from the knobs */
+/* Every slow-path call when on; weight: units of work (a small refill is 1,
+ * a large block 1 per 64 KiB), so epochs follow allocation volume. */
+void hk_learner_slow_tick(unsigned weight);
+
+#define HK_LEARN_NOTE(field, n) \
+  do { if (HK_UNLIKELY(hk_learn_on)) atomic_fetch_add_explicit(&hk_learn_ctr.field, (n), memory_order_relaxed); } while (0)
+
+#endif
