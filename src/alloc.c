@@ -105,7 +105,19 @@ void *hk_realloc(void *p, size_t n) {
     errno = EINVAL;
     return NULL;
   }
-  if (kind == HK_CHUNK_SUPERSLAB && n <= have && n >= have / 2 && (!HK_PAD || n == have)) return p;
+  if (kind == HK_CHUNK_SUPERSLAB) {
+    /* a realloc of a freed block: the same checks free() makes */
+    hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
+    uintptr_t xhead = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
+    bool mine = HK_LOAD_RELAXED(s->owner) == hk_thread_id();
+    if (HK_UNLIKELY((mine && (p == (void *)s->local_free || p == (void *)s->free)) ||
+                    xhead == (uintptr_t)p || hk_sec_is_free(s, p))) {
+      hk_report_invalid("realloc", p, "block already freed (double free)");
+      errno = EINVAL;
+      return NULL;
+    }
+    if (n <= have && n >= have / 2 && (!HK_PAD || n == have)) return p;
+  }
   void *q = hk_malloc_inline(n);
   if (HK_UNLIKELY(q == NULL)) return NULL;
   memcpy(q, p, n < have ? n : have);

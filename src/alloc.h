@@ -42,7 +42,7 @@ HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
     return b;
   }
   hk_block_t *nx = hk_block_next(s, b);
-  if (HK_UNLIKELY(!hk_link_ok(b, nx))) hk_report_list_corrupt(b);
+  if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
   s->free = nx;
   s->used++;
   hk_hook_alloc(b, cls);
@@ -72,13 +72,13 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
   hk_block_t *b = (hk_block_t *)p;
   if (HK_LIKELY(HK_LOAD_RELAXED(s->owner) == hk_thread_id())) {
     if (HK_UNLIKELY(b == s->local_free)) { hk_free_invalid(p, s); return; }
-    hk_sec_on_free(s, p, idx, kind, size);
+    if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size))) return;
     hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
     if (HK_UNLIKELY(--s->used == 0 || s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
     return;
   }
-  hk_sec_on_free(s, p, idx, kind, size);
+  if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size))) return;
   hk_free_remote_checked(s, p);
 }
 HK_INLINE void hk_free_inline(void *p) { hk_free_checked(p, HK_KIND_ANY, 0); }

@@ -310,7 +310,7 @@ HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
   if (HK_UNLIKELY(hk_stats_on)) stats_batch(h, s);
   hk_block_t *b = s->free;
   hk_block_t *nx = hk_block_next(s, b);
-  if (HK_UNLIKELY(!hk_link_ok(b, nx))) hk_report_list_corrupt(b);
+  if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
   s->free = nx;
   s->used++;
   return b;

@@ -64,7 +64,7 @@ size_t hk_slab_collect_remote(hk_slab_t *s) {
   size_t n = 1;
   hk_block_t *tail = list;
   for (hk_block_t *nx; (nx = hk_block_next(s, tail)) != NULL; tail = nx) {
-    if (HK_UNLIKELY(!hk_link_ok(tail, nx))) hk_report_list_corrupt(tail);
+    if (HK_UNLIKELY(!hk_link_ok(s, tail, nx))) hk_report_list_corrupt(tail);
     n++;
   }
   hk_block_set_next(s, tail, s->local_free);

@@ -86,13 +86,19 @@ size_t hk_sec_requested(const hk_slab_t *s, const void *p) {
   return delta <= avail ? avail - delta : 0;
 }
 
-void hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size) {
+bool hk_sec_is_free(hk_slab_t *s, const void *p) {
+  uint64_t bit;
+  _Atomic uint64_t *w = bit_word(s, hk_slab_block_index(s, p), &bit);
+  return (atomic_load_explicit(w, memory_order_relaxed) & bit) != 0;
+}
+
+bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size) {
   uint8_t *b = p;
   uint64_t bit;
   _Atomic uint64_t *w = bit_word(s, idx, &bit);
   if (atomic_fetch_or_explicit(w, bit, memory_order_relaxed) & bit) {
     hk_report_invalid("free", p, "block already freed (double free)");
-    return;
+    return false;
   }
   size_t avail = s->block_size - HK_PAD;
   uint32_t c, info;
@@ -122,5 +128,6 @@ void hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t s
   uint8_t fb = fill_byte();
   size_t end = hk_knobs.free_fill == 0 ? fill_end(s) : avail;
   if (end > 8) memset(b + 8, fb, end - 8);
+  return true;
 }
 #endif

@@ -34,10 +34,6 @@ HK_INLINE hk_block_t *hk_gblock_next(const hk_block_t *b) {
 HK_INLINE void hk_gblock_set_next(hk_block_t *b, const hk_block_t *next) {
   b->enc = (uintptr_t)next ^ hk_list_key;
 }
-/* A link read from b must stay in b's superslab (or end the list). */
-HK_INLINE bool hk_link_ok(const hk_block_t *b, const hk_block_t *next) {
-  return (((uintptr_t)next ^ (uintptr_t)b) >> HK_SS_SHIFT) == 0 || next == NULL;
-}
 void hk_report_list_corrupt(const void *block) __attribute__((cold, noinline, noreturn));
 
 /* Is p the start of a block of s? Exact division by multiplication:
@@ -51,6 +47,20 @@ HK_INLINE uint32_t hk_slab_block_index(const hk_slab_t *s, const void *p) {
 }
 HK_INLINE bool hk_slab_is_block(const hk_slab_t *s, const void *p) {
   return hk_slab_block_index(s, p) < s->capacity;
+}
+
+/* A link read from block b of slab s must stay in b's superslab (default
+ * build: one xor and shift), or be a block of s itself (secure build: an
+ * attacker who learnt a key still cannot point a list at metadata), or end
+ * the list. */
+HK_INLINE bool hk_link_ok(const hk_slab_t *s, const hk_block_t *b, const hk_block_t *next) {
+#ifdef HK_SECURE
+  (void)b;
+  return next == NULL || hk_slab_is_block(s, next);
+#else
+  (void)s;
+  return (((uintptr_t)next ^ (uintptr_t)b) >> HK_SS_SHIFT) == 0 || next == NULL;
+#endif
 }
 
 /* Make slab idx of ss a slab of class cls owned by thread `owner`. */
