@@ -97,6 +97,8 @@ for arg in "$@"; do
   run_test "$n/lifecycle"      "$TIMEOUT" run_prog "$T/test_lifecycle"
   run_test "$n/cxx"            "$TIMEOUT" run_prog "$T/test_cxx"
   run_test "$n/purge"          "$TIMEOUT" env HAKMEM_PURGE_DELAY_MS=0 bash -c 'run_prog "$@"' _ "$T/test_purge"
+  run_test "$n/learner"        "$TIMEOUT" run_prog "$T/test_learner"
+  run_test "$n/budget"         "$TIMEOUT" bash "$HERE/budget.sh" "$B"
   run_test "$n/exit_race"      "$TIMEOUT" env HAKMEM_VERBOSE=1 bash -c 'run_prog "$@"' _ "$T/test_exit_race"
   for c in python3 cc sort git cxx_map test_cxx test_stress; do
     run_test "$n/preload/$c" "$TIMEOUT" bash "$HERE/preload_programs.sh" "$B" "$c"
