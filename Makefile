@@ -3,7 +3,7 @@
 JOBS    ?= $(shell nproc)
 CMAKE   ?= cmake
 
-.PHONY: all release debug secure install test test-release test-debug bench bench-full soak clean
+.PHONY: all release debug secure valgrind install test test-release test-debug bench bench-full soak clean
 
 all: release
 
@@ -19,6 +19,11 @@ debug:
 secure:
 	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@$(CMAKE) --build build -j $(JOBS) --target hakmem-secure
+
+# build/libhakmem-valgrind.so: blocks announced to memcheck (docs/VALGRIND.md)
+valgrind:
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(CMAKE) --build build -j $(JOBS) --target hakmem-valgrind
 
 # libraries (+ .debug), hakmem.h, hakmem.pc, CMake package, launcher under PREFIX
 PREFIX  ?= /usr/local

@@ -38,6 +38,7 @@ HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
   hk_block_t *b = s->free;
   if (HK_UNLIKELY(b == NULL)) {
     b = hk_heap_alloc_slow(h, cls);
+    if (b) hk_track_alloc(b, hk_class_bytes(cls) - HK_PAD, 0);
     if (HK_PAD && b) hk_sec_on_alloc(hk_slab_of(hk_ss_of(b), b), b, n, kind);
     return b;
   }
@@ -46,6 +47,7 @@ HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
   s->free = nx;
   s->used++;
   hk_hook_alloc(b, cls);
+  hk_track_alloc(b, hk_class_bytes(cls) - HK_PAD, 0);
   hk_sec_on_alloc(s, b, n, kind);
   return b;
 }
@@ -70,6 +72,7 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
   uint32_t idx = hk_slab_block_index(s, p);
   if (HK_UNLIKELY(idx >= s->capacity)) { hk_free_invalid(p, s); return; }
   hk_block_t *b = (hk_block_t *)p;
+  hk_track_free(p);
   if (HK_LIKELY(HK_LOAD_RELAXED(s->owner) == hk_thread_id())) {
     if (HK_UNLIKELY(b == s->local_free)) { hk_free_invalid(p, s); return; }
     if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size))) return;

@@ -10,6 +10,7 @@
 #include "lock.h"
 #include "os.h"
 #include "secure.h"
+#include "track.h"
 
 #define LARGE_MAGIC 0x68616b6d656d4c47ull  /* "hakmemLG" */
 enum { LARGE_LIVE = 1, LARGE_CACHED = 2 };
@@ -56,7 +57,7 @@ static void cache_unlink(hk_large_t *e) {
 }
 
 static void large_unmap(hk_large_t *e) {
-  hk_chunk_set(e->user, HK_CHUNK_NONE);
+  hk_chunk_set(HK_UNHIDE(e->user), HK_CHUNK_NONE);
   hk_os_unmap(e, e->map_size);
 }
 
@@ -131,7 +132,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
     unsigned back = (unsigned)(((uintptr_t)user - (uintptr_t)h) >> HK_SS_SHIFT);
     hk_chunk_set(user, HK_CHUNK_LARGE + back);
   }
-  h->user = user;
+  h->user = HK_HIDE(user);
   h->usable = (size_t)((uint8_t *)h + h->map_size - GUARD - user);
   h->state = LARGE_LIVE;
   h->kind = kind;
@@ -139,14 +140,16 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&total_allocs, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&live_bytes, h->map_size, memory_order_relaxed);
-  if (zero && !h->zeroed) memset(user, 0, size);
+  bool was_zero = h->zeroed;
+  hk_track_alloc(user, h->usable, was_zero);
+  if (zero && !was_zero) memset(user, 0, size);
   h->zeroed = 0;
   return user;
 }
 
 static hk_large_t *checked_header(const char *what, const void *p, unsigned kind) {
   hk_large_t *h = header_of(p, kind);
-  if (h->magic != LARGE_MAGIC || h->user != p) {
+  if (h->magic != LARGE_MAGIC || HK_UNHIDE(h->user) != p) {
     hk_report_invalid(what, p, "not the start of a hakmem block");
     return NULL;
   }
@@ -160,6 +163,7 @@ static hk_large_t *checked_header(const char *what, const void *p, unsigned kind
 void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   hk_large_t *h = checked_header("free", p, ck);
   if (!h) return;
+  hk_track_free(p);
 #ifdef HK_SECURE
   if (kind != HK_KIND_ANY && kind != h->kind)
     hk_report_invalid("free", p, kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
@@ -210,7 +214,7 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
 
 size_t hk_large_usable(const void *p, unsigned kind) {
   hk_large_t *h = header_of(p, kind);
-  if (h->magic != LARGE_MAGIC || h->user != p || h->state != LARGE_LIVE) return 0;
+  if (h->magic != LARGE_MAGIC || HK_UNHIDE(h->user) != p || h->state != LARGE_LIVE) return 0;
   return GUARD ? h->requested : h->usable;
 }
 
@@ -226,13 +230,14 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
     hk_large_free(p, kind, HK_KIND_ANY, 0);
     return q;
   }
-  size_t off = (size_t)(h->user - (uint8_t *)h);
+  size_t off = (size_t)(HK_UNHIDE(h->user) - (uint8_t *)h);
   size_t need = hk_align_up(off + (size ? size : 1), HK_PAGE);
   if (size <= h->usable) {
     /* shrink in place; give the tail back when it is worth a syscall */
     if (h->map_size - need >= (size_t)1 << 20 && kind == HK_CHUNK_LARGE &&
         hk_os_resize_inplace(h, h->map_size, need)) {
       atomic_fetch_sub_explicit(&live_bytes, h->map_size - need, memory_order_relaxed);
+      hk_track_resize(p, h->usable, need - off);
       h->map_size = need;
       h->usable = need - off;
     }
@@ -242,22 +247,27 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
     size_t old = h->map_size;
     /* grow in place, else move the pages (no copy) to a new aligned home */
     if (hk_os_resize_inplace(h, old, need)) {
+      hk_track_resize(p, h->usable, need - off);
       h->map_size = need;
       h->usable = need - off;
       atomic_fetch_add_explicit(&live_bytes, need - old, memory_order_relaxed);
       return p;
     }
     void *target = hk_os_map_aligned(need, HK_SS_SIZE);
+    size_t old_usable = h->usable;
     if (target) {
       hk_chunk_set(h, HK_CHUNK_NONE);
       if (hk_os_move(h, old, need, target)) {
         hk_large_t *nh = target;
-        nh->user = (uint8_t *)nh + off;
+        hk_track_free(p);
+        hk_track_alloc((uint8_t *)nh + off, need - off, 0);
+        hk_track_defined((uint8_t *)nh + off, old_usable);  /* moved contents */
+        nh->user = HK_HIDE((uint8_t *)nh + off);
         nh->map_size = need;
         nh->usable = need - off;
         hk_chunk_set(nh, HK_CHUNK_LARGE);
         atomic_fetch_add_explicit(&live_bytes, need - old, memory_order_relaxed);
-        return nh->user;
+        return HK_UNHIDE(nh->user);
       }
       hk_chunk_set(h, HK_CHUNK_LARGE);
       hk_os_unmap(target, need);

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <time.h>
@@ -134,6 +135,11 @@ bool hk_os_move(void *p, size_t old_size, size_t new_size, void *target) {
   void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, target);
   errno = saved;
   if (q == MAP_FAILED) return false;
+  if (q != target) {
+    /* an emulator (valgrind) moved it elsewhere: finish the move by hand */
+    memcpy(target, q, old_size < new_size ? old_size : new_size);
+    raw_unmap(q, new_size);
+  }
   /* target's reservation (new_size, counted when mapped) now holds the data;
    * the old mapping is gone. */
   note_unmapped(old_size);

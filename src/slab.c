@@ -28,7 +28,7 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
   hk_slab_t *s = &ss->slabs[idx];
   s->cls = (uint8_t)cls;
   s->block_size = (uint32_t)hk_class_bytes(cls);
-  s->start = hk_ss_slab_area(ss, idx);
+  s->start = HK_HIDE(hk_ss_slab_area(ss, idx));
   s->capacity = (uint16_t)(hk_ss_slab_area_bytes(ss, idx) / s->block_size);
   s->div_shift = (uint8_t)__builtin_ctz(s->block_size);
   s->div_inv = inverse_u32(s->block_size >> s->div_shift);
@@ -73,7 +73,7 @@ bool hk_slab_extend(hk_slab_t *s) {
   if (n == 0) n = 1;
   if (n > left) n = left;
   size_t bs = s->block_size;
-  uint8_t *first = s->start + (size_t)s->carved * bs;
+  uint8_t *first = HK_UNHIDE(s->start) + (size_t)s->carved * bs;
   hk_sec_on_carve(s, first, n);
 #ifdef HK_SECURE
   link_shuffled(s, first, n);

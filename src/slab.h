@@ -6,6 +6,7 @@
 #define HK_SLAB_H
 
 #include "superslab.h"
+#include "track.h"
 
 /* Free-list links are stored encoded: next ^ key, with a random per-process
  * key. A stray write (small overflow, use after free) then decodes to a
@@ -22,17 +23,27 @@ extern uintptr_t hk_list_key;
 #endif
 
 HK_INLINE hk_block_t *hk_block_next(const hk_slab_t *s, const hk_block_t *b) {
-  return (hk_block_t *)(b->enc ^ HK_LINK_KEY(s));
+  hk_track_defined(b, sizeof *b);
+  uintptr_t e = b->enc;
+  hk_track_noaccess(b, sizeof *b);
+  return (hk_block_t *)(e ^ HK_LINK_KEY(s));
 }
 HK_INLINE void hk_block_set_next(const hk_slab_t *s, hk_block_t *b, const hk_block_t *next) {
+  hk_track_defined(b, sizeof *b);
   b->enc = (uintptr_t)next ^ HK_LINK_KEY(s);
+  hk_track_noaccess(b, sizeof *b);
 }
 /* Lists that mix slabs (a heap's delayed frees) use the process key. */
 HK_INLINE hk_block_t *hk_gblock_next(const hk_block_t *b) {
-  return (hk_block_t *)(b->enc ^ hk_list_key);
+  hk_track_defined(b, sizeof *b);
+  uintptr_t e = b->enc;
+  hk_track_noaccess(b, sizeof *b);
+  return (hk_block_t *)(e ^ hk_list_key);
 }
 HK_INLINE void hk_gblock_set_next(hk_block_t *b, const hk_block_t *next) {
+  hk_track_defined(b, sizeof *b);
   b->enc = (uintptr_t)next ^ hk_list_key;
+  hk_track_noaccess(b, sizeof *b);
 }
 void hk_report_list_corrupt(const void *block) __attribute__((cold, noinline, noreturn));
 
@@ -72,10 +83,5 @@ bool hk_slab_refill(hk_slab_t *s);
 
 /* Carve up to a batch of fresh blocks onto s->free. False if none left. */
 bool hk_slab_extend(hk_slab_t *s);
-
-/* Blocks in s between start and start + capacity * block_size? */
-HK_INLINE bool hk_slab_contains(const hk_slab_t *s, const void *p) {
-  return (size_t)((const uint8_t *)p - s->start) < (size_t)s->capacity * s->block_size;
-}
 
 #endif

@@ -116,6 +116,9 @@ if [ -f "$ROOT/bench/selftest.sh" ]; then
   run_test "bench/selftest" 600 bash -c 'cd "$1" && bash bench/selftest.sh' _ "$ROOT"
 fi
 
+echo "== tests/valgrind.sh"
+run_test "valgrind" 900 bash "$HERE/valgrind.sh" "$1"
+
 if [ -f "$ROOT/tools/report_test.sh" ]; then
   echo "== tools/report_test.sh"
   run_test "tools/report" 600 bash -c 'cd "$1" && HAKMEM_LIB="$2/libhakmem.so" bash tools/report_test.sh' _ "$ROOT" "$(cd "$1" && pwd)"
