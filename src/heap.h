@@ -19,6 +19,7 @@ typedef struct hk_heap {
   uint64_t next_purge_ms;
   uint32_t slow_count;
   unsigned long purge_gen;              /* last learner purge request seen    */
+  uint32_t st_ticks;                    /* refills since the last stats tick  */
   bool live;
   struct hk_heap *next_all;             /* registry of every heap struct      */
   struct hk_heap *next_free;
