@@ -274,7 +274,7 @@ void hk_heap_purge_if_asked(hk_heap_t *h) {
 /* Purge slabs that stayed unused for a whole purge-delay epoch. */
 static void heap_maybe_purge(hk_heap_t *h) {
   if (HK_UNLIKELY(hk_learn_on)) hk_heap_purge_if_asked(h);
-  if ((++h->slow_count & 63) != 0) return;
+  if ((++h->slow_count & 15) != 0) return;
   uint64_t now = hk_os_now_ms();
   if (now < h->next_purge_ms) return;
   h->next_purge_ms = now + (uint64_t)hk_caps.purge_delay_ms;
@@ -330,6 +330,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
     if (!h) { errno = ENOMEM; return NULL; }
   }
   if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) heap_drain_delayed(h);
+  heap_maybe_purge(h);
 
   hk_slab_t *s = h->cur[cls];
   if (s != &hk_slab_empty) {
@@ -342,7 +343,6 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
       return slab_pop(h, s);
     }
   }
-  heap_maybe_purge(h);
   if (HK_UNLIKELY(hk_learn_on)) hk_learner_slow_tick(1);
   for (;;) {
     while ((s = h->partial[cls]) != NULL) {
