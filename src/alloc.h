@@ -31,10 +31,8 @@ HK_INLINE void hk_hook_alloc(void *p, unsigned cls) { (void)p; (void)cls; }
 HK_INLINE void hk_hook_free(void *p, hk_slab_t *s) { (void)p; (void)s; }
 #endif
 
-/* Pop a block of class cls for a request of n bytes. */
-HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
-  hk_heap_t *h = hk_tls_heap;
-  hk_slab_t *s = h->cur[cls];
+/* Pop a block from slab s (class cls) of heap h for a request of n bytes. */
+HK_INLINE void *hk_alloc_from(hk_heap_t *h, hk_slab_t *s, unsigned cls, size_t n, unsigned kind) {
   hk_block_t *b = s->free;
   if (HK_UNLIKELY(b == NULL)) {
     b = hk_heap_alloc_slow(h, cls);
@@ -52,9 +50,20 @@ HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
   return b;
 }
 
+HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
+  hk_heap_t *h = hk_tls_heap;
+  return hk_alloc_from(h, h->cur[cls], cls, n, kind);
+}
+
 HK_INLINE void *hk_malloc_kind(size_t n, unsigned kind) {
-  if (HK_LIKELY(n <= HK_SMALL_MAX - HK_PAD))
-    return hk_alloc_class(hk_class_small[(n + HK_PAD + 15) >> 4], n, kind);
+  if (HK_LIKELY(n <= HK_SMALL_MAX - HK_PAD)) {
+    size_t i = (n + HK_PAD + 15) >> 4;
+    hk_heap_t *h = hk_tls_heap;
+    hk_slab_t *s = h->direct[i];
+    hk_block_t *b = s->free;
+    if (HK_LIKELY(b != NULL)) return hk_alloc_from(h, s, s->cls, n, kind);
+    return hk_alloc_from(h, s, hk_class_small[i], n, kind);  /* the slow path */
+  }
   return hk_malloc_mid(n, kind);
 }
 HK_INLINE void *hk_malloc_inline(size_t n) { return hk_malloc_kind(n, HK_KIND_MALLOC); }

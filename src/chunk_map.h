@@ -17,7 +17,7 @@ enum {
 };
 #define HK_CHUNK_LARGE_MAX_BACK 253
 
-extern uint8_t hk_chunk_map[HK_MAP_LEN];
+extern uint8_t hk_chunk_map[HK_MAP_LEN] HK_HIDDEN;
 
 HK_INLINE size_t hk_chunk_index(uintptr_t a) { return (a >> HK_SS_SHIFT) & (HK_MAP_LEN - 1); }
 

@@ -12,6 +12,8 @@
 #define HK_NOINLINE    __attribute__((noinline))
 #define HK_COLD        __attribute__((cold, noinline))
 #define HK_EXPORT      __attribute__((visibility("default")))
+/* On internal data read by the fast paths: accessed directly, not via GOT. */
+#define HK_HIDDEN      __attribute__((visibility("hidden")))
 #define HK_CACHE_LINE  64
 
 /* Superslab: 2 MiB-aligned region holding slabs and their metadata. */

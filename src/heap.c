@@ -20,11 +20,23 @@ hk_slab_t hk_slab_empty;  /* all zero: free == NULL, owner == 0 */
 #define E &hk_slab_empty
 #define E8 E, E, E, E, E, E, E, E
 hk_heap_t hk_heap_empty = {
+  .direct = { E8, E8, E8, E8, E8, E8, E8, E8, E },
   .cur = { E8, E8, E8, E8, E8, E8, E8, E8, E8 },
 };
 #undef E8
 #undef E
 _Static_assert(HK_NCLASS == 72, "hk_heap_empty initializer lists 72 classes");
+_Static_assert(HK_DIRECT_N == 65, "hk_heap_empty initializer lists 65 sizes");
+
+/* direct[] indices of each small class, [first, last] (from hk_class_small) */
+static const uint8_t direct_first[HK_NCLASS_SMALL] = { 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 21, 23, 25, 27, 29, 31, 33, 37, 41, 45, 49, 53, 57, 61 };
+static const uint8_t direct_last[HK_NCLASS_SMALL] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 20, 22, 24, 26, 28, 30, 32, 36, 40, 44, 48, 52, 56, 60, 64 };
+
+static void set_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
+  h->cur[cls] = s;
+  if (cls < HK_NCLASS_SMALL)
+    for (unsigned i = direct_first[cls]; i <= direct_last[cls]; i++) h->direct[i] = s;
+}
 
 /* ---- heap registry: heap structs live in their own mapped pages ---------- */
 
@@ -72,7 +84,7 @@ static hk_heap_t *heap_thread_init(void) {
   hk_heap_t *keep_all = h->next_all;
   memset(h, 0, sizeof *h);
   h->next_all = keep_all;
-  for (unsigned c = 0; c < HK_NCLASS; c++) h->cur[c] = &hk_slab_empty;
+  for (unsigned c = 0; c < HK_NCLASS; c++) set_cur(h, c, &hk_slab_empty);
   h->tid = hk_thread_id();
   h->live = true;
   atomic_fetch_add_explicit(&live_heaps, 1, memory_order_relaxed);
@@ -338,7 +350,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
     /* exhausted: it leaves the fast path until blocks come back */
     if (hk_slab_want_notify(s)) {
       HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
-      h->cur[cls] = &hk_slab_empty;
+      set_cur(h, cls, &hk_slab_empty);
     } else if (heap_refill(h, s)) {
       return slab_pop(h, s);
     }
@@ -349,14 +361,14 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
       partial_remove(h, s);
       if (s->free || heap_refill(h, s)) {
         HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
-        h->cur[cls] = s;
+        set_cur(h, cls, s);
         return slab_pop(h, s);
       }
       if (hk_slab_want_notify(s)) {
         HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
       } else if (heap_refill(h, s)) {
         HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
-        h->cur[cls] = s;
+        set_cur(h, cls, s);
         return slab_pop(h, s);
       }
     }
@@ -366,7 +378,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
     if (!retry) { errno = ENOMEM; return NULL; }
   }
   HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
-  h->cur[cls] = s;
+  set_cur(h, cls, s);
   hk_slab_extend(s);
   return slab_pop(h, s);
 }
@@ -388,7 +400,7 @@ static void heap_abandon(hk_heap_t *h) {
   /* 2. the delayed blocks are ours: free them locally (may release slabs) */
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     hk_slab_t *s = h->cur[c];
-    h->cur[c] = &hk_slab_empty;
+    set_cur(h, c, &hk_slab_empty);
     if (s == &hk_slab_empty) continue;
     /* blocks not handed out yet go back on local_free: the adopter counts
      * them when it hands them out */

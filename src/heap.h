@@ -9,7 +9,12 @@
 #include "stats.h"
 #include "superslab.h"
 
+#define HK_DIRECT_N (HK_SMALL_MAX / 16 + 1)   /* sizes 0..1024 in 16-byte steps */
+
 typedef struct hk_heap {
+  /* cur[] of the small classes again, indexed by (size + 15) / 16: malloc of
+   * a small size finds its slab with one load, no class table. */
+  hk_slab_t *direct[HK_DIRECT_N];
   hk_slab_t *cur[HK_NCLASS];           /* never NULL: &hk_slab_empty if none */
   uintptr_t tid;                        /* owner thread id                    */
   _Atomic(hk_block_t *) delayed;        /* remote frees into full slabs       */
@@ -26,9 +31,9 @@ typedef struct hk_heap {
   hk_heap_stats_t st;                   /* slow-path counters (HAKMEM_STATS)  */
 } hk_heap_t;
 
-extern __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec")));
-extern hk_heap_t hk_heap_empty;   /* every thread starts here: all cur[] empty */
-extern hk_slab_t hk_slab_empty;   /* free == NULL: the fast path falls through  */
+extern __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
+extern hk_heap_t hk_heap_empty HK_HIDDEN;   /* every thread starts here: all cur[] empty */
+extern hk_slab_t hk_slab_empty HK_HIDDEN;   /* free == NULL: the fast path falls through  */
 
 /* A unique id of the calling thread: its thread control block (%fs:0). */
 HK_INLINE uintptr_t hk_thread_id(void) {

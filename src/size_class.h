@@ -5,8 +5,8 @@
 
 #include "config.h"
 
-extern const uint32_t hk_class_size[HK_NCLASS];
-extern const uint8_t  hk_class_small[HK_SMALL_MAX / 16 + 1];
+extern const uint32_t hk_class_size[HK_NCLASS] HK_HIDDEN;
+extern const uint8_t  hk_class_small[HK_SMALL_MAX / 16 + 1] HK_HIDDEN;
 
 /* n in [0, HK_MID_MAX] */
 HK_INLINE unsigned hk_class_of_formula(size_t n) {

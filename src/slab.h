@@ -12,7 +12,7 @@
  * key. A stray write (small overflow, use after free) then decodes to a
  * pointer outside the superslab, which malloc catches before following it,
  * and a leaked link does not reveal a heap address. */
-extern uintptr_t hk_list_key;
+extern uintptr_t hk_list_key HK_HIDDEN;
 
 /* The key of a slab's lists: the process key, or the slab's own random key
  * in the secure build. */
