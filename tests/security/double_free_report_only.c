@@ -2,9 +2,9 @@
  * interleaved double free a, b, a must be reported and then ignored, so that
  * the heap stays sound: a is handed out at most once afterwards. Exits 0 when
  * it was; the script also wants the report on stderr.
- * KNOWN BUG (secure build): hk_sec_on_free reports the double free, but the
- * caller then pushes the block on the free list a second time (a cycle): a
- * comes back from malloc again and again, and the list is reported corrupted. */
+ * Found by this test and fixed in 6aebb45 (secure build): hk_sec_on_free
+ * reported the double free, but the caller then pushed the block on the free
+ * list a second time (a cycle): a came back from malloc again and again. */
 #include "common.h"
 
 int main(void) {

@@ -3,11 +3,12 @@
  * attacker then points b's link at the slab descriptor's own `key` field,
  * whose content (the key) decodes to NULL, the end of a list. Expected: the
  * forged link is refused ("free list corrupted").
- * KNOWN BUG (secure build): both link checks pass (the target is in the
- * superslab, its link decodes to NULL); hk_sec_on_alloc then clears a bit in
- * the free bitmap at an index computed from the non-block pointer, out of
- * bounds (SIGSEGV, or a silent bit flip in memory nearby). The default build
- * refuses it (its key is not stored in the superslab).
+ * Found by this test and fixed in 6aebb45 (secure build): both link checks
+ * passed (the target is in the superslab, its link decodes to NULL), and
+ * hk_sec_on_alloc then cleared a bit of the free bitmap at an index computed
+ * from the non-block pointer, out of bounds (SIGSEGV, or a silent bit flip
+ * nearby). Secure links must now be blocks of the same slab. The default
+ * build refuses it too (its key is not stored in the superslab).
  * The descriptor layout is the secure build's (src/superslab.h): slabs[] at
  * +128 of the 2 MiB superslab, 128 bytes each, key at +80; small slabs are
  * 64 KiB. If it changes this test only tests a link to some metadata. */

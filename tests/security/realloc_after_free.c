@@ -1,10 +1,10 @@
 /* realloc() of a block right after free() (a double free through realloc).
  * argv[1]: size allocated (default 64), argv[2]: size asked of realloc
  * (default the same). Should be reported like free(p); free(p).
- * KNOWN BUG (docs/SECURITY.md): when the new size fits in place (default
- * build: between half the block and the block; secure: the same size) the
- * freed block comes back from realloc unchecked, and malloc later hands the
- * same block out a second time. */
+ * Found by this test and fixed in 6aebb45: when the new size fitted in place
+ * (default build: between half the block and the block; secure: the same
+ * size) the freed block came back from realloc unchecked, and malloc later
+ * handed the same block out a second time. */
 #include "common.h"
 
 int main(int argc, char **argv) {

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# cost.sh [BUILD_DIR] [RUNS]
+#
+# What the secure build costs (docs/SECURITY.md, "Cost"). Runs the benchmark
+# programs of BUILD_DIR/bench (default: build) under LD_PRELOAD of
+# BUILD_DIR/libhakmem.so and BUILD_DIR/libhakmem-secure.so, interleaved
+# (default, secure, default, secure, ...; RUNS of each, default 7), checks that
+# every run names the library it was given ("allocator: hakmem (PATH)"),
+# and prints per benchmark the median throughput of each build, the ratio
+# secure/default and the median peak RSS; then the geometric mean of the
+# ratios. With callgrind installed it also counts the instructions of a small
+# malloc/free loop (16 bytes, 100 mallocs then 100 frees, 2000 rounds) under
+# each library: the stable number on a noisy machine.
+# Not part of the test suite (it takes a few minutes).
+set -u
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+B=$(cd "${1:-$ROOT/build}" && pwd) || exit 2
+RUNS=${2:-7}
+LIBS=(default "$B/libhakmem.so" secure "$B/libhakmem-secure.so")
+[ -f "$B/libhakmem-secure.so" ] || cmake --build "$B" --target hakmem-secure >/dev/null || exit 2
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-cost.XXXXXX") || exit 2
+trap 'rm -rf "$WORK"' EXIT
+unset LD_PRELOAD HAKMEM_FREE_FILL HAKMEM_STATS HAKMEM_VERBOSE
+
+# name | program and arguments
+BENCHES=(
+  "tiny|bench_tiny 500000 16 100"
+  "random_mixed|bench_random_mixed 2000000 400 16 1024 42"
+  "mid_1t|bench_mid 1 2000000"
+  "larson|larson 3 8 1000 5000 100 4141 2"
+  "xthread|bench_xthread 1 2000000 16 512 7 64"
+  "large|bench_large 5000 8 64k 32m 3 0"
+  "app|bench_app 2 200000 11"
+  "false_sharing|bench_false_sharing 4 10 1000000 8"
+)
+
+echo "# $(date -u +%Y-%m-%dT%H:%M:%SZ) $(uname -n), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null), $RUNS runs each, interleaved"
+bad=0
+for r in $(seq 1 "$RUNS"); do
+  for entry in "${BENCHES[@]}"; do
+    name=${entry%%|*}
+    cmd=${entry#*|}
+    for i in 0 2; do
+      build=${LIBS[i]} lib=${LIBS[i + 1]}
+      out=$WORK/$name.$build.$r
+      # shellcheck disable=SC2086
+      env LD_PRELOAD="$lib" "$B/bench/"$cmd >"$out" 2>&1
+      got=$(sed -n 's/^allocator: \([^ ]*\) (\(.*\))$/\1 \2/p' "$out" | head -n 1)
+      if [ "${got%% *}" != hakmem ] || [ "$(readlink -f "${got#* }")" != "$(readlink -f "$lib")" ]; then
+        echo "REJECTED $name/$build run $r: allocator line '$got', wanted $lib" >&2
+        bad=1
+        rm -f "$out"
+      fi
+    done
+  done
+done
+
+python3 - "$WORK" "$RUNS" <<'EOF'
+import glob, math, os, re, statistics, sys
+work, runs = sys.argv[1], int(sys.argv[2])
+def values(name, build, key):
+    v = []
+    for f in sorted(glob.glob(os.path.join(work, "%s.%s.*" % (name, build)))):
+        m = re.search(r"^%s = ([0-9.]+)" % key, open(f).read(), re.M)
+        if m: v.append(float(m.group(1)))
+    return v
+names = []
+for f in glob.glob(os.path.join(work, "*.default.*")):
+    n = os.path.basename(f).split(".")[0]
+    if n not in names: names.append(n)
+order = ["tiny", "random_mixed", "mid_1t", "larson", "xthread", "large", "app", "false_sharing"]
+names.sort(key=lambda n: order.index(n) if n in order else 99)
+print("%-14s %16s %16s %9s %8s %8s %11s %11s" % ("benchmark", "default ops/s", "secure ops/s",
+      "secure/", "spread", "spread", "RSS KiB", "RSS KiB"))
+print("%-14s %16s %16s %9s %8s %8s %11s %11s" % ("", "(median)", "(median)", "default", "default", "secure",
+      "default", "secure"))
+ratios = []
+for n in names:
+    d, s = values(n, "default", "Throughput"), values(n, "secure", "Throughput")
+    if not d or not s: continue
+    md, ms = statistics.median(d), statistics.median(s)
+    spread = lambda v, m: "%.0f%%" % (100 * (max(v) - min(v)) / m)
+    rd, rs = values(n, "default", "Peak RSS"), values(n, "secure", "Peak RSS")
+    ratios.append(ms / md)
+    print("%-14s %16.0f %16.0f %9.3f %8s %8s %11.0f %11.0f" % (n, md, ms, ms / md, spread(d, md), spread(s, ms),
+          statistics.median(rd) if rd else 0, statistics.median(rs) if rs else 0))
+g = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
+print("geomean secure/default throughput: %.3f  (secure overhead %.1f%%; n=%d runs each, spread = (max-min)/median)"
+      % (g, 100 * (1 / g - 1), runs))
+EOF
+
+# ---- instruction counts (callgrind) -----------------------------------------
+if command -v valgrind >/dev/null; then
+  cat >"$WORK/loop.c" <<'EOF'
+#include <stdlib.h>
+int main(int argc, char **argv) {
+  size_t n = argc > 1 ? strtoul(argv[1], 0, 10) : 16;
+  void *p[100];
+  for (int r = 0; r < 2000; r++) {
+    for (int i = 0; i < 100; i++) p[i] = malloc(n);
+    for (int i = 0; i < 100; i++) free(p[i]);
+  }
+  return 0;
+}
+EOF
+  gcc -O2 -fno-builtin -o "$WORK/loop" "$WORK/loop.c" || exit 1
+  echo
+  echo "callgrind: 2000 rounds of 100 malloc(SIZE) then 100 free = 200000 + 200000 calls"
+  echo "(instructions inside malloc / free, callees included: --toggle-collect)"
+  printf "%-8s %5s %14s %14s %10s %10s\n" build SIZE malloc free "per malloc" "per free"
+  for size in 16 512; do
+  for i in 0 2; do
+    build=${LIBS[i]} lib=${LIBS[i + 1]}
+    n=()
+    for f in malloc free; do
+      LD_PRELOAD="$lib" valgrind --tool=callgrind --toggle-collect=$f \
+        --callgrind-out-file="$WORK/cg.$build.$f" "$WORK/loop" "$size" >/dev/null 2>"$WORK/cg.$build.$f.log"
+      n+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/cg.$build.$f.log")")
+    done
+    awk -v b="$build" -v s="$size" -v m="${n[0]}" -v f="${n[1]}" \
+      'BEGIN { printf "%-8s %5s %14s %14s %10.1f %10.1f\n", b, s, m, f, m / 200000, f / 200000 }'
+  done
+  done
+fi
+exit $bad
