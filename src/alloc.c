@@ -63,7 +63,7 @@ void *hk_calloc(size_t count, size_t size) {
 size_t hk_usable(const void *p) {
   if (p == NULL) return 0;
   unsigned kind = hk_chunk_kind(p);
-  if (kind == HK_CHUNK_SUPERSLAB) {
+  if (hk_chunk_is_ss(kind)) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED || !hk_slab_is_block(s, p)) return 0;
 #ifdef HK_SECURE
@@ -79,7 +79,7 @@ size_t hk_usable(const void *p) {
 bool hk_owns_block(const void *p) {
   if (p == NULL) return false;
   unsigned kind = hk_chunk_kind(p);
-  if (kind == HK_CHUNK_SUPERSLAB) {
+  if (hk_chunk_is_ss(kind)) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, p);
   }
@@ -94,7 +94,7 @@ void *hk_realloc(void *p, size_t n) {
   if (kind >= HK_CHUNK_LARGE) {
     if (n > HK_MID_MAX) return hk_large_realloc(p, kind, n);
     /* a large block shrinking into the slab tiers moves */
-  } else if (kind != HK_CHUNK_SUPERSLAB) {
+  } else if (!hk_chunk_is_ss(kind)) {
     hk_report_invalid("realloc", p, "not allocated by hakmem");
     errno = EINVAL;
     return NULL;
@@ -105,7 +105,7 @@ void *hk_realloc(void *p, size_t n) {
     errno = EINVAL;
     return NULL;
   }
-  if (kind == HK_CHUNK_SUPERSLAB) {
+  if (hk_chunk_is_ss(kind)) {
     /* a realloc of a freed block: the same checks free() makes */
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     uintptr_t xhead = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
@@ -144,7 +144,7 @@ void *hk_aligned(size_t align, size_t n, unsigned kind) {
  * the owner's free lists (a bounded scan catches immediate double frees). */
 void hk_debug_check_alloc(void *p, unsigned cls) {
   hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
-  HK_ASSERT(hk_chunk_kind(p) == HK_CHUNK_SUPERSLAB);
+  HK_ASSERT(hk_chunk_is_ss(hk_chunk_kind(p)));
   HK_ASSERT(s->cls == cls && HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED);
   HK_ASSERT(hk_owns_block(p));
   HK_ASSERT(s->used <= s->capacity);

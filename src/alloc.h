@@ -72,11 +72,12 @@ HK_INLINE void *hk_malloc_inline(size_t n) { return hk_malloc_kind(n, HK_KIND_MA
  * size: the size the caller says it asked for, 0 when unknown. Both are
  * checked only in the secure build. */
 HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
-  if (HK_UNLIKELY(hk_chunk_kind(p) != HK_CHUNK_SUPERSLAB)) {
+  unsigned v = hk_chunk_kind(p);
+  if (HK_UNLIKELY(!hk_chunk_is_ss(v))) {
     hk_free_slow(p, kind, size);
     return;
   }
-  hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
+  hk_slab_t *s = hk_slab_at(p, hk_chunk_slab_shift(v));
   hk_hook_free(p, s);
   uint32_t idx = hk_slab_block_index(s, p);
   if (HK_UNLIKELY(idx >= s->capacity)) { hk_free_invalid(p, s); return; }

@@ -11,11 +11,17 @@
 
 enum {
   HK_CHUNK_NONE = 0,
-  HK_CHUNK_SUPERSLAB = 1,   /* a superslab starts at this chunk          */
-  HK_CHUNK_LARGE = 2,       /* a large block's header is k chunks back:   */
-  /* value 2 + k, k in [0, 253] */
+  HK_CHUNK_SS_SMALL = 1,    /* a superslab of 64 KiB slabs starts here    */
+  HK_CHUNK_SS_MID = 2,      /* a superslab of 256 KiB slabs starts here   */
+  HK_CHUNK_LARGE = 3,       /* a large block's header is k chunks back:   */
+  /* value 3 + k, k in [0, 252] */
 };
-#define HK_CHUNK_LARGE_MAX_BACK 253
+#define HK_CHUNK_LARGE_MAX_BACK 252
+
+/* The map value says both "a superslab" and its slab size, so free() finds
+ * the slab without reading the superslab header first. */
+HK_INLINE bool hk_chunk_is_ss(unsigned v) { return v - 1u < 2u; }
+HK_INLINE unsigned hk_chunk_slab_shift(unsigned v) { return 14u + 2u * v; }
 
 extern uint8_t hk_chunk_map[HK_MAP_LEN] HK_HIDDEN;
 

@@ -80,7 +80,6 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     if (all_head) all_head->all_prev = ss;
     all_head = ss;
     hk_unlock(&all_lock);
-    hk_chunk_set(ss, HK_CHUNK_SUPERSLAB);
   }
   if (ss->purged) HK_LEARN_NOTE(refaults, 1);
   ss->purged = false;
@@ -89,6 +88,8 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
   ss->dirty_new = ss->dirty_old = 0;
   ss->purged_mask = 0;
   ss_init(ss, kind);
+  /* (re)announce the slab size: the superslab may have served the other kind */
+  hk_chunk_set(ss, HK_CHUNK_SS_SMALL + kind);
   return ss;
 }
 

@@ -62,6 +62,8 @@ typedef struct hk_slab {
 struct hk_heap;
 
 typedef struct hk_superslab {
+  /* first, so that &slabs[i] is the superslab address plus i * 128 */
+  hk_slab_t slabs[HK_SS_MAX_SLABS];
   uint8_t kind, slab_shift, nslabs, list;  /* list: which list it is on   */
   uint32_t free_mask;       /* bit i: slab i unused                        */
   uint32_t dirty_new, dirty_old;  /* unused slabs not yet purged (2 epochs) */
@@ -72,7 +74,6 @@ typedef struct hk_superslab {
   struct hk_superslab *next, *prev;
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
   uint64_t stamp_ms;        /* when it entered the cache                   */
-  hk_slab_t slabs[HK_SS_MAX_SLABS];
 #ifdef HK_SECURE
   _Atomic uint64_t free_bits[HK_SS_MAX_SLABS][HK_SS_BITMAP_WORDS];  /* 1 = free */
 #endif
@@ -92,6 +93,10 @@ HK_INLINE hk_slab_t *hk_slab_of(hk_superslab_t *ss, const void *p) {
   return &ss->slabs[((uintptr_t)p & HK_SS_MASK) >> ss->slab_shift];
 }
 HK_INLINE hk_superslab_t *hk_slab_ss(hk_slab_t *s) { return hk_ss_of(s); }
+/* Slab of p given its slab shift (from the chunk map): no header read. */
+HK_INLINE hk_slab_t *hk_slab_at(const void *p, unsigned shift) {
+  return &hk_ss_of(p)->slabs[((uintptr_t)p & HK_SS_MASK) >> shift];
+}
 
 HK_INLINE unsigned hk_kind_of_class(unsigned cls) {
   return cls < HK_NCLASS_SMALL ? HK_SS_KIND_SMALL : HK_SS_KIND_MID;
