@@ -187,6 +187,12 @@ x() {
 DF="invalid free\\($HEX\\): block already freed \\(double free\\)"
 FOREIGN="invalid free\\($HEX\\): not allocated by hakmem"
 INTERIOR="invalid free\\($HEX\\): not the start of a hakmem block"
+MISALIGNED="$INTERIOR \\(interior or misaligned\\)"
+# a debug build (make debug) checks every free first with hk_debug_check_free,
+# whose reason for an interior or misaligned pointer is "not a live hakmem block"
+if grep -q '^HAKMEM_DEBUG:BOOL=ON' "$B/CMakeCache.txt" 2>/dev/null; then
+  MISALIGNED="invalid free\\($HEX\\): (not the start of a hakmem block \\(interior or misaligned\\)|not a live hakmem block)"
+fi
 OVERFLOW="invalid free\\($HEX\\): heap overflow"
 UAF="invalid malloc\\($HEX\\): block was written after it was freed"
 SIZED="invalid free\\($HEX\\): sized delete/free_sized with a size"
@@ -198,8 +204,8 @@ t both double_free_large       abort "$DF" - double_free_large
 t both free_stack              abort "$FOREIGN" - free_stack
 t both free_global             abort "$FOREIGN" - free_global
 t both free_far_mmap           abort "$FOREIGN" - free_far
-t both free_unaligned          abort "$INTERIOR \\(interior or misaligned\\)" - free_unaligned
-t both free_interior           abort "$INTERIOR \\(interior or misaligned\\)" - free_interior
+t both free_unaligned          abort "$MISALIGNED" - free_unaligned
+t both free_interior           abort "$MISALIGNED" - free_interior
 t both free_large_interior     abort "$INTERIOR" - free_large_interior 4096
 t both free_large_interior16   abort "$INTERIOR" - free_large_interior 16
 t both free_metadata           abort "invalid free\\($HEX\\): (not the start of a hakmem block|not a live hakmem block)" - free_metadata
