@@ -85,13 +85,13 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
   hk_track_free(p);
   if (HK_LIKELY(HK_LOAD_RELAXED(s->owner) == hk_thread_id())) {
     if (HK_UNLIKELY(b == s->local_free)) { hk_free_invalid(p, s); return; }
-    if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size))) return;
+    if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size, true))) return;
     hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
     if (HK_UNLIKELY(--s->used == 0 || s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
     return;
   }
-  if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size))) return;
+  if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size, false))) return;
   hk_free_remote_checked(s, p);
 }
 HK_INLINE void hk_free_inline(void *p) { hk_free_checked(p, HK_KIND_ANY, 0); }

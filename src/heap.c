@@ -10,6 +10,7 @@
 #include "lock.h"
 #include "os.h"
 #include "remote.h"
+#include "secure.h"
 #include "size_class.h"
 #include "slab.h"
 
@@ -192,6 +193,7 @@ static void heap_drain_delayed(hk_heap_t *h) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
     HK_ASSERT(s->owner == h->tid);
     if (hk_stats_on) h->st.remote[s->cls]++;
+    hk_sec_on_collected(s, b);
     hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
     s->used--;

@@ -2,6 +2,7 @@
 
 #include "heap.h"
 #include "lock.h"
+#include "secure.h"
 #include "slab.h"
 
 #define XF_LIST(v)  ((hk_block_t *)((v) & ~(uintptr_t)HK_XF_MASK))
@@ -63,8 +64,10 @@ size_t hk_slab_collect_remote(hk_slab_t *s) {
   hk_block_t *list = XF_LIST(old);
   size_t n = 1;
   hk_block_t *tail = list;
+  hk_sec_on_collected(s, tail);
   for (hk_block_t *nx; (nx = hk_block_next(s, tail)) != NULL; tail = nx) {
     if (HK_UNLIKELY(!hk_link_ok(s, tail, nx))) hk_report_list_corrupt(tail);
+    hk_sec_on_collected(s, nx);
     n++;
   }
   hk_block_set_next(s, tail, s->local_free);

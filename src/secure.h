@@ -25,7 +25,9 @@ enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY =
 #define HK_PAD 8  /* canary + size delta + kind at the end of small blocks */
 void   hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind);
 /* false: the free was reported (double free) and must not go on */
-bool   hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size);
+bool   hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size, bool owner);
+/* the owner took p back from another thread's free */
+void   hk_sec_on_collected(hk_slab_t *s, void *p);
 bool   hk_sec_is_free(hk_slab_t *s, const void *p);
 size_t hk_sec_requested(const hk_slab_t *s, const void *p);
 void   hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n);
@@ -35,10 +37,12 @@ void   hk_sec_slab_init(hk_slab_t *s);
 HK_INLINE void hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   (void)s; (void)p; (void)n; (void)kind;
 }
-HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size) {
-  (void)s; (void)p; (void)idx; (void)kind; (void)size;
+HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size,
+                              bool owner) {
+  (void)s; (void)p; (void)idx; (void)kind; (void)size; (void)owner;
   return true;
 }
+HK_INLINE void hk_sec_on_collected(hk_slab_t *s, void *p) { (void)s; (void)p; }
 HK_INLINE bool hk_sec_is_free(hk_slab_t *s, const void *p) { (void)s; (void)p; return false; }
 HK_INLINE void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
   (void)s; (void)first; (void)n;
