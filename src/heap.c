@@ -164,15 +164,29 @@ static void heap_slab_release(hk_heap_t *h, hk_slab_t *s) {
   if (ss->nused == 0) heap_ss_empty(h, ss);
 }
 
+/* An emptied slab stays on its class's partial list until the next purge
+ * epoch (heap_release_empty): a class that empties and refills slabs reuses
+ * the same blocks and pages, instead of handing the slab to another class
+ * whose blocks would touch its other pages. */
+static void heap_release_empty(hk_heap_t *h) {
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->partial[c];
+    while (s) {
+      hk_slab_t *next = s->next;
+      if (s->used == 0) {
+        partial_remove(h, s);
+        heap_slab_release(h, s);
+      }
+      s = next;
+    }
+  }
+}
+
 /* Owner freed into s (already on local_free): s was full, or is now empty. */
 static void heap_local_slow(hk_heap_t *h, hk_slab_t *s) {
   if (s->state == HK_SLAB_FULL) {
     hk_slab_cancel_notify(s);
     partial_push(h, s);
-  }
-  if (s->used == 0 && s->state == HK_SLAB_PARTIAL) {
-    partial_remove(h, s);
-    heap_slab_release(h, s);
   }
 }
 
@@ -292,6 +306,7 @@ static void heap_maybe_purge(hk_heap_t *h) {
   uint64_t now = hk_os_now_ms();
   if (now < h->next_purge_ms) return;
   h->next_purge_ms = now + (uint64_t)hk_caps.purge_delay_ms;
+  heap_release_empty(h);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
     for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
       if (ss->dirty_old | ss->dirty_new) hk_ss_purge_unused(ss, false);
@@ -303,6 +318,7 @@ size_t hk_heap_trim(hk_heap_t *h) {
   size_t bytes = 0;
   if (h != &hk_heap_empty) {
     heap_drain_delayed(h);
+    heap_release_empty(h);
     for (unsigned k = 0; k < HK_SS_NKINDS; k++)
       for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
         bytes += hk_ss_purge_unused(ss, true);
@@ -388,6 +404,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
 /* ---- thread exit and fork ---------------------------------------------------- */
 
 static void heap_abandon(hk_heap_t *h) {
+  heap_release_empty(h);
   /* 1. stop notifications: afterwards nobody reads h through a superslab */
   for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
     hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
