@@ -31,6 +31,7 @@ import os
 import platform
 import re
 import shutil
+import shlex
 import signal
 import socket
 import statistics
@@ -897,9 +898,12 @@ def machine_info():
         r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"], capture_output=True,
                            text=True)
         info["git"] = r.stdout.strip() or None
-        r = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src", "include"],
-                           capture_output=True, text=True)
-        info["src_dirty"] = bool(r.stdout.strip())
+        if str(BUILD).startswith(str(ROOT) + "/"):
+            r = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--", "src", "include"],
+                               capture_output=True, text=True)
+            info["src_dirty"] = bool(r.stdout.strip())
+        else:
+            info["hakmem_build"] = str(BUILD)   # --build: not this checkout's build
     except OSError:
         pass
     return info
@@ -942,8 +946,12 @@ def markdown(res, svg_name):
     pk = ", ".join("%s %s" % kv for kv in m.get("packages", {}).items())
     if pk:
         L.append("Packages: %s." % pk)
-    L.append("hakmem: %s (git %s%s)." % (res.get("hakmem_version") or "not built", m.get("git"),
-                                           ", src/ modified" if m.get("src_dirty") else ""))
+    if m.get("hakmem_build"):
+        L.append("hakmem: %s, from the build in %s (benchmarks and harness at git %s)." % (
+            res.get("hakmem_version") or "not built", m["hakmem_build"], m.get("git")))
+    else:
+        L.append("hakmem: %s (git %s%s)." % (res.get("hakmem_version") or "not built", m.get("git"),
+                                               ", src/ modified" if m.get("src_dirty") else ""))
     L.append("Command: `%s`; %d runs per allocator, interleaved (A B C A B C ...); %.0f s in all." % (
         res["command"], res["runs"], res["elapsed_s"]))
     if res.get("note"):
@@ -1036,7 +1044,7 @@ def svg_chart(res):
     labels = [a["label"] for a in res["allocators"]]
     key, ref = ("ratio_mimalloc", "mimalloc") if "mimalloc" in labels else ("ratio_glibc", "glibc")
     benches = res["benchmarks"]
-    bar_h, gap, left, width, top = 11, 10, 150, 560, 60
+    bar_h, gap, left, width, top = 11, 10, 180, 560, 60
     lo, hi = -3.0, 3.0  # log2 range: 1/8x .. 8x
     group_h = bar_h * len(labels) + gap
     height = top + group_h * len(benches) + 60
@@ -1062,7 +1070,7 @@ def svg_chart(res):
     x1 = xpos(1)
     for b in benches:
         o.append('<text x="%d" y="%d" text-anchor="end" font-weight="bold">%s</text>' % (
-            left - 8, y + group_h // 2, html.escape(b["name"])))
+            left - 34, y + group_h // 2, html.escape(b["name"])))
         for i, l in enumerate(labels):
             r = b["results"].get(l)
             yy = y + i * bar_h
@@ -1079,8 +1087,13 @@ def svg_chart(res):
             o.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s %s: %.3fx</title></rect>' % (
                 min(x, x1), yy, max(abs(x - x1), 1), bar_h - 2, PALETTE.get(l, "#333"),
                 html.escape(b["name"]), html.escape(l), v))
-            o.append('<text x="%.1f" y="%d" font-size="9" fill="#333" text-anchor="%s">%.2f</text>' % (
-                (x + 3) if x >= x1 else (x - 3), yy + bar_h - 3, "start" if x >= x1 else "end", v))
+            if v < 2 ** lo:   # clipped on the left: write the value inside the bar
+                o.append('<text x="%.1f" y="%d" font-size="9" fill="white" text-anchor="end">%.2f &lt;</text>' % (
+                    x1 - 3, yy + bar_h - 3, v))
+            else:
+                o.append('<text x="%.1f" y="%d" font-size="9" fill="#333" text-anchor="%s">%.2f%s</text>' % (
+                    (x + 3) if x >= x1 else (x - 3), yy + bar_h - 3, "start" if x >= x1 else "end", v,
+                    " &gt;" if v > 2 ** hi else ""))
         y += group_h
     ly = top
     for l in labels:
@@ -1136,7 +1149,7 @@ def main_bench(args):
         benches = [b for b in benches if b.kind != "real"]
 
     res = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "mode": mode, "runs": runs,
-           "command": "python3 bench/harness.py " + " ".join(sys.argv[1:]),
+           "command": "python3 bench/harness.py " + shlex.join(sys.argv[1:]),
            "machine": machine_info(), "allocators": [{"label": a.label, "expect": a.expect, "how": a.describe()
                                                        + (" (%s)" % a.note if a.note else "")} for a in allocs],
            "skipped": list(skipped), "benchmarks": [], "problems": [], "hakmem_version": None,
@@ -1329,7 +1342,7 @@ def main_soak(args):
             return 2
     rss_limit, tp_limit = args.rss_drift, args.tp_drift
     res = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "mode": "soak", "minutes": minutes,
-           "command": "python3 bench/harness.py " + " ".join(sys.argv[1:]), "machine": machine_info(),
+           "command": "python3 bench/harness.py " + shlex.join(sys.argv[1:]), "machine": machine_info(),
            "thresholds": {"rss_drift_max": rss_limit, "throughput_drift_min": tp_limit}, "soaks": []}
     ok_all = True
     for a in allocs:
@@ -1460,6 +1473,7 @@ def main():
     ap.add_argument("--no-count", action="store_true", help="skip the strace run that counts OS calls")
     ap.add_argument("--hakmem-env", action="append", metavar="KEY=VAL",
                     help="environment for the hakmem runs only, e.g. HAKMEM_LEARN=1 (repeatable)")
+    ap.add_argument("--render", metavar="JSON", help="rewrite the .md and .svg of an existing results .json")
     ap.add_argument("--no-gdb", action="store_true", help="do not re-run a crashed benchmark under gdb for a backtrace")
     ap.add_argument("--no-real", action="store_true", help="skip the real programs (redis, python3, cc)")
     ap.add_argument("--tag", help="file name stem for the results (default: DATE-TIME-MODE)")
@@ -1492,6 +1506,13 @@ def main():
         BUILD = Path(args.build).resolve()
         BIN = BUILD / "bench"
         FALLBACK_BIN = BUILD / "bench-fallback"
+    if args.render:
+        p = Path(args.render)
+        res = json.loads(p.read_text())
+        p.with_suffix(".md").write_text(markdown(res, p.with_suffix(".svg").name))
+        p.with_suffix(".svg").write_text(svg_chart(res))
+        print("wrote %s and %s" % (p.with_suffix(".md"), p.with_suffix(".svg")))
+        return 0
     if args.soak:
         return main_soak(args)
     return main_bench(args)
