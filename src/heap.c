@@ -119,18 +119,20 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc) {
 
 /* ---- partial lists and superslab lists ------------------------------------ */
 
-static void partial_push(hk_heap_t *h, hk_slab_t *s) {
+static void partial_push(hk_heap_t *h, hk_slab_t *s) {  /* at the tail */
   HK_STORE_RELAXED(s->state, HK_SLAB_PARTIAL);
-  s->prev = NULL;
-  s->next = h->partial[s->cls];
-  if (s->next) s->next->prev = s;
-  h->partial[s->cls] = s;
+  s->next = NULL;
+  s->prev = h->partial_tail[s->cls];
+  if (s->prev) s->prev->next = s;
+  else h->partial[s->cls] = s;
+  h->partial_tail[s->cls] = s;
 }
 
 static void partial_remove(hk_heap_t *h, hk_slab_t *s) {
   if (s->prev) s->prev->next = s->next;
   else h->partial[s->cls] = s->next;
   if (s->next) s->next->prev = s->prev;
+  else h->partial_tail[s->cls] = s->prev;
   s->next = s->prev = NULL;
 }
 
@@ -365,8 +367,23 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   hk_slab_t *s = h->cur[cls];
   if (s != &hk_slab_empty) {
     if (s->free || heap_refill(h, s)) return slab_pop(h, s);
-    /* exhausted: it leaves the fast path until blocks come back */
-    if (hk_slab_want_notify(s)) {
+    /* exhausted. With another partial slab to go to, swap the two: this one
+     * stays partial (its owner's frees go on landing there without a slow
+     * call), which spares a full/unfull round trip when slabs run dry and
+     * refill in turn. */
+    hk_slab_t *next = h->partial[cls];
+    if (next) {
+      partial_remove(h, next);
+      partial_push(h, s);
+      if (next->free || heap_refill(h, next)) {
+        HK_STORE_RELAXED(next->state, HK_SLAB_CUR);
+        set_cur(h, cls, next);
+        return slab_pop(h, next);
+      }
+      set_cur(h, cls, &hk_slab_empty);
+      if (hk_slab_want_notify(next)) HK_STORE_RELAXED(next->state, HK_SLAB_FULL);
+      else partial_push(h, next);  /* remote frees arrived meanwhile */
+    } else if (hk_slab_want_notify(s)) {
       HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
       set_cur(h, cls, &hk_slab_empty);
     } else if (heap_refill(h, s)) {
@@ -453,7 +470,7 @@ static void heap_abandon(hk_heap_t *h) {
       }
     }
   }
-  for (unsigned c = 0; c < HK_NCLASS; c++) h->partial[c] = NULL;
+  for (unsigned c = 0; c < HK_NCLASS; c++) h->partial[c] = h->partial_tail[c] = NULL;
 }
 
 void hk_heap_thread_done(hk_heap_t *h) {

@@ -18,7 +18,10 @@ typedef struct hk_heap {
   hk_slab_t *cur[HK_NCLASS];           /* never NULL: &hk_slab_empty if none */
   uintptr_t tid;                        /* owner thread id                    */
   _Atomic(hk_block_t *) delayed;        /* remote frees into full slabs       */
-  hk_slab_t *partial[HK_NCLASS];        /* slabs with blocks to give, not cur */
+  /* slabs with blocks to give (not cur), oldest first: the slab waiting
+   * longest has gathered the most frees, so it refills the biggest batch */
+  hk_slab_t *partial[HK_NCLASS];
+  hk_slab_t *partial_tail[HK_NCLASS];
   hk_ss_list_t ss_avail[HK_SS_NKINDS];  /* owned, with unused slabs           */
   hk_ss_list_t ss_full[HK_SS_NKINDS];   /* owned, every slab in use           */
   uint64_t next_purge_ms;
