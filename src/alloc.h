@@ -88,7 +88,8 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
     if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size, true))) return;
     hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
-    if (HK_UNLIKELY(--s->used == 0 || s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
+    s->used--;  /* an emptied slab stays put until the purge epoch: no check */
+    if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
     return;
   }
   if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size, false))) return;
