@@ -850,7 +850,13 @@ def fmt_rss(k):
 
 
 def fmt_ratio(r):
-    return "-" if r is None else "%.2f" % r
+    if r is None:
+        return "-"
+    if r >= 100:
+        return "%.0f" % r
+    if r < 0.1:
+        return "%.2g" % r
+    return "%.2f" % r
 
 
 def fmt_calls(v):
