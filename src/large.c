@@ -94,6 +94,44 @@ static hk_large_t *cache_take(size_t need) {
 #define GUARD 0
 #endif
 
+/* No cached mapping of about the right size: reshape one instead of mapping
+ * fresh (one mremap, and the pages it keeps are already there): shrink the
+ * smallest bigger one, or grow the biggest smaller one in place or by moving
+ * its pages (no copy) to a new aligned home. */
+static hk_large_t *cache_take_resized(size_t need) {
+  hk_lock(&cache_lock);
+  hk_large_t *bigger = NULL, *smaller = NULL;
+  for (hk_large_t *e = cache_head; e; e = e->next) {
+    if (e->map_size >= need) { if (!bigger || e->map_size < bigger->map_size) bigger = e; }
+    else if (!smaller || e->map_size > smaller->map_size) smaller = e;
+  }
+  hk_large_t *e = bigger ? bigger : smaller;
+  if (e) cache_unlink(e);
+  hk_unlock(&cache_lock);
+  if (!e) return NULL;
+  size_t old = e->map_size;
+  if (old > need) {
+    if (hk_os_resize_inplace(e, old, need)) { e->map_size = need; return e; }
+  } else {
+    if (hk_os_resize_inplace(e, old, need)) { e->map_size = need; return e; }
+    void *target = hk_os_map_aligned(need, HK_SS_SIZE);
+    if (target) {
+      hk_chunk_set(e, HK_CHUNK_NONE);
+      if (hk_os_move(e, old, need, target)) {
+        hk_large_t *n = target;
+        n->map_size = need;
+        hk_chunk_set(n, HK_CHUNK_LARGE);
+        return n;
+      }
+      hk_chunk_set(e, HK_CHUNK_LARGE);
+      hk_os_unmap(target, need);
+    }
+  }
+  e->state = 0;
+  large_unmap(e);
+  return NULL;
+}
+
 void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   if (HK_UNLIKELY(hk_learn_on)) hk_learner_slow_tick((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
@@ -105,6 +143,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
     size_t off = align;  /* the header page, or up to the alignment */
     size_t need = hk_align_up(off + size, HK_PAGE) + GUARD;
     h = cache_take(need);
+    if (!h && !GUARD) h = cache_take_resized(need);
     if (!h) {
       h = hk_os_map_aligned(need, HK_SS_SIZE);
       if (!h) { errno = ENOMEM; return NULL; }
