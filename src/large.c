@@ -109,6 +109,7 @@ static hk_large_t *cache_take_resized(size_t need) {
   if (e) cache_unlink(e);
   hk_unlock(&cache_lock);
   if (!e) return NULL;
+  HK_LEARN_NOTE(large_hits, 1);  /* served from the cache, reshaped */
   size_t old = e->map_size;
   if (old > need) {
     if (hk_os_resize_inplace(e, old, need)) { e->map_size = need; return e; }

@@ -141,15 +141,19 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
   }
 
   /* -- purge delay --------------------------------------------------------- */
-  if (o->purges > 0) {
-    double kept = 1.0 - (double)o->refaults / (double)o->purges;
-    if (o->refaults > 0 && kept < b->target_hit_purge) {
+  L->purge_acc = L->purge_acc * 0.5 + (double)o->purges;
+  L->refault_acc = L->refault_acc * 0.5 + (double)o->refaults;
+  if (o->refaults > 0 && L->purge_acc > 0) {
+    double kept = 1.0 - L->refault_acc / (L->purge_acc > L->refault_acc ? L->purge_acc : L->refault_acc);
+    if (kept < b->target_hit_purge) {
       L->quiet_epochs = 0;
       long d = clampl(L->caps.purge_delay_ms * 2 + 1, b->min_purge_ms, b->max_purge_ms);
-      snprintf(why, sizeof why, "%llu of %llu purges were reused soon after",
-               (unsigned long long)o->refaults, (unsigned long long)o->purges);
+      snprintf(why, sizeof why, "purged memory reused soon after (recent refaults %.1f, purges %.1f)",
+               L->refault_acc, L->purge_acc);
       set_cap(&L->caps.purge_delay_ms, d, "purge_delay_ms", why, log);
-    } else if (o->refaults == 0 && ++L->quiet_epochs >= 4) {
+    }
+  } else if (o->purges > 0) {
+    if (o->refaults == 0 && ++L->quiet_epochs >= 4) {
       L->quiet_epochs = 0;
       long d = clampl(L->caps.purge_delay_ms / 2, b->min_purge_ms, b->max_purge_ms);
       set_cap(&L->caps.purge_delay_ms, d, "purge_delay_ms", "purged memory stayed unused for 4 epochs",

@@ -59,6 +59,8 @@ typedef struct hk_learner {
   /* large-cache observations accumulate until a window is big enough */
   uint64_t w_allocs, w_hits, w_ghosts, w_evict_count, w_evict_bytes;
   int quiet_epochs;         /* epochs with purges and no refaults */
+  double purge_acc, refault_acc;  /* decaying sums: a purge and the reuse it
+                                     spoiled often fall in different epochs */
   bool purge_large_now;     /* output: drop the large cache */
   uint64_t epochs;
 } hk_learner_t;
