@@ -303,8 +303,8 @@ void hk_heap_purge_if_asked(hk_heap_t *h) {
 
 /* Purge slabs that stayed unused for a whole purge-delay epoch. */
 static void heap_maybe_purge(hk_heap_t *h) {
-  if (HK_UNLIKELY(hk_learn_on)) hk_heap_purge_if_asked(h);
   if ((++h->slow_count & 15) != 0) return;
+  if (HK_UNLIKELY(hk_learn_on)) hk_heap_purge_if_asked(h);
   uint64_t now = hk_os_now_ms();
   if (now < h->next_purge_ms) return;
   h->next_purge_ms = now + (uint64_t)hk_caps.purge_delay_ms;
