@@ -14,7 +14,6 @@
 void *hk_malloc_large(size_t n, unsigned kind) {
   if (HK_UNLIKELY(n > HK_MAX_ALLOC)) { errno = ENOMEM; return NULL; }
   void *p = hk_large_alloc(n, 0, false, kind);
-  if (HK_UNLIKELY(hk_learn_on)) hk_heap_purge_if_asked(hk_tls_heap);
   return p;
 }
 

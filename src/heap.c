@@ -156,7 +156,6 @@ static void heap_slab_release(hk_heap_t *h, hk_slab_t *s) {
   uint32_t bit = 1u << s->index;
   bool was_full = ss->free_mask == 0;
   ss->free_mask |= bit;
-  if (!((ss->dirty_new | ss->dirty_old) & bit)) HK_LEARN_NOTE(dirty_bytes, hk_ss_slab_bytes(ss));
   ss->dirty_new |= bit;
   ss->nused--;
   if (was_full) {
@@ -275,7 +274,6 @@ static hk_slab_t *heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   unsigned idx = (unsigned)__builtin_ctz(ss->free_mask);
   uint32_t bit = 1u << idx;
   ss->free_mask &= ~bit;
-  if ((ss->dirty_new | ss->dirty_old) & bit) HK_LEARN_NOTE(dirty_bytes, -(unsigned long)hk_ss_slab_bytes(ss));
   ss->dirty_new &= ~bit;
   ss->dirty_old &= ~bit;
   if (ss->purged_mask & bit) {
@@ -291,20 +289,9 @@ static hk_slab_t *heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   return &ss->slabs[idx];
 }
 
-/* The learner asked every heap to give back its unused slabs now. */
-void hk_heap_purge_if_asked(hk_heap_t *h) {
-  unsigned long g = atomic_load_explicit(&hk_purge_generation, memory_order_relaxed);
-  if (h == &hk_heap_empty || h->purge_gen == g) return;
-  h->purge_gen = g;
-  for (unsigned k = 0; k < HK_SS_NKINDS; k++)
-    for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
-      if (ss->dirty_old | ss->dirty_new) hk_ss_purge_unused(ss, true);
-}
-
 /* Purge slabs that stayed unused for a whole purge-delay epoch. */
 static void heap_maybe_purge(hk_heap_t *h) {
   if ((++h->slow_count & 15) != 0) return;
-  if (HK_UNLIKELY(hk_learn_on)) hk_heap_purge_if_asked(h);
   uint64_t now = hk_os_now_ms();
   if (now < h->next_purge_ms) return;
   h->next_purge_ms = now + (uint64_t)hk_caps.purge_delay_ms;

@@ -26,7 +26,6 @@ typedef struct hk_heap {
   hk_ss_list_t ss_full[HK_SS_NKINDS];   /* owned, every slab in use           */
   uint64_t next_purge_ms;
   uint32_t slow_count;
-  unsigned long purge_gen;              /* last learner purge request seen    */
   uint32_t st_ticks;                    /* refills since the last stats tick  */
   bool live;
   struct hk_heap *next_all;             /* registry of every heap struct      */
@@ -56,8 +55,6 @@ void hk_heap_free_local_slow(hk_slab_t *s);
 /* Remote free protocol: block for a full slab of heap h. */
 void hk_heap_push_delayed(hk_heap_t *h, hk_block_t *b);
 
-/* Purge the heap's unused slabs if the learner asked for it since. */
-void hk_heap_purge_if_asked(hk_heap_t *h);
 /* Thread exit: hand everything over. */
 void hk_heap_thread_done(hk_heap_t *h);
 /* Give back what the calling thread's heap keeps unused. Bytes purged. */

@@ -11,7 +11,6 @@
 hk_caps_t hk_caps;
 hk_learn_counters_t hk_learn_ctr;
 bool hk_learn_on;
-atomic_ulong hk_purge_generation;
 
 #define LARGE_WINDOW 128  /* large allocations per judgement */
 
@@ -34,23 +33,6 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
   L->epochs++;
   L->purge_large_now = false;
   L->purge_ss_now = false;
-  L->purge_small_now = false;
-
-  /* -- small side idle while large blocks are mapped fresh: the slab memory
-   *    freed before is dead weight for this phase; give it back now ------- */
-  uint64_t large_misses = o->large_allocs - (o->large_hits < o->large_allocs ? o->large_hits : o->large_allocs);
-  if (L->small_cooldown > 0) L->small_cooldown--;
-  if (large_misses >= 4 && o->ss_cache_hits + o->ss_os_maps == 0 && L->small_cooldown == 0 &&
-      o->idle_slab_bytes >= ((uint64_t)4 << 20)) {
-    L->purge_small_now = true;
-    L->purge_ss_now = true;
-    L->small_cooldown = 4;
-    if (log) {
-      snprintf(why, sizeof why, "%llu large blocks mapped fresh while slab memory sits unused",
-               (unsigned long long)large_misses);
-      log("slab_purge", 0, 1, why);
-    }
-  }
 
   /* -- empty-superslab cache: drop it when nobody has taken from it ------- */
   if (o->ss_cache_hits == 0) {
@@ -221,12 +203,9 @@ void hk_learner_slow_tick(unsigned weight) {
   o.ss_cache_hits = take(&hk_learn_ctr.ss_cache_hits);
   o.ss_cached_bytes = hk_ss_cached_unpurged_bytes();
   o.ss_os_maps = take(&hk_learn_ctr.ss_os_maps);
-  o.idle_slab_bytes = o.ss_cached_bytes +
-                      (uint64_t)(long)atomic_load_explicit(&hk_learn_ctr.dirty_bytes, memory_order_relaxed);
   hk_learn_step(&learner, &o, &bounds, hk_knobs.learn_log ? log_stderr : NULL);
   hk_caps = learner.caps;
   bool purge = learner.purge_large_now, purge_ss = learner.purge_ss_now;
-  if (learner.purge_small_now) atomic_fetch_add(&hk_purge_generation, 1);
   hk_unlock(&learn_lock);
   if (purge) hk_large_collect(true);
   if (purge_ss) hk_ss_collect(true);

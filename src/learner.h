@@ -33,7 +33,6 @@ typedef struct hk_learn_obs {
   uint64_t purges, refaults;                       /* purge events; reuse of purged memory soon after */
   uint64_t ss_cache_hits;                          /* superslabs taken from the cache */
   uint64_t ss_os_maps;                             /* superslabs mapped fresh         */
-  uint64_t idle_slab_bytes;                        /* unused slab memory not purged   */
   uint64_t ss_cached_bytes;                        /* unpurged bytes in that cache    */
 } hk_learn_obs_t;
 
@@ -54,8 +53,6 @@ typedef struct hk_learner {
   int idle_epochs;          /* epochs without large allocations */
   int ss_idle_epochs;       /* epochs without superslab cache hits */
   bool purge_ss_now;        /* output: drop the empty-superslab cache */
-  bool purge_small_now;     /* output: heaps purge their unused slabs now */
-  int small_cooldown;
   /* large-cache observations accumulate until a window is big enough */
   uint64_t w_allocs, w_hits, w_ghosts, w_evict_count, w_evict_bytes;
   int quiet_epochs;         /* epochs with purges and no refaults */
@@ -77,12 +74,9 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
 typedef struct hk_learn_counters {
   atomic_ulong large_allocs, large_hits, large_ghost_hits, large_evict_count, large_evict_bytes;
   atomic_ulong purges, refaults, ss_cache_hits, ss_os_maps;
-  atomic_ulong dirty_bytes;   /* unused, unpurged slab bytes in heaps (a gauge) */
 } hk_learn_counters_t;
 extern hk_learn_counters_t hk_learn_ctr;
 extern bool hk_learn_on;
-/* Bumped when the learner wants every heap to purge its unused slabs. */
-extern atomic_ulong hk_purge_generation;
 
 void hk_learner_init(void);          /* from the knobs */
 /* Every slow-path call when on; weight: units of work (a small refill is 1,

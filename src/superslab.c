@@ -83,8 +83,6 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
   }
   if (ss->purged) HK_LEARN_NOTE(refaults, 1);
   ss->purged = false;
-  uint32_t was_dirty = ss->dirty_new | ss->dirty_old;
-  if (was_dirty) HK_LEARN_NOTE(dirty_bytes, -(unsigned long)((size_t)__builtin_popcount(was_dirty) << ss->slab_shift));
   ss->dirty_new = ss->dirty_old = 0;
   ss->purged_mask = 0;
   ss_init(ss, kind);
@@ -151,7 +149,6 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
     uint8_t *from = hk_ss_slab_area(ss, i);
     uint8_t *to = (uint8_t *)ss + ((size_t)(j + 1) << ss->slab_shift);
     hk_os_purge(from, (size_t)(to - from));
-    HK_LEARN_NOTE(dirty_bytes, -(unsigned long)((size_t)(j - i + 1) << ss->slab_shift));
     bytes += (size_t)(to - from);
     HK_LEARN_NOTE(purges, 1);
     uint32_t run = (j - i + 1 == 32) ? 0xffffffffu : (((1u << (j - i + 1)) - 1) << i);

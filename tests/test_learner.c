@@ -115,20 +115,6 @@ int main(void) {
   }
   CHECKF(L.caps.purge_delay_ms == B.min_purge_ms, "delay %ld", L.caps.purge_delay_ms);
 
-  /* 6. slab memory is purged when large blocks are mapped fresh and the
-   *    small side sits idle; not again during the cooldown */
-  hk_learn_init(&L, &start);
-  hk_learn_obs_t ph = large_epoch(16, 0, 0);
-  ph.idle_slab_bytes = 64u << 20;
-  hk_learn_step(&L, &ph, &B, count_log);
-  CHECK(L.purge_small_now);
-  hk_learn_step(&L, &ph, &B, count_log);
-  CHECK(!L.purge_small_now);
-  ph.ss_os_maps = 3;  /* the small side is growing: leave it */
-  hk_learn_init(&L, &start);
-  hk_learn_step(&L, &ph, &B, count_log);
-  CHECK(!L.purge_small_now);
-
   CHECK(log_lines > 0);
   return check_done("test_learner");
 }
