@@ -1,4 +1,4 @@
-/* bench_soak SECONDS [THREADS] [SAMPLE_MS] [WS] [SEED]
+/* bench_soak SECONDS [THREADS] [SAMPLE_MS] [WS] [SEED] [PIN]
  *
  * A long-running mixed workload for `make soak`: THREADS threads churn a
  * working set of WS blocks each (90% 16 B-1 KiB, 9% 1-32 KiB, 1% 32-512 KiB);
@@ -9,14 +9,18 @@
  * A healthy allocator reaches a plateau: flat RSS, flat throughput. The CPU
  * time lets the harness compute ops per CPU-second, which other load on a
  * shared machine does not disturb as much as ops per wall-second.
- * Defaults: 60 2 1000 4000 5. One op = one replacement (free + malloc). */
+ * PIN=1 (default) puts all the workers on one CPU: they still free each
+ * other's blocks, but the work per CPU-second no longer depends on whether
+ * the scheduler happened to run them side by side, so a drift in it is the
+ * allocator's. PIN=0 lets them run anywhere.
+ * Defaults: 60 2 1000 4000 5 1. One op = one replacement (free + malloc). */
 #include "bench_common.h"
 #include <pthread.h>
 #include <stdatomic.h>
 
 #define XCHG 4096
 
-static int g_threads;
+static int g_threads, g_pin;
 static size_t g_ws;
 static uint64_t g_seed;
 static atomic_int g_stop;
@@ -52,6 +56,7 @@ static void *run(void *arg)
     struct worker *w = arg;
     bc_rng rng;
     bc_rng_seed(&rng, g_seed * 131u + (uint64_t)w->id);
+    if (g_pin) bc_pin_self(0);
     unsigned char **slot = calloc(g_ws, sizeof *slot);
     if (!slot) exit(1);
     for (size_t i = 0; i < g_ws; i++) slot[i] = fresh(&rng);
@@ -96,14 +101,15 @@ int main(int argc, char **argv)
     uint64_t sample_ms = bc_arg_u64(argc, argv, 3, 1000);
     g_ws = (size_t)bc_arg_u64(argc, argv, 4, 4000);
     g_seed = bc_arg_u64(argc, argv, 5, 5);
+    g_pin = (int)bc_arg_u64(argc, argv, 6, 1);
     if (g_threads < 1 || g_threads > 1024 || g_ws == 0 || sample_ms == 0) {
         fprintf(stderr, "usage: bench_soak SECONDS [THREADS] [SAMPLE_MS] [WS] [SEED]\n");
         return 2;
     }
     bc_print_allocator();
-    printf("bench: soak seconds=%llu threads=%d sample_ms=%llu ws=%zu seed=%llu\n",
+    printf("bench: soak seconds=%llu threads=%d sample_ms=%llu ws=%zu seed=%llu pin=%d\n",
            (unsigned long long)seconds, g_threads, (unsigned long long)sample_ms, g_ws,
-           (unsigned long long)g_seed);
+           (unsigned long long)g_seed, g_pin);
     fflush(stdout);
     struct worker *w = aligned_alloc(64, sizeof *w * (size_t)g_threads);
     memset(w, 0, sizeof *w * (size_t)g_threads);

@@ -1358,7 +1358,8 @@ def main_soak(args):
             env["LD_PRELOAD"] = a.preload
         if a.expect == "hakmem":
             env.update(HAKMEM_ENV)
-        cmd = [str(binary), str(seconds), str(args.soak_threads), "1000", "4000", "5"]
+        cmd = [str(binary), str(seconds), str(args.soak_threads), "1000", "4000", "5",
+               "0" if args.soak_unpinned else "1"]
         log("soak: %s for %d s: %s" % (a.label, seconds, shell_line({"LD_PRELOAD": a.preload} if a.preload else {},
                                                                      cmd)))
         samples, lines = [], []
@@ -1494,6 +1495,9 @@ def main():
     ap.add_argument("--rss-drift", type=float, default=0.05, help="soak: max RSS drift (default +0.05)")
     ap.add_argument("--tp-drift", type=float, default=-0.05, help="soak: min throughput drift (default -0.05)")
     ap.add_argument("--soak-threads", type=int, default=2, help="soak: worker threads (default 2)")
+    ap.add_argument("--soak-unpinned", action="store_true",
+                    help="soak: let the workers run on any CPU (default: all on one CPU, so that ops per "
+                         "CPU-second does not depend on how the scheduler placed them)")
     args = ap.parse_args()
     if args.runs is not None and args.runs < 1:
         ap.error("--runs must be >= 1")
