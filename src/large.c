@@ -41,7 +41,10 @@ static atomic_size_t total_allocs, total_frees;
 static size_t ghost[GHOSTS];
 static unsigned ghost_pos;
 
-static bool fits(size_t have, size_t need) { return have >= need && have - need <= need / 4 + HK_PAGE; }
+/* A cached mapping serves a request as it is when it is at most twice the
+ * size (the block's usable size grows; pages it never touches cost nothing);
+ * beyond that it is reshaped with mremap (cache_take_resized). */
+static bool fits(size_t have, size_t need) { return have >= need && have - need <= need + HK_PAGE; }
 
 static hk_large_t *header_of(const void *p, unsigned kind) {
   uintptr_t chunk = (uintptr_t)p & ~(uintptr_t)HK_SS_MASK;
