@@ -335,6 +335,20 @@ HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
   return b;
 }
 
+/* Freed blocks only, no carving: memory already touched is reused before
+ * fresh pages are (the secure build keeps its fresh-first order). */
+static bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
+  if (HK_PAD) return hk_slab_refill(s);
+  if (!s->local_free) {
+    size_t n = hk_slab_collect_remote(s);
+    if (n && hk_stats_on) h->st.remote[s->cls] += n;
+  }
+  if (!s->local_free) return false;
+  s->free = s->local_free;
+  s->local_free = NULL;
+  return true;
+}
+
 static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
   if (!s->local_free) {
     size_t n = hk_slab_collect_remote(s);
@@ -353,8 +367,8 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
 
   hk_slab_t *s = h->cur[cls];
   if (s != &hk_slab_empty) {
-    if (s->free || heap_refill(h, s)) return slab_pop(h, s);
-    /* exhausted. With another partial slab to go to, swap the two: this one
+    if (s->free || heap_refill_lists(h, s)) return slab_pop(h, s);
+    /* no freed block left here. With another partial slab to go to, swap the two: this one
      * stays partial (its owner's frees go on landing there without a slow
      * call), which spares a full/unfull round trip when slabs run dry and
      * refill in turn. */
@@ -370,6 +384,8 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
       set_cur(h, cls, &hk_slab_empty);
       if (hk_slab_want_notify(next)) HK_STORE_RELAXED(next->state, HK_SLAB_FULL);
       else partial_push(h, next);  /* remote frees arrived meanwhile */
+    } else if (hk_slab_extend(s)) {
+      return slab_pop(h, s);       /* nothing to reuse: carve fresh blocks here */
     } else if (hk_slab_want_notify(s)) {
       HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
       set_cur(h, cls, &hk_slab_empty);
