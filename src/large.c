@@ -97,6 +97,31 @@ static hk_large_t *cache_take(size_t need) {
 #define GUARD 0
 #endif
 
+/* Give mapping h exactly `need` bytes: in place, or (growing) by moving its
+ * pages, without a copy, to a new 2 MiB-aligned home. Returns the header
+ * where it now is, map_size updated; NULL leaves h as it was. Only for
+ * mappings whose block starts in their first chunk (HK_CHUNK_LARGE). */
+static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
+  size_t old = h->map_size;
+  if (hk_os_resize_inplace(h, old, need)) {
+    h->map_size = need;
+    return h;
+  }
+  if (need < old) return NULL;
+  void *target = hk_os_map_aligned(need, HK_SS_SIZE);
+  if (!target) return NULL;
+  hk_chunk_set(h, HK_CHUNK_NONE);
+  if (!hk_os_move(h, old, need, target)) {
+    hk_chunk_set(h, HK_CHUNK_LARGE);
+    hk_os_unmap(target, need);
+    return NULL;
+  }
+  hk_large_t *n = target;
+  n->map_size = need;
+  hk_chunk_set(n, HK_CHUNK_LARGE);
+  return n;
+}
+
 /* No cached mapping of about the right size: reshape one instead of mapping
  * fresh (one mremap, and the pages it keeps are already there): shrink the
  * smallest bigger one, or grow the biggest smaller one in place or by moving
@@ -113,24 +138,8 @@ static hk_large_t *cache_take_resized(size_t need) {
   hk_unlock(&cache_lock);
   if (!e) return NULL;
   HK_LEARN_NOTE(large_hits, 1);  /* served from the cache, reshaped */
-  size_t old = e->map_size;
-  if (old > need) {
-    if (hk_os_resize_inplace(e, old, need)) { e->map_size = need; return e; }
-  } else {
-    if (hk_os_resize_inplace(e, old, need)) { e->map_size = need; return e; }
-    void *target = hk_os_map_aligned(need, HK_SS_SIZE);
-    if (target) {
-      hk_chunk_set(e, HK_CHUNK_NONE);
-      if (hk_os_move(e, old, need, target)) {
-        hk_large_t *n = target;
-        n->map_size = need;
-        hk_chunk_set(n, HK_CHUNK_LARGE);
-        return n;
-      }
-      hk_chunk_set(e, HK_CHUNK_LARGE);
-      hk_os_unmap(target, need);
-    }
-  }
+  hk_large_t *n = large_reshape(e, need);
+  if (n) return n;
   e->state = 0;
   large_unmap(e);
   return NULL;
@@ -287,33 +296,22 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
     return p;
   }
   if (kind == HK_CHUNK_LARGE) {
-    size_t old = h->map_size;
     /* grow in place, else move the pages (no copy) to a new aligned home */
-    if (hk_os_resize_inplace(h, old, need)) {
-      hk_track_resize(p, h->usable, need - off);
-      h->map_size = need;
-      h->usable = need - off;
-      atomic_fetch_add_explicit(&live_bytes, need - old, memory_order_relaxed);
-      return p;
-    }
-    void *target = hk_os_map_aligned(need, HK_SS_SIZE);
-    size_t old_usable = h->usable;
-    if (target) {
-      hk_chunk_set(h, HK_CHUNK_NONE);
-      if (hk_os_move(h, old, need, target)) {
-        hk_large_t *nh = target;
+    size_t old = h->map_size, old_usable = h->usable;
+    hk_large_t *nh = large_reshape(h, need);
+    if (nh) {
+      uint8_t *q = (uint8_t *)nh + off;
+      if (nh == h) {
+        hk_track_resize(p, old_usable, need - off);
+      } else {
         hk_track_free(p);
-        hk_track_alloc((uint8_t *)nh + off, need - off, 0);
-        hk_track_defined((uint8_t *)nh + off, old_usable);  /* moved contents */
-        nh->user = HK_HIDE((uint8_t *)nh + off);
-        nh->map_size = need;
-        nh->usable = need - off;
-        hk_chunk_set(nh, HK_CHUNK_LARGE);
-        atomic_fetch_add_explicit(&live_bytes, need - old, memory_order_relaxed);
-        return HK_UNHIDE(nh->user);
+        hk_track_alloc(q, need - off, 0);
+        hk_track_defined(q, old_usable);  /* moved contents */
       }
-      hk_chunk_set(h, HK_CHUNK_LARGE);
-      hk_os_unmap(target, need);
+      nh->user = HK_HIDE(q);
+      nh->usable = need - off;
+      atomic_fetch_add_explicit(&live_bytes, need - old, memory_order_relaxed);
+      return q;
     }
   }
   void *q = hk_large_alloc(size, off > HK_PAGE ? off : 0, false, HK_KIND_MALLOC);
