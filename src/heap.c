@@ -335,26 +335,24 @@ HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
   return b;
 }
 
-/* Freed blocks only, no carving: memory already touched is reused before
- * fresh pages are (the secure build keeps its fresh-first order). */
-static bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
-  if (HK_PAD) return hk_slab_refill(s);
-  if (!s->local_free) {
-    size_t n = hk_slab_collect_remote(s);
-    if (n && hk_stats_on) h->st.remote[s->cls] += n;
-  }
-  if (!s->local_free) return false;
-  s->free = s->local_free;
-  s->local_free = NULL;
-  return true;
+/* Remote frees of s onto its local_free list, counted for the stats. */
+static void heap_collect(hk_heap_t *h, hk_slab_t *s) {
+  if (s->local_free) return;
+  size_t n = hk_slab_collect_remote(s);
+  if (n && hk_stats_on) h->st.remote[s->cls] += n;
 }
 
 static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
-  if (!s->local_free) {
-    size_t n = hk_slab_collect_remote(s);
-    if (n && hk_stats_on) h->st.remote[s->cls] += n;
-  }
+  heap_collect(h, s);
   return hk_slab_refill(s);
+}
+
+/* Freed blocks only, no carving: memory already touched is reused before
+ * fresh pages are (the secure build keeps its fresh-first order). */
+static bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
+  if (HK_PAD) return heap_refill(h, s);
+  heap_collect(h, s);
+  return hk_slab_take_local(s);
 }
 
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {

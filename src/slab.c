@@ -92,10 +92,5 @@ bool hk_slab_refill(hk_slab_t *s) {
   /* secure build: fresh blocks first, so a freed block is not reused at once */
   if (HK_PAD && s->carved < s->capacity) return hk_slab_extend(s);
   if (!s->local_free) hk_slab_collect_remote(s);
-  if (s->local_free) {
-    s->free = s->local_free;
-    s->local_free = NULL;
-    return true;
-  }
-  return hk_slab_extend(s);
+  return hk_slab_take_local(s) || hk_slab_extend(s);
 }

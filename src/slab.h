@@ -81,6 +81,14 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
  * frees, then by carving fresh blocks. False when the slab is exhausted. */
 bool hk_slab_refill(hk_slab_t *s);
 
+/* Move local_free onto the empty s->free. False if there was nothing. */
+HK_INLINE bool hk_slab_take_local(hk_slab_t *s) {
+  if (!s->local_free) return false;
+  s->free = s->local_free;
+  s->local_free = NULL;
+  return true;
+}
+
 /* Carve up to a batch of fresh blocks onto s->free. False if none left. */
 bool hk_slab_extend(hk_slab_t *s);
 
