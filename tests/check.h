@@ -14,6 +14,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #define CHECK_MAX_PRINT 50
 
@@ -64,6 +65,16 @@ static _Atomic long check_count_;
   } while (0)
 
 static inline long check_failures(void) { return CHK_LOAD_(check_failures_); }
+
+/* Resident set size of this process in KiB (-1 if /proc is unreadable). */
+static inline long check_rss_kib(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  long size = 0, res = 0;
+  if (!f) return -1;
+  if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
+  fclose(f);
+  return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
 
 static inline int check_done(const char *name) {
   long f = CHK_LOAD_(check_failures_), c = CHK_LOAD_(check_count_);

@@ -29,15 +29,6 @@
 #define MiB (KiB * 1024)
 #define SLACK (64 * 1024) /* KiB */
 
-static long rss_kib(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long size = 0, res = 0;
-  if (!f) return -1;
-  if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
-  fclose(f);
-  return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 typedef struct {
   void **p;
   size_t n;
@@ -86,14 +77,14 @@ int main(void) {
   if (!d || strcmp(d, "0") != 0)
     fprintf(stderr, "note: HAKMEM_PURGE_DELAY_MS is not 0; phase C may see a delay\n");
   churn();
-  long base = rss_kib();
+  long base = check_rss_kib();
 
   set_t s = alloc_set(256, 128, 32);
-  long peak = rss_kib();
+  long peak = check_rss_kib();
   free_set(&s);
   int t = malloc_trim(0);
   CHECKF(t == 0 || t == 1, "malloc_trim(0) = %d", t);
-  long after_a = rss_kib();
+  long after_a = check_rss_kib();
   fprintf(stderr, "A: base %ld KiB, peak %ld KiB, after free+trim %ld KiB\n", base, peak, after_a);
   CHECKF(peak > base + 300 * 1024, "the allocations did not raise RSS (%ld -> %ld KiB)", base, peak);
   CHECKF(after_a <= base + SLACK, "after free + malloc_trim RSS %ld KiB, baseline %ld KiB", after_a, base);
@@ -101,18 +92,18 @@ int main(void) {
   pthread_t th[4];
   for (int i = 0; i < 4; i++) CHECK_FATAL(pthread_create(&th[i], NULL, thread_main, NULL) == 0);
   for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
-  long peak_b = rss_kib();
+  long peak_b = check_rss_kib();
   churn();
   malloc_trim(0);
-  long after_b = rss_kib();
+  long after_b = check_rss_kib();
   fprintf(stderr, "B: after 4 threads (256 MiB touched) %ld KiB, after trim %ld KiB\n", peak_b, after_b);
   CHECKF(after_b <= base + SLACK, "memory of exited threads stays resident: %ld KiB, baseline %ld KiB", after_b, base);
 
   s = alloc_set(256, 128, 32);
-  long peak_c = rss_kib();
+  long peak_c = check_rss_kib();
   free_set(&s);
   churn();
-  long after_c = rss_kib();
+  long after_c = check_rss_kib();
   fprintf(stderr, "C: peak %ld KiB, after free (no trim) + churn %ld KiB\n", peak_c, after_c);
   CHECKF(after_c <= base + SLACK, "with HAKMEM_PURGE_DELAY_MS=0, freed memory stays resident: %ld KiB, baseline %ld KiB",
          after_c, base);

@@ -41,15 +41,6 @@ static struct {
 } ring[RING];
 static unsigned ring_pos;
 
-static long rss_kib(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long size = 0, res = 0;
-  if (!f) return -1;
-  if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
-  fclose(f);
-  return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static int check_block(unsigned char *p, size_t n, unsigned char v) {
   if (n == 0) return 1;
   if (p[0] != v || p[n - 1] != v || p[n / 2] != v) return 0;
@@ -119,11 +110,11 @@ int main(int argc, char **argv) {
       CHECK_FATAL(rc == 0);
     }
     for (int i = 0; i < k; i++) pthread_join(tid[i], NULL);
-    if (rss_warm < 0 && made >= warm) rss_warm = rss_kib();
+    if (rss_warm < 0 && made >= warm) rss_warm = check_rss_kib();
     if (trace && made % 1000 < (unsigned)k)
-      fprintf(stderr, "  %6d threads: RSS %ld KiB\n", made, rss_kib());
+      fprintf(stderr, "  %6d threads: RSS %ld KiB\n", made, check_rss_kib());
   }
-  long rss_end = rss_kib();
+  long rss_end = check_rss_kib();
   long bound = rss_warm + 64 * 1024;
   if (bound < 2 * rss_warm) bound = 2 * rss_warm;
   fprintf(stderr, "test_thread_churn: %d threads, RSS after warm-up %ld KiB, at end %ld KiB, bound %ld KiB\n",
