@@ -18,7 +18,7 @@ static const hk_knob_def_t knob_table[] = {
   K("HAKMEM_PURGE_DELAY_MS",    purge_delay_ms,    0, 3600000, 5000, 1000, 100),
   K("HAKMEM_SS_CACHE",          ss_cache,          0, 4096,    1024, 256, 16),
   K("HAKMEM_LARGE_CACHE_MB",    large_cache_mb,    0, 65536,   256, 64, 8),
-  K("HAKMEM_LARGE_CACHE_COUNT", large_cache_count, 0, 1024,    64, 32, 8),
+  K("HAKMEM_LARGE_CACHE_COUNT", large_cache_count, 0, 1024,   256, 128, 8),
   K("HAKMEM_CARVE_KB",          carve_kb,          4, 64,      64, 16, 4),
   K("HAKMEM_HEAP_SPARE",        heap_spare,        0, 16,      2, 1, 0),
   K("HAKMEM_VERBOSE",           verbose,           0, 2,       0, 0, 0),
