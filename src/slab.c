@@ -48,7 +48,7 @@ static unsigned shuffle_rand(unsigned bound) {
   static __thread uint64_t x;
   if (x == 0) x = (uint64_t)(uintptr_t)&x ^ hk_list_key ^ 0x9e3779b97f4a7c15ull;
   x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-  return (unsigned)(x % bound);
+  return (unsigned)(((x >> 32) * bound) >> 32);  /* no division */
 }
 
 static void link_shuffled(hk_slab_t *s, uint8_t *first, unsigned n) {

@@ -229,7 +229,7 @@ t secure overflow_one_aligned  abort "$OVERFLOW" - overflow_one 100 256
 for n in 32 100 3000; do
   t secure overflow_32_$n   abort "$OVERFLOW" - overflow_32 $n
 done
-t secure write_after_free        abort "$UAF" - write_after_free 64 20
+t secure write_after_free        abort "$UAF" HAKMEM_FREE_FILL=2 write_after_free 64 20
 t secure write_after_free_fill1  abort "$UAF" HAKMEM_FREE_FILL=1 write_after_free 2000 1500
 t secure write_after_free_fill2  abort "$UAF" HAKMEM_FREE_FILL=2 write_after_free 2000 1500
 t secure fill_on_free_0          ok - - fill_on_free 0
