@@ -10,15 +10,13 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "alloc.h"
+#include "heap.h"
 #include "knobs.h"
 
 #define FILL_WORD  0xDFDFDFDFDFDFDFDFull   /* freed memory (HAKMEM_FREE_FILL=2) */
 
-uint8_t hk_sec_fill;
-
-static void trailer_store_lo(void *p, size_t avail, uint32_t v) {
-  memcpy((uint8_t *)p + avail, &v, 4);
-}
+static uint8_t hk_sec_fill;  /* HAKMEM_FREE_FILL: 0 off, 1 zero, 2 0xDF */
 
 /* ---- HAKMEM_FREE_FILL: bytes [8, avail) of a freed block (the first word
  * is the link, the last the trailer) ------------------------------------- */
@@ -32,17 +30,13 @@ static void fill_range(uint8_t *b, size_t avail) {
   if (i < avail) memset(b + i, (int)(f & 0xff), avail - i);
 }
 
-void hk_sec_fill_block(hk_slab_t *s, void *p) { fill_range(p, s->block_size - HK_PAD); }
-
-void hk_sec_fill_check(hk_slab_t *s, void *p) {
-  const uint8_t *b = p;
-  size_t avail = s->block_size - HK_PAD;
+static void fill_check(const uint8_t *b, size_t avail) {
   uint64_t f = fill_word(), x, acc = 0;
   for (size_t i = 8; i + 8 <= avail; i += 8) {
     memcpy(&x, b + i, 8);
     acc |= x ^ f;
   }
-  if (HK_UNLIKELY(acc != 0)) hk_report_invalid("malloc", p, "block was written after it was freed");
+  if (HK_UNLIKELY(acc != 0)) hk_report_invalid("malloc", b, "block was written after it was freed");
 }
 
 /* ---- slabs ------------------------------------------------------------- */
@@ -56,39 +50,51 @@ void hk_sec_slab_init(hk_slab_t *s) {
   s->key = (uintptr_t)(x | 1);
 }
 
+static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }
+
 /* fresh blocks: free (trailer in the "freed" state), filled when asked */
 void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
   size_t bs = s->block_size, avail = bs - HK_PAD;
+  uint32_t tag = freed_tag();
   for (unsigned i = 0; i < n; i++) {
     uint8_t *p = first + (size_t)i * bs;
     if (hk_sec_fill) fill_range(p, avail);
-    uint64_t t = hk_sec_canary(s, p) ^ HK_SEC_FREED;
-    memcpy(p + avail, &t, 8);
+    hk_sec_trailer_store(p, avail, hk_sec_canary(s, p) ^ tag);
   }
 }
 
-/* ---- reports ----------------------------------------------------------- */
+/* ---- the out-of-line halves of malloc and free -------------------------- */
 
-/* malloc popped a block whose trailer is not "freed": the list was forged
- * (or the block was overwritten while free) */
-void hk_sec_bad_alloc(hk_slab_t *s, void *p) {
-  (void)s;
-  hk_report_list_corrupt(p);
+/* malloc popped p and its trailer is not "freed": fill on free is on (check
+ * it), or the list was forged (or the block overwritten while free) */
+void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) {
+  uint8_t *b = p;
+  size_t avail = s->block_size - HK_PAD;
+  uint32_t c = hk_sec_canary(s, p);
+  if ((uint32_t)hk_sec_trailer_load(b, avail) != (c ^ HK_SEC_FREED_FILL)) hk_report_list_corrupt(p);
+  fill_check(b, avail);
+  uint64_t pat = HK_SEC_SLACK, info = (uint64_t)(avail - n) | ((uint64_t)kind << 24);
+  memcpy(b + n, &pat, 8);
+  hk_sec_trailer_store(b, avail, (uint64_t)(c ^ HK_SEC_LIVE_FILL) | (info << 32));
+  return p;
 }
 
-/* free's fast check failed: tell why. Returns whether the free goes on
- * (HAKMEM_ABORT_ON_INVALID=0 and not a double free). */
-bool hk_sec_bad_free(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner) {
+void hk_sec_free_race(void *p) { hk_report_invalid("free", p, "block already freed (double free)"); }
+
+/* free's fast check failed, or fill on free is on: report what is wrong,
+ * then (unless it was a double free) finish the free as hk_free_checked
+ * would: mark, fill, push onto local_free or hand to the remote path. */
+void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner) {
   uint8_t *b = p;
   size_t avail = s->block_size - HK_PAD;
   uint32_t c = hk_sec_canary(s, p);
   uint64_t t = hk_sec_trailer_load(b, avail);
   uint32_t lo = (uint32_t)t, delta = (uint32_t)(t >> 32) & 0xffffff;
-  if (lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_REMOTE)) {
+  if (lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_FREED_FILL) || lo == (c ^ HK_SEC_REMOTE)) {
     hk_report_invalid("free", p, "block already freed (double free)");
-    return false;
+    return;
   }
-  if (lo != c || delta > avail) {
+  if ((lo != (c ^ HK_SEC_LIVE) && lo != (c ^ HK_SEC_LIVE_FILL)) || delta > avail) {
     hk_report_invalid("free", p, "heap overflow: the canary after this block was overwritten");
   } else {
     size_t n = avail - delta;
@@ -106,36 +112,40 @@ bool hk_sec_bad_free(hk_slab_t *s, void *p, unsigned kind, size_t size, bool own
     if (size != 0 && size != n)
       hk_report_invalid("free", p, "sized delete/free_sized with a size the block was not allocated with");
   }
-  /* reported and not aborted: the free goes on, with a sound trailer */
-  if (hk_sec_fill) fill_range(b, avail);
-  t = (uint64_t)c;
-  memcpy(b + avail, &t, 8);
-  if (!owner) return hk_sec_remote_mark(s, p, t);
-  trailer_store_lo(b, avail, c ^ HK_SEC_FREED);
-  return true;
+  /* the free goes on (nothing wrong but the fill, or reported with
+   * HAKMEM_ABORT_ON_INVALID=0): leave a sound trailer */
+  uint64_t keep = t & ~0xffffffffull;
+  if (owner) {
+    if (hk_sec_fill) fill_range(b, avail);
+    hk_sec_trailer_store(b, avail, keep | (c ^ freed_tag()));
+    /* as hk_free_checked's owner path */
+    hk_block_set_next(s, (hk_block_t *)p, s->local_free);
+    s->local_free = (hk_block_t *)p;
+    s->used--;
+    if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
+    return;
+  }
+  if (!__atomic_compare_exchange_n((uint64_t *)(b + avail), &t, keep | (c ^ HK_SEC_REMOTE), false,
+                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    hk_sec_free_race(p);
+    return;
+  }
+  if (hk_sec_fill) fill_range(b, avail);  /* after the swap: the block is ours */
+  hk_free_remote_checked(s, p);
 }
 
 /* ---- frees by other threads ------------------------------------------------
- * The freeing thread swaps the trailer from "live" (t) to "remote" with one
+ * The freeing thread swaps the trailer from "live" to "remote" with one
  * compare-and-swap, so two racing frees of one block cannot both pass; the
  * owner turns "remote" into "freed" when it collects the block, and an owner
  * free racing with a remote one leaves "freed" where "remote" must be. */
-bool hk_sec_remote_mark(hk_slab_t *s, void *p, uint64_t t) {
-  size_t avail = s->block_size - HK_PAD;
-  uint64_t want = (t & ~0xffffffffull) | (uint32_t)((uint32_t)t ^ HK_SEC_REMOTE);
-  uint64_t *w = (uint64_t *)((uint8_t *)p + avail);
-  if (HK_LIKELY(__atomic_compare_exchange_n(w, &t, want, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)))
-    return true;
-  hk_report_invalid("free", p, "block already freed (double free)");
-  return false;
-}
-
 void hk_sec_on_collected(hk_slab_t *s, void *p) {
   size_t avail = s->block_size - HK_PAD;
   uint32_t c = hk_sec_canary(s, p), lo;
   memcpy(&lo, (uint8_t *)p + avail, 4);
   if (HK_UNLIKELY(lo != (c ^ HK_SEC_REMOTE))) hk_report_list_corrupt(p);  /* freed twice, racing */
-  trailer_store_lo(p, avail, c ^ HK_SEC_FREED);
+  lo = c ^ freed_tag();
+  memcpy((uint8_t *)p + avail, &lo, 4);
 }
 
 size_t hk_sec_requested(const hk_slab_t *s, const void *p) {
@@ -147,6 +157,6 @@ size_t hk_sec_requested(const hk_slab_t *s, const void *p) {
 bool hk_sec_is_free(hk_slab_t *s, const void *p) {
   size_t avail = s->block_size - HK_PAD;
   uint32_t c = hk_sec_canary(s, p), lo = (uint32_t)hk_sec_trailer_load(p, avail);
-  return lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_REMOTE);
+  return lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_FREED_FILL) || lo == (c ^ HK_SEC_REMOTE);
 }
 #endif

@@ -26,22 +26,27 @@ enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY =
  * malloc and checked by free:
  *
  *   bits  0..31  canary: a hash of the slab key and the block address,
- *                xor a state tag (live, freed by the owner, freed by another
- *                thread and not yet collected)
+ *                xor a state tag (below)
  *   bits 32..55  delta: block_size - 8 - requested size
  *   bits 56..63  kind (HK_KIND_*)
  *
  * So the overflow check (canary) and the double-free check (state) are one
- * load and one compare; a block handed out must be in the "freed" state
- * (a free list forged to hand out a live block is caught). Up to 8 bytes
- * between the request and the trailer hold the slack pattern. */
+ * load and one compare, and malloc checks that the block it pops is free (a
+ * free list forged to hand out a live block is caught). Up to 8 bytes
+ * between the request and the trailer hold the slack pattern.
+ *
+ * The fast paths below handle the tags LIVE and FREED only; everything else
+ * (a failed check, fill on free, a racing remote double free) goes to one
+ * out-of-line function called as a tail call, so the fast paths save no
+ * registers. With HAKMEM_FREE_FILL on, blocks carry the *_FILL tags: their
+ * every malloc and free takes the out-of-line path, which fills and checks. */
 #define HK_PAD 8
-#define HK_SEC_LIVE   0u
-#define HK_SEC_FREED  0x5ab1f4eeu   /* on a free list of the owner       */
-#define HK_SEC_REMOTE 0xc3a7e51du   /* freed by another thread: xfree    */
-#define HK_SEC_SLACK  0xDEDEDEDEDEDEDEDEull
-/* HAKMEM_FREE_FILL (0 off, 1 zero, 2 0xDF), copied at start-up */
-extern uint8_t hk_sec_fill HK_HIDDEN;
+#define HK_SEC_LIVE       0u
+#define HK_SEC_LIVE_FILL  0x1d6e4a00u  /* live, fill on free (HAKMEM_FREE_FILL) */
+#define HK_SEC_FREED      0x5ab1f4eeu  /* on a free list of the owner           */
+#define HK_SEC_FREED_FILL 0x9f03b2c7u  /* the same, filled                      */
+#define HK_SEC_REMOTE     0xc3a7e51du  /* freed by another thread: on xfree     */
+#define HK_SEC_SLACK      0xDEDEDEDEDEDEDEDEull
 
 HK_INLINE uint32_t hk_sec_canary(const hk_slab_t *s, const void *p) {
   uint64_t x = ((uint64_t)s->key ^ (uint64_t)(uintptr_t)p) * 0x9e3779b97f4a7c15ull;
@@ -52,39 +57,42 @@ HK_INLINE uint64_t hk_sec_trailer_load(const void *b, size_t avail) {
   __builtin_memcpy(&t, (const uint8_t *)b + avail, 8);
   return t;
 }
+HK_INLINE void hk_sec_trailer_store(void *b, size_t avail, uint64_t t) {
+  __builtin_memcpy((uint8_t *)b + avail, &t, 8);
+}
 /* the mask of the slack bytes a word at the request's end covers */
 HK_INLINE uint64_t hk_sec_slack_mask(uint32_t delta) {
   return delta >= 8 ? ~0ull : (1ull << (8 * delta)) - 1;
 }
 
-/* out of line, cold */
-void hk_sec_bad_alloc(hk_slab_t *s, void *p) __attribute__((cold, noinline, noreturn));
-bool hk_sec_bad_free(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner)
-    __attribute__((cold, noinline));
-void hk_sec_fill_check(hk_slab_t *s, void *p);  /* HAKMEM_FREE_FILL: the check at reuse */
-void hk_sec_fill_block(hk_slab_t *s, void *p);  /* HAKMEM_FREE_FILL: the fill at free   */
-bool hk_sec_remote_mark(hk_slab_t *s, void *p, uint64_t t);
+/* The out-of-line halves: they finish the call (report, fill, check, and
+ * for free the push onto the free list) */
+void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) __attribute__((noinline));
+void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner)
+    __attribute__((noinline));
+void hk_sec_free_race(void *p) __attribute__((cold, noinline));
 void hk_sec_on_collected(hk_slab_t *s, void *p);  /* the owner took p back from xfree */
 bool hk_sec_is_free(hk_slab_t *s, const void *p);
 size_t hk_sec_requested(const hk_slab_t *s, const void *p);
 void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n);
 void hk_sec_slab_init(hk_slab_t *s);
 
-/* p was just popped from s's free list for a request of n bytes */
-HK_INLINE void hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
+/* p was just popped from s's free list for a request of n bytes: returns p */
+HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   uint8_t *b = p;
   size_t avail = s->block_size - HK_PAD;
   uint32_t c = hk_sec_canary(s, p);
   uint64_t t = hk_sec_trailer_load(b, avail);
-  if (HK_UNLIKELY((uint32_t)t != (c ^ HK_SEC_FREED))) hk_sec_bad_alloc(s, p);
-  if (HK_UNLIKELY(hk_sec_fill)) hk_sec_fill_check(s, p);
+  if (HK_UNLIKELY((uint32_t)t != (c ^ HK_SEC_FREED))) return hk_sec_alloc_slow(s, p, n, kind);
   uint64_t pat = HK_SEC_SLACK, info = (uint64_t)(avail - n) | ((uint64_t)kind << 24);
   __builtin_memcpy(b + n, &pat, 8);  /* n <= avail: the trailer store comes after */
-  t = (uint64_t)c | (info << 32);
-  __builtin_memcpy(b + avail, &t, 8);
+  hk_sec_trailer_store(b, avail, (uint64_t)(c ^ HK_SEC_LIVE) | (info << 32));
+  return p;
 }
 
-/* false: the free was reported and must not go on */
+/* Checks a free of p (kind, size: see hk_free_checked) and marks it freed.
+ * true: the caller goes on (pushes p onto a free list); false: the call was
+ * finished here (reported, or done by hk_sec_free_slow). */
 HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size,
                               bool owner) {
   (void)idx;
@@ -93,23 +101,36 @@ HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind
   uint32_t c = hk_sec_canary(s, p);
   uint64_t t = hk_sec_trailer_load(b, avail);
   uint32_t delta = (uint32_t)(t >> 32) & 0xffffff;
-  if (HK_UNLIKELY((uint32_t)t != c || delta > avail)) return hk_sec_bad_free(s, p, kind, size, owner);
-  uint64_t v;
-  __builtin_memcpy(&v, b + avail - delta, 8);
-  if (HK_UNLIKELY(((v ^ HK_SEC_SLACK) & hk_sec_slack_mask(delta)) != 0 ||
-                  (kind != HK_KIND_ANY && (t >> 56) != kind) ||
-                  (size != 0 && size != avail - delta)))
-    return hk_sec_bad_free(s, p, kind, size, owner);
-  if (HK_UNLIKELY(hk_sec_fill)) hk_sec_fill_block(s, p);
-  if (!owner) return hk_sec_remote_mark(s, p, t);
-  uint32_t f = c ^ HK_SEC_FREED;
-  __builtin_memcpy(b + avail, &f, 4);
+  bool ok = (uint32_t)t == (c ^ HK_SEC_LIVE) && delta <= avail;
+  if (HK_LIKELY(ok)) {
+    uint64_t v;
+    __builtin_memcpy(&v, b + avail - delta, 8);
+    ok = ((v ^ HK_SEC_SLACK) & hk_sec_slack_mask(delta)) == 0 &&
+         (kind == HK_KIND_ANY || (t >> 56) == kind) && (size == 0 || size == avail - delta);
+  }
+  if (HK_UNLIKELY(!ok)) {
+    hk_sec_free_slow(s, p, kind, size, owner);
+    return false;
+  }
+  if (owner) {
+    hk_sec_trailer_store(b, avail, t ^ (HK_SEC_LIVE ^ HK_SEC_FREED));
+    return true;
+  }
+  /* another thread's block: one compare-and-swap, so that two racing frees
+   * cannot both pass (the owner turns REMOTE into FREED when it collects) */
+  if (HK_UNLIKELY(!__atomic_compare_exchange_n((uint64_t *)(b + avail), &t,
+                                               t ^ (HK_SEC_LIVE ^ HK_SEC_REMOTE), false,
+                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED))) {
+    hk_sec_free_race(p);
+    return false;
+  }
   return true;
 }
 #else
 #define HK_PAD 0
-HK_INLINE void hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
-  (void)s; (void)p; (void)n; (void)kind;
+HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
+  (void)s; (void)n; (void)kind;
+  return p;
 }
 HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size,
                               bool owner) {
