@@ -37,7 +37,7 @@ HK_INLINE void *hk_alloc_from(hk_heap_t *h, hk_slab_t *s, unsigned cls, size_t n
   if (HK_UNLIKELY(b == NULL)) {
     b = hk_heap_alloc_slow(h, cls);
     if (b) hk_track_alloc(b, hk_class_bytes(cls) - HK_PAD, 0);
-    if (HK_PAD && b) hk_sec_on_alloc(hk_slab_of(hk_ss_of(b), b), b, n, kind);
+    if (HK_PAD && b) return hk_sec_on_alloc(hk_slab_of(hk_ss_of(b), b), b, n, kind);
     return b;
   }
   hk_block_t *nx = hk_block_next(s, b);
@@ -46,8 +46,7 @@ HK_INLINE void *hk_alloc_from(hk_heap_t *h, hk_slab_t *s, unsigned cls, size_t n
   s->used++;
   hk_hook_alloc(b, cls);
   hk_track_alloc(b, hk_class_bytes(cls) - HK_PAD, 0);
-  hk_sec_on_alloc(s, b, n, kind);
-  return b;
+  return hk_sec_on_alloc(s, b, n, kind);
 }
 
 HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {

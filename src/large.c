@@ -122,6 +122,20 @@ static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
   return n;
 }
 
+#ifdef HK_SECURE
+/* The same, the guard page moved to the new end: mremap cannot grow a range
+ * of two protections, so a growing mapping's old guard is opened first. */
+static hk_large_t *large_reshape_guarded(hk_large_t *h, size_t need) {
+  size_t old = h->map_size;
+  if (need > old) hk_os_protect_rw((uint8_t *)h + old - GUARD, GUARD);
+  hk_large_t *n = large_reshape(h, need);
+  if (n) hk_os_protect_none((uint8_t *)n + need - GUARD, GUARD);
+  else if (need > old) hk_os_protect_none((uint8_t *)h + old - GUARD, GUARD);
+  return n;
+}
+#define large_reshape large_reshape_guarded
+#endif
+
 /* No cached mapping of about the right size: reshape one instead of mapping
  * fresh (one mremap, and the pages it keeps are already there): shrink the
  * smallest bigger one, or grow the biggest smaller one in place or by moving
@@ -156,7 +170,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
     size_t off = align;  /* the header page, or up to the alignment */
     size_t need = hk_align_up(off + size, HK_PAGE) + GUARD;
     h = cache_take(need);
-    if (!h && !GUARD) h = cache_take_resized(need);
+    if (!h) h = cache_take_resized(need);
     if (!h) {
       h = hk_os_map_aligned(need, HK_SS_SIZE);
       if (!h) { errno = ENOMEM; return NULL; }
@@ -274,25 +288,19 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
   hk_large_t *h = checked_header("realloc", p, kind);
   if (!h) { errno = EINVAL; return NULL; }
   if (size > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
-  if (GUARD) {  /* secure: the guard page stays at the end; move */
-    if (size == h->requested) return p;
-    void *q = hk_large_alloc(size, 0, false, HK_KIND_MALLOC);
-    if (!q) return NULL;
-    memcpy(q, p, size < h->requested ? size : h->requested);
-    hk_large_free(p, kind, HK_KIND_ANY, 0);
-    return q;
-  }
   size_t off = (size_t)(HK_UNHIDE(h->user) - (uint8_t *)h);
-  size_t need = hk_align_up(off + (size ? size : 1), HK_PAGE);
+  size_t need = hk_align_up(off + (size ? size : 1), HK_PAGE) + GUARD;
   if (size <= h->usable) {
     /* shrink in place; give the tail back when it is worth a syscall */
     if (h->map_size - need >= (size_t)1 << 20 && kind == HK_CHUNK_LARGE &&
         hk_os_resize_inplace(h, h->map_size, need)) {
+      if (GUARD) hk_os_protect_none((uint8_t *)h + need - GUARD, GUARD);
       atomic_fetch_sub_explicit(&live_bytes, h->map_size - need, memory_order_relaxed);
-      hk_track_resize(p, h->usable, need - off);
+      hk_track_resize(p, h->usable, need - off - GUARD);
       h->map_size = need;
-      h->usable = need - off;
+      h->usable = need - off - GUARD;
     }
+    if (GUARD) h->requested = size;  /* secure: what usable_size and sized delete see */
     return p;
   }
   if (kind == HK_CHUNK_LARGE) {
@@ -302,14 +310,15 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
     if (nh) {
       uint8_t *q = (uint8_t *)nh + off;
       if (nh == h) {
-        hk_track_resize(p, old_usable, need - off);
+        hk_track_resize(p, old_usable, need - off - GUARD);
       } else {
         hk_track_free(p);
-        hk_track_alloc(q, need - off, 0);
+        hk_track_alloc(q, need - off - GUARD, 0);
         hk_track_defined(q, old_usable);  /* moved contents */
       }
       nh->user = HK_HIDE(q);
-      nh->usable = need - off;
+      nh->usable = need - off - GUARD;
+      if (GUARD) nh->requested = size;
       atomic_fetch_add_explicit(&live_bytes, need - old, memory_order_relaxed);
       return q;
     }

@@ -118,6 +118,15 @@ void hk_os_protect_none(void *p, size_t size) {
   errno = saved;
 }
 
+#ifdef HK_SECURE
+void hk_os_protect_rw(void *p, size_t size) {
+  atomic_fetch_add_explicit(&hk_os_stats.mprotect_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  mprotect(p, size, PROT_READ | PROT_WRITE);
+  errno = saved;
+}
+#endif
+
 bool hk_os_resize_inplace(void *p, size_t old_size, size_t new_size) {
   atomic_fetch_add_explicit(&hk_os_stats.mremap_calls, 1, memory_order_relaxed);
   int saved = errno;

@@ -1,176 +1,108 @@
 /* The secure build's hardening measures (see secure.h). Empty otherwise.
  *
- * Costs are kept to a few words per call: the free bitmap is written only by
- * the slab's owner (plain stores; other threads only read it), the freed-
- * memory check and the overflow check compare whole words. */
+ * The per-call checks are inline (secure.h): one trailer word per block holds
+ * the canary, the block's state, the requested size and the kind. What is
+ * here is out of line: the reports, fill on free (HAKMEM_FREE_FILL, off by
+ * default), carving, remote frees and their collection. */
 #include "secure.h"
 
 #ifdef HK_SECURE
 #include <stdatomic.h>
 #include <string.h>
 
+#include "alloc.h"
+#include "heap.h"
 #include "knobs.h"
 
-#define FILL_WORD  0xDFDFDFDFDFDFDFDFull   /* freed memory                  */
-#define SLACK_BYTE 0xDE                    /* between the request and pad   */
-#define LIGHT_END  32                      /* fill mode 0 covers [8, 32)    */
+#define FILL_WORD  0xDFDFDFDFDFDFDFDFull   /* freed memory (HAKMEM_FREE_FILL=2) */
 
-static uint32_t canary_of(const hk_slab_t *s, const void *p) {
-  uint64_t x = (uint64_t)s->key ^ (uint64_t)(uintptr_t)p;
-  x *= 0x9e3779b97f4a7c15ull;
-  return (uint32_t)(x >> 32);
-}
+static uint8_t hk_sec_fill;  /* HAKMEM_FREE_FILL: 0 off, 1 zero, 2 0xDF */
 
-static uint64_t *bit_word(hk_slab_t *s, uint32_t idx, uint64_t *bit) {
-  hk_superslab_t *ss = hk_slab_ss(s);
-  *bit = 1ull << (idx & 63);
-  return (uint64_t *)&ss->free_bits[s->index][idx >> 6];
-}
-/* owner only: plain load and store (no lock prefix); others only read */
-static void bit_set(uint64_t *w, uint64_t bit) {
-  __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) | bit, __ATOMIC_RELAXED);
-}
-static void bit_clear(uint64_t *w, uint64_t bit) {
-  __atomic_store_n(w, __atomic_load_n(w, __ATOMIC_RELAXED) & ~bit, __ATOMIC_RELAXED);
-}
-static bool bit_test(uint64_t *w, uint64_t bit) {
-  return (__atomic_load_n(w, __ATOMIC_RELAXED) & bit) != 0;
-}
+/* ---- HAKMEM_FREE_FILL: bytes [8, avail) of a freed block (the first word
+ * is the link, the last the trailer) ------------------------------------- */
 
-static uint64_t fill_word(void) { return hk_knobs.free_fill == 1 ? 0 : FILL_WORD; }
+static uint64_t fill_word(void) { return hk_sec_fill == 1 ? 0 : FILL_WORD; }
 
-/* bytes [8, end) of a free block carry the fill (the first word is the link) */
-static size_t fill_end(const hk_slab_t *s) {
-  size_t avail = s->block_size - HK_PAD;
-  size_t end = hk_knobs.free_fill == 0 ? LIGHT_END : avail;
-  return end < avail ? end : avail;
-}
-/* mode 0 checks what it fills; modes 1/2 (opt-in, whole blocks) check it all */
-static size_t check_end(const hk_slab_t *s) { return fill_end(s); }
-
-static void fill_block(uint8_t *b, size_t end) {
+static void fill_range(uint8_t *b, size_t avail) {
   uint64_t f = fill_word();
-  if (HK_LIKELY(end == LIGHT_END)) {  /* the default: three words */
-    memcpy(b + 8, &f, 8);
-    memcpy(b + 16, &f, 8);
-    memcpy(b + 24, &f, 8);
-    return;
-  }
   size_t i = 8;
-  for (; i + 8 <= end; i += 8) memcpy(b + i, &f, 8);
-  if (i < end) memset(b + i, (int)(f & 0xff), end - i);
+  for (; i + 8 <= avail; i += 8) memcpy(b + i, &f, 8);
+  if (i < avail) memset(b + i, (int)(f & 0xff), avail - i);
 }
 
-static bool fill_intact(const uint8_t *b, size_t end) {
-  uint64_t f = fill_word(), x, y, z;
-  if (HK_LIKELY(end == LIGHT_END)) {
-    memcpy(&x, b + 8, 8);
-    memcpy(&y, b + 16, 8);
-    memcpy(&z, b + 24, 8);
-    return ((x ^ f) | (y ^ f) | (z ^ f)) == 0;
-  }
-  for (size_t i = 8; i + 8 <= end; i += 8) {
+static void fill_check(const uint8_t *b, size_t avail) {
+  uint64_t f = fill_word(), x, acc = 0;
+  for (size_t i = 8; i + 8 <= avail; i += 8) {
     memcpy(&x, b + i, 8);
-    if (x != f) return false;
+    acc |= x ^ f;
   }
-  return true;
+  if (HK_UNLIKELY(acc != 0)) hk_report_invalid("malloc", b, "block was written after it was freed");
 }
 
-/* the first min(delta, 8) bytes after the request hold the slack pattern */
-static uint64_t slack_mask(uint32_t delta) {
-  return delta >= 8 ? ~0ull : ((1ull << (8 * delta)) - 1);
-}
-#define SLACK_WORD 0xDEDEDEDEDEDEDEDEull
+/* ---- slabs ------------------------------------------------------------- */
 
 void hk_sec_slab_init(hk_slab_t *s) {
   static _Atomic uint64_t counter;
+  hk_sec_fill = (uint8_t)hk_knobs.free_fill;  /* knobs are read before any slab */
   uint64_t x = atomic_fetch_add(&counter, 1) + 0x9e3779b97f4a7c15ull * (uint64_t)(uintptr_t)s;
   x ^= hk_list_key;
   x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29; x *= 0x94d049bb133111ebull; x ^= x >> 32;
   s->key = (uintptr_t)(x | 1);
-  hk_superslab_t *ss = hk_slab_ss(s);
-  memset((void *)ss->free_bits[s->index], 0, sizeof ss->free_bits[0]);
 }
 
+static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }
+
+/* fresh blocks: free (trailer in the "freed" state), filled when asked */
 void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
-  size_t end = fill_end(s);
+  size_t bs = s->block_size, avail = bs - HK_PAD;
+  uint32_t tag = freed_tag();
   for (unsigned i = 0; i < n; i++) {
-    uint8_t *p = first + (size_t)i * s->block_size;
-    fill_block(p, end);
-    uint64_t bit;
-    uint64_t *w = bit_word(s, hk_slab_block_index(s, p), &bit);
-    bit_set(w, bit);
+    uint8_t *p = first + (size_t)i * bs;
+    if (hk_sec_fill) fill_range(p, avail);
+    hk_sec_trailer_store(p, avail, hk_sec_canary(s, p) ^ tag);
   }
 }
 
-void hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
+/* ---- the out-of-line halves of malloc and free -------------------------- */
+
+/* malloc popped p and its trailer is not "freed": fill on free is on (check
+ * it), or the list was forged (or the block overwritten while free) */
+void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   uint8_t *b = p;
-  uint64_t bit;
-  uint64_t *w = bit_word(s, hk_slab_block_index(s, p), &bit);
-  if (!bit_test(w, bit)) hk_report_list_corrupt(p);  /* handing out a block that is not free */
-  bit_clear(w, bit);
-  if (HK_UNLIKELY(!fill_intact(b, check_end(s))))
-    hk_report_invalid("malloc", p, "block was written after it was freed");
   size_t avail = s->block_size - HK_PAD;
-  uint32_t delta = (uint32_t)(avail - n);
-  if (delta >= 8) {  /* slack after the request: a word of pattern */
-    uint64_t pat = SLACK_WORD;
-    memcpy(b + n, &pat, 8);
-  } else if (delta) {
-    uint64_t pat = SLACK_WORD;
-    memcpy(b + n, &pat, delta);
-  }
-  uint32_t c = canary_of(s, p), info = delta | ((uint32_t)kind << 24);
-  memcpy(b + avail, &c, 4);
-  memcpy(b + avail + 4, &info, 4);
+  uint32_t c = hk_sec_canary(s, p);
+  if ((uint32_t)hk_sec_trailer_load(b, avail) != (c ^ HK_SEC_FREED_FILL)) hk_report_list_corrupt(p);
+  fill_check(b, avail);
+  uint64_t pat = HK_SEC_SLACK, info = (uint64_t)(avail - n) | ((uint64_t)kind << 24);
+  memcpy(b + n, &pat, 8);
+  hk_sec_trailer_store(b, avail, (uint64_t)(c ^ HK_SEC_LIVE_FILL) | (info << 32));
+  return p;
 }
 
-size_t hk_sec_requested(const hk_slab_t *s, const void *p) {
-  uint32_t info;
-  size_t avail = s->block_size - HK_PAD;
-  memcpy(&info, (const uint8_t *)p + avail + 4, 4);
-  uint32_t delta = info & 0xffffff;
-  return delta <= avail ? avail - delta : 0;
-}
+void hk_sec_free_race(void *p) { hk_report_invalid("free", p, "block already freed (double free)"); }
 
-bool hk_sec_is_free(hk_slab_t *s, const void *p) {
-  uint64_t bit;
-  uint64_t *w = bit_word(s, hk_slab_block_index(s, p), &bit);
-  return bit_test(w, bit);
-}
-
-void hk_sec_on_collected(hk_slab_t *s, void *p) {
-  uint64_t bit;
-  uint64_t *w = bit_word(s, hk_slab_block_index(s, p), &bit);
-  if (bit_test(w, bit)) hk_report_list_corrupt(p);  /* freed twice by other threads */
-  bit_set(w, bit);
-}
-
-bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size, bool owner) {
+/* free's fast check failed, or fill on free is on: report what is wrong,
+ * then (unless it was a double free) finish the free as hk_free_checked
+ * would: mark, fill, push onto local_free or hand to the remote path. */
+void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner) {
   uint8_t *b = p;
-  uint64_t bit;
-  uint64_t *w = bit_word(s, idx, &bit);
-  if (bit_test(w, bit)) {
+  size_t avail = s->block_size - HK_PAD;
+  uint32_t c = hk_sec_canary(s, p);
+  uint64_t t = hk_sec_trailer_load(b, avail);
+  uint32_t lo = (uint32_t)t, delta = (uint32_t)(t >> 32) & 0xffffff;
+  if (lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_FREED_FILL) || lo == (c ^ HK_SEC_REMOTE)) {
     hk_report_invalid("free", p, "block already freed (double free)");
-    return false;
+    return;
   }
-  if (owner) bit_set(w, bit);  /* remote frees: the owner sets it on collection */
-  size_t avail = s->block_size - HK_PAD;
-  uint32_t c, info;
-  memcpy(&c, b + avail, 4);
-  memcpy(&info, b + avail + 4, 4);
-  uint32_t delta = info & 0xffffff;
-  if (c != canary_of(s, p) || delta > avail) {
+  if ((lo != (c ^ HK_SEC_LIVE) && lo != (c ^ HK_SEC_LIVE_FILL)) || delta > avail) {
     hk_report_invalid("free", p, "heap overflow: the canary after this block was overwritten");
   } else {
     size_t n = avail - delta;
-    if (delta) {
-      uint64_t v;  /* the slack word may run into the pad: mask it */
-      memcpy(&v, b + n, 8);
-      if (((v ^ SLACK_WORD) & slack_mask(delta)) != 0)
-        hk_report_invalid("free", p, "heap overflow: bytes past the end of this block were overwritten");
-    }
-    unsigned have = info >> 24;
+    uint64_t v;
+    memcpy(&v, b + n, 8);
+    if (((v ^ HK_SEC_SLACK) & hk_sec_slack_mask(delta)) != 0)
+      hk_report_invalid("free", p, "heap overflow: bytes past the end of this block were overwritten");
+    unsigned have = (unsigned)(t >> 56);
     if (kind != HK_KIND_ANY && have != kind) {
       const char *why = kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
                       : kind == HK_KIND_NEW       ? "delete of memory not from new"
@@ -180,7 +112,51 @@ bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t s
     if (size != 0 && size != n)
       hk_report_invalid("free", p, "sized delete/free_sized with a size the block was not allocated with");
   }
-  fill_block(b, fill_end(s));
-  return true;
+  /* the free goes on (nothing wrong but the fill, or reported with
+   * HAKMEM_ABORT_ON_INVALID=0): leave a sound trailer */
+  uint64_t keep = t & ~0xffffffffull;
+  if (owner) {
+    if (hk_sec_fill) fill_range(b, avail);
+    hk_sec_trailer_store(b, avail, keep | (c ^ freed_tag()));
+    /* as hk_free_checked's owner path */
+    hk_block_set_next(s, (hk_block_t *)p, s->local_free);
+    s->local_free = (hk_block_t *)p;
+    s->used--;
+    if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
+    return;
+  }
+  if (!__atomic_compare_exchange_n((uint64_t *)(b + avail), &t, keep | (c ^ HK_SEC_REMOTE), false,
+                                   __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    hk_sec_free_race(p);
+    return;
+  }
+  if (hk_sec_fill) fill_range(b, avail);  /* after the swap: the block is ours */
+  hk_free_remote_checked(s, p);
+}
+
+/* ---- frees by other threads ------------------------------------------------
+ * The freeing thread swaps the trailer from "live" to "remote" with one
+ * compare-and-swap, so two racing frees of one block cannot both pass; the
+ * owner turns "remote" into "freed" when it collects the block, and an owner
+ * free racing with a remote one leaves "freed" where "remote" must be. */
+void hk_sec_on_collected(hk_slab_t *s, void *p) {
+  size_t avail = s->block_size - HK_PAD;
+  uint32_t c = hk_sec_canary(s, p), lo;
+  memcpy(&lo, (uint8_t *)p + avail, 4);
+  if (HK_UNLIKELY(lo != (c ^ HK_SEC_REMOTE))) hk_report_list_corrupt(p);  /* freed twice, racing */
+  lo = c ^ freed_tag();
+  memcpy((uint8_t *)p + avail, &lo, 4);
+}
+
+size_t hk_sec_requested(const hk_slab_t *s, const void *p) {
+  size_t avail = s->block_size - HK_PAD;
+  uint32_t delta = (uint32_t)(hk_sec_trailer_load(p, avail) >> 32) & 0xffffff;
+  return delta <= avail ? avail - delta : 0;
+}
+
+bool hk_sec_is_free(hk_slab_t *s, const void *p) {
+  size_t avail = s->block_size - HK_PAD;
+  uint32_t c = hk_sec_canary(s, p), lo = (uint32_t)hk_sec_trailer_load(p, avail);
+  return lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_FREED_FILL) || lo == (c ^ HK_SEC_REMOTE);
 }
 #endif

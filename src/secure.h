@@ -22,20 +22,115 @@
 enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY = 255 };
 
 #ifdef HK_SECURE
-#define HK_PAD 8  /* canary + size delta + kind at the end of small blocks */
-void   hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind);
-/* false: the free was reported (double free) and must not go on */
-bool   hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size, bool owner);
-/* the owner took p back from another thread's free */
-void   hk_sec_on_collected(hk_slab_t *s, void *p);
-bool   hk_sec_is_free(hk_slab_t *s, const void *p);
+/* The last 8 bytes of every small block are its trailer word, written by
+ * malloc and checked by free:
+ *
+ *   bits  0..31  canary: a hash of the slab key and the block address,
+ *                xor a state tag (below)
+ *   bits 32..55  delta: block_size - 8 - requested size
+ *   bits 56..63  kind (HK_KIND_*)
+ *
+ * So the overflow check (canary) and the double-free check (state) are one
+ * load and one compare, and malloc checks that the block it pops is free (a
+ * free list forged to hand out a live block is caught). Up to 8 bytes
+ * between the request and the trailer hold the slack pattern.
+ *
+ * The fast paths below handle the tags LIVE and FREED only; everything else
+ * (a failed check, fill on free, a racing remote double free) goes to one
+ * out-of-line function called as a tail call, so the fast paths save no
+ * registers. With HAKMEM_FREE_FILL on, blocks carry the *_FILL tags: their
+ * every malloc and free takes the out-of-line path, which fills and checks. */
+#define HK_PAD 8
+#define HK_SEC_LIVE       0u
+#define HK_SEC_LIVE_FILL  0x1d6e4a00u  /* live, fill on free (HAKMEM_FREE_FILL) */
+#define HK_SEC_FREED      0x5ab1f4eeu  /* on a free list of the owner           */
+#define HK_SEC_FREED_FILL 0x9f03b2c7u  /* the same, filled                      */
+#define HK_SEC_REMOTE     0xc3a7e51du  /* freed by another thread: on xfree     */
+#define HK_SEC_SLACK      0xDEDEDEDEDEDEDEDEull
+
+HK_INLINE uint32_t hk_sec_canary(const hk_slab_t *s, const void *p) {
+  uint64_t x = ((uint64_t)s->key ^ (uint64_t)(uintptr_t)p) * 0x9e3779b97f4a7c15ull;
+  return (uint32_t)(x >> 32);
+}
+HK_INLINE uint64_t hk_sec_trailer_load(const void *b, size_t avail) {
+  uint64_t t;
+  __builtin_memcpy(&t, (const uint8_t *)b + avail, 8);
+  return t;
+}
+HK_INLINE void hk_sec_trailer_store(void *b, size_t avail, uint64_t t) {
+  __builtin_memcpy((uint8_t *)b + avail, &t, 8);
+}
+/* the mask of the slack bytes a word at the request's end covers */
+HK_INLINE uint64_t hk_sec_slack_mask(uint32_t delta) {
+  return delta >= 8 ? ~0ull : (1ull << (8 * delta)) - 1;
+}
+
+/* The out-of-line halves: they finish the call (report, fill, check, and
+ * for free the push onto the free list) */
+void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) __attribute__((noinline));
+void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner)
+    __attribute__((noinline));
+void hk_sec_free_race(void *p) __attribute__((cold, noinline));
+void hk_sec_on_collected(hk_slab_t *s, void *p);  /* the owner took p back from xfree */
+bool hk_sec_is_free(hk_slab_t *s, const void *p);
 size_t hk_sec_requested(const hk_slab_t *s, const void *p);
-void   hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n);
-void   hk_sec_slab_init(hk_slab_t *s);
+void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n);
+void hk_sec_slab_init(hk_slab_t *s);
+
+/* p was just popped from s's free list for a request of n bytes: returns p */
+HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
+  uint8_t *b = p;
+  size_t avail = s->block_size - HK_PAD;
+  uint32_t c = hk_sec_canary(s, p);
+  uint64_t t = hk_sec_trailer_load(b, avail);
+  if (HK_UNLIKELY((uint32_t)t != (c ^ HK_SEC_FREED))) return hk_sec_alloc_slow(s, p, n, kind);
+  uint64_t pat = HK_SEC_SLACK, info = (uint64_t)(avail - n) | ((uint64_t)kind << 24);
+  __builtin_memcpy(b + n, &pat, 8);  /* n <= avail: the trailer store comes after */
+  hk_sec_trailer_store(b, avail, (uint64_t)(c ^ HK_SEC_LIVE) | (info << 32));
+  return p;
+}
+
+/* Checks a free of p (kind, size: see hk_free_checked) and marks it freed.
+ * true: the caller goes on (pushes p onto a free list); false: the call was
+ * finished here (reported, or done by hk_sec_free_slow). */
+HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size,
+                              bool owner) {
+  (void)idx;
+  uint8_t *b = p;
+  size_t avail = s->block_size - HK_PAD;
+  uint32_t c = hk_sec_canary(s, p);
+  uint64_t t = hk_sec_trailer_load(b, avail);
+  uint32_t delta = (uint32_t)(t >> 32) & 0xffffff;
+  bool ok = (uint32_t)t == (c ^ HK_SEC_LIVE) && delta <= avail;
+  if (HK_LIKELY(ok)) {
+    uint64_t v;
+    __builtin_memcpy(&v, b + avail - delta, 8);
+    ok = ((v ^ HK_SEC_SLACK) & hk_sec_slack_mask(delta)) == 0 &&
+         (kind == HK_KIND_ANY || (t >> 56) == kind) && (size == 0 || size == avail - delta);
+  }
+  if (HK_UNLIKELY(!ok)) {
+    hk_sec_free_slow(s, p, kind, size, owner);
+    return false;
+  }
+  if (owner) {
+    hk_sec_trailer_store(b, avail, t ^ (HK_SEC_LIVE ^ HK_SEC_FREED));
+    return true;
+  }
+  /* another thread's block: one compare-and-swap, so that two racing frees
+   * cannot both pass (the owner turns REMOTE into FREED when it collects) */
+  if (HK_UNLIKELY(!__atomic_compare_exchange_n((uint64_t *)(b + avail), &t,
+                                               t ^ (HK_SEC_LIVE ^ HK_SEC_REMOTE), false,
+                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED))) {
+    hk_sec_free_race(p);
+    return false;
+  }
+  return true;
+}
 #else
 #define HK_PAD 0
-HK_INLINE void hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
-  (void)s; (void)p; (void)n; (void)kind;
+HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
+  (void)s; (void)n; (void)kind;
+  return p;
 }
 HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size,
                               bool owner) {

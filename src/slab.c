@@ -48,7 +48,7 @@ static unsigned shuffle_rand(unsigned bound) {
   static __thread uint64_t x;
   if (x == 0) x = (uint64_t)(uintptr_t)&x ^ hk_list_key ^ 0x9e3779b97f4a7c15ull;
   x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-  return (unsigned)(x % bound);
+  return (unsigned)(((x >> 32) * bound) >> 32);  /* no division */
 }
 
 static void link_shuffled(hk_slab_t *s, uint8_t *first, unsigned n) {
@@ -87,10 +87,40 @@ bool hk_slab_extend(hk_slab_t *s) {
   return true;
 }
 
+#ifdef HK_SECURE
+/* secure build, delayed reuse: the freed blocks of s become its free list,
+ * less the HK_SEC_REUSE_DELAY most recently freed, which stay on local_free
+ * (so a block just freed is never the next one handed out). False when
+ * there are not more than that. */
+#define HK_SEC_REUSE_DELAY 8u
+static bool take_local_delayed(hk_slab_t *s) {
+  hk_slab_collect_remote(s);
+  unsigned keep = s->capacity / 4u < HK_SEC_REUSE_DELAY ? s->capacity / 4u : HK_SEC_REUSE_DELAY;
+  if (keep == 0) keep = 1;
+  /* free blocks now: the free list is empty, and used still counts remote
+   * frees not collected yet, so local_free holds at least this many */
+  if ((unsigned)s->carved - s->used <= keep) return false;
+  hk_block_t *last = s->local_free, *rest;
+  for (unsigned i = 0;; i++) {
+    rest = hk_block_next(s, last);
+    if (HK_UNLIKELY(rest == NULL || !hk_link_ok(s, last, rest))) hk_report_list_corrupt(last);
+    if (i + 1 == keep) break;
+    last = rest;
+  }
+  hk_block_set_next(s, last, NULL);
+  s->free = rest;
+  return true;
+}
+#endif
+
 bool hk_slab_refill(hk_slab_t *s) {
   HK_ASSERT(s->free == NULL);
-  /* secure build: fresh blocks first, so a freed block is not reused at once */
-  if (HK_PAD && s->carved < s->capacity) return hk_slab_extend(s);
+#ifdef HK_SECURE
+  /* freed blocks but the most recent few, else fresh ones, else (a nearly
+   * full slab) all freed blocks */
+  if (take_local_delayed(s)) return true;
+  if (s->carved < s->capacity) return hk_slab_extend(s);
+#endif
   if (!s->local_free) hk_slab_collect_remote(s);
   return hk_slab_take_local(s) || hk_slab_extend(s);
 }

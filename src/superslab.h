@@ -23,9 +23,8 @@ enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 
 #define HK_SS_MAX_SLABS 32
 #ifdef HK_SECURE
-/* descriptors, a free-block bitmap per slab, then a guard page */
-#define HK_SS_BITMAP_WORDS 64                  /* 4096 blocks per slab */
-#define HK_SS_META_SIZE ((size_t)24576)
+/* descriptors, then a guard page */
+#define HK_SS_META_SIZE ((size_t)8192)
 #define HK_SS_HDR_SIZE  (HK_SS_META_SIZE + 4096)
 #else
 #define HK_SS_HDR_SIZE  ((size_t)8192)
@@ -74,9 +73,6 @@ typedef struct hk_superslab {
   struct hk_superslab *next, *prev;
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
   uint64_t stamp_ms;        /* when it entered the cache                   */
-#ifdef HK_SECURE
-  _Atomic uint64_t free_bits[HK_SS_MAX_SLABS][HK_SS_BITMAP_WORDS];  /* 1 = free */
-#endif
 } hk_superslab_t;
 
 _Static_assert(sizeof(hk_slab_t) == 128, "slab descriptor is two cache lines");

@@ -229,7 +229,7 @@ t secure overflow_one_aligned  abort "$OVERFLOW" - overflow_one 100 256
 for n in 32 100 3000; do
   t secure overflow_32_$n   abort "$OVERFLOW" - overflow_32 $n
 done
-t secure write_after_free        abort "$UAF" - write_after_free 64 20
+t secure write_after_free        abort "$UAF" HAKMEM_FREE_FILL=2 write_after_free 64 20
 t secure write_after_free_fill1  abort "$UAF" HAKMEM_FREE_FILL=1 write_after_free 2000 1500
 t secure write_after_free_fill2  abort "$UAF" HAKMEM_FREE_FILL=2 write_after_free 2000 1500
 t secure fill_on_free_0          ok - - fill_on_free 0
@@ -237,6 +237,9 @@ t secure fill_on_free_1          ok - HAKMEM_FREE_FILL=1 fill_on_free 1
 t secure fill_on_free_2          ok - HAKMEM_FREE_FILL=2 fill_on_free 2
 t secure alloc_order             ok - - alloc_order
 t secure large_guard_page        segv - - large_guard
+t secure large_guard_page_realloc segv - - large_guard realloc
+t secure large_guard_page_shrunk segv - - large_guard shrunk
+t secure large_guard_page_grown  segv - - large_guard grown
 t secure metadata_guard_page     segv - - meta_guard
 t secure delete_of_new_array     abort "invalid free\\($HEX\\): delete of memory not from new" - delete_new_array 10
 t secure delete_of_new_array_large abort "invalid free\\($HEX\\): delete of memory not from new" - delete_new_array 20000

@@ -3,7 +3,12 @@
  * SIGSEGV at the write). The page after the block must be a PROT_NONE page of
  * the block's own mapping (/proc/self/maps), not merely unmapped address
  * space, which would fault too but guards nothing once something is mapped
- * there. */
+ * there. argv[1] says how the block came to be:
+ *   new      a fresh mapping (default)
+ *   realloc  grown by realloc from a smaller large block (pages moved by
+ *            mremap: the guard must follow the new end)
+ *   shrunk   a freed, cached, bigger mapping cut down for it
+ *   grown    a freed, cached, smaller mapping grown for it */
 #include "common.h"
 
 /* permissions of the mapping that holds addr ("---p"), or "" if unmapped */
@@ -18,9 +23,21 @@ static void perms_of(uintptr_t addr, char out[8]) {
   fclose(f);
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  const char *how = argc > 1 ? argv[1] : "new";
   size_t n = launder_size(25 * 4096);
-  char *p = malloc(n);
+  char *p;
+  if (strcmp(how, "realloc") == 0) {
+    p = malloc(9 * 4096);
+    memset(p, 'a', 9 * 4096);
+    p = realloc(p, 17 * 4096);
+    p = realloc(p, n);
+  } else if (strcmp(how, "shrunk") == 0 || strcmp(how, "grown") == 0) {
+    free(launder(malloc(strcmp(how, "shrunk") == 0 ? 200 * 4096 : 9 * 4096)));
+    p = malloc(n);
+  } else {
+    p = malloc(n);
+  }
   memset(p, 'a', n);
   char perms[8];
   perms_of((uintptr_t)p + n, perms);

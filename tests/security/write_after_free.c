@@ -1,7 +1,7 @@
 /* Writes into a block after freeing it (not the link word), then allocates
  * that size until the block is handed out again. argv[1]: block size (default
- * 64), argv[2]: offset written (default 20). Caught at reuse: secure (fill on
- * free; the first 256 bytes with HAKMEM_FREE_FILL=0, all with 1 or 2). */
+ * 64), argv[2]: offset written (default 20). Caught at reuse: secure with
+ * fill on free (HAKMEM_FREE_FILL=1 or 2: bytes 8 to the trailer word). */
 #include "common.h"
 
 int main(int argc, char **argv) {
