@@ -47,6 +47,7 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
       L->trim_small_now = true;
       L->small_trimmed = true;
       L->small_trim_empty = false;
+      L->trim_shadow = 1;  /* the next epoch counts the trim's own purges */
       L->small_after_trim = 0;
       if (log) {
         snprintf(why, sizeof why, "no small refills for %d epochs", L->small_idle);
@@ -69,7 +70,7 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
         set_cap(&L->small_idle_wait, clampl(L->small_idle_wait / 2, b->min_small_idle, b->max_small_idle),
                 "small_idle_wait", why, log);
       }
-      L->trim_shadow = 2;  /* its refaults are not the purge delay's doing */
+      L->trim_shadow = 3;  /* its refaults are not the purge delay's doing */
     }
     L->small_trimmed = false;
     L->small_idle = 0;
@@ -164,10 +165,11 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
   }
 
   /* -- purge delay --------------------------------------------------------- */
-  if (L->small_trimmed || L->trim_shadow > 0) {
-    /* purges and refaults now come from the small-tier trim, which the
-     * delay does not govern: do not judge the delay on them */
-    if (!L->small_trimmed) L->trim_shadow--;
+  if (L->trim_shadow > 0 && !L->trim_small_now) {
+    /* purges and refaults now come from the small-tier trim (its own
+     * purges, the refaults as small traffic resumes), which the delay does
+     * not govern: do not judge the delay on them */
+    L->trim_shadow--;
     L->purge_acc = L->refault_acc = 0;
     L->quiet_epochs = 0;
     goto bounds;
