@@ -6,7 +6,7 @@
  * LARGE_MB of large buffers of about BUF_KB (+-10%): ROUNDS times it drops
  * a buffer at random and makes a new one (every page written), each with a
  * small descriptor (48 B) allocated and freed beside it. Defaults
- * 60000 64 64 1024 13.
+ * 200000 64 64 1024 13.
  *
  * A fixed policy keeps the load phase's emptied slabs resident through the
  * whole steady phase (the steady phase never runs out of small blocks, so
@@ -20,7 +20,7 @@ typedef struct desc { unsigned char *buf; size_t len; uint64_t id; uint64_t pad[
 
 int main(int argc, char **argv)
 {
-    uint64_t rounds = bc_arg_u64(argc, argv, 1, 60000);
+    uint64_t rounds = bc_arg_u64(argc, argv, 1, 200000);
     size_t small_mb = (size_t)bc_arg_u64(argc, argv, 2, 64);
     size_t large_mb = (size_t)bc_arg_u64(argc, argv, 3, 64);
     size_t buf_kb = (size_t)bc_arg_u64(argc, argv, 4, 1024);

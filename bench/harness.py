@@ -856,7 +856,7 @@ def benchmarks(mode):
     B.append(Bench("learner_rotate", "bench_large_rotate", [40], [100], "one malloc or free",
                    "learner: batches of 48 buffers of ~2.5 MiB, allocated, written, freed; the default "
                    "large cache holds half a batch", static=False))
-    B.append(Bench("learner_shift", "bench_shift", [60000, 64, 64, 1024, 13], [60000, 64, 64, 1024, 13],
+    B.append(Bench("learner_shift", "bench_shift", [200000, 64, 64, 1024, 13], [200000, 64, 64, 1024, 13],
                    "one malloc or free",
                    "learner: phase change, 64 MiB of small objects built and freed, then a long phase "
                    "over 64 MiB of ~1 MiB buffers", static=False))
