@@ -4,11 +4,17 @@
     python3 bench/harness.py --quick          # make bench       (3 runs each, short)
     python3 bench/harness.py --full           # make bench-full  (10 runs each, seed sizes)
     python3 bench/harness.py --soak [--minutes N]   # make soak
+    python3 bench/harness.py --quick --variants --allocators hakmem --only learner
+                                              # default hakmem vs its variants
 
 Every benchmark runs under hakmem (LD_PRELOAD of build/libhakmem.so, and the
 *_hakmem_static binaries linked against build/libhakmem.a), glibc, and every
 peer allocator installed (mimalloc, jemalloc, tcmalloc); allocators are
-interleaved run by run (A B C A B C ...). Every program proves at run time
+interleaved run by run (A B C A B C ...). With --variants (on in --full) hakmem
+also runs as variants, each labelled and compared with the default hakmem:
+hakmem:fast (HAKMEM_PROFILE=fast), hakmem:lowmem (HAKMEM_PROFILE=lowmem),
+hakmem:learn (HAKMEM_LEARN=1) and hakmem-secure (build/libhakmem-secure.so).
+Every program proves at run time
 which allocator served it (`allocator: NAME (PATH)`, see bench_common.h and
 probe.c); a run whose allocator is not the one requested is REJECTED and never
 enters the statistics. OS calls (mmap, munmap, madvise, brk, mremap) are
@@ -51,7 +57,8 @@ RESULTS = BENCH_SRC / "results"
 LIBDIRS = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
 
 PROGRAMS = ["bench_tiny", "bench_random_mixed", "bench_mid", "larson", "bench_xthread",
-            "bench_large", "bench_false_sharing", "bench_app", "bench_soak"]
+            "bench_large", "bench_false_sharing", "bench_app", "bench_soak",
+            "bench_large_rotate", "bench_phase", "bench_shift", "bench_drift", "bench_burst"]
 OS_CALLS = ["mmap", "munmap", "madvise", "brk", "mremap"]
 CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-builtin-malloc",
           "-fno-builtin-free", "-fno-builtin-calloc", "-fno-builtin-realloc"]
@@ -62,7 +69,8 @@ CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-builti
 class Allocator:
     """How one allocator is realised for a run, and what the run must print."""
 
-    def __init__(self, label, expect, preload=None, static=False, package=None, note=""):
+    def __init__(self, label, expect, preload=None, static=False, package=None, note="", env=None,
+                 expect_file=None, base=None):
         self.label = label        # name in the reports
         self.expect = expect      # name the program must print
         self.preload = preload    # library to LD_PRELOAD (None: none)
@@ -70,14 +78,27 @@ class Allocator:
         self.package = package
         self.note = note
         self.plain_binary = False  # --pretend: static label, plain binary
+        self.env = dict(env or {})  # variant knobs (HAKMEM_PROFILE=fast, ...)
+        self.expect_file = expect_file  # the printed library's file name must start so
+        self.base = base          # a variant: the label it is compared with (hakmem)
+
+    def child_env(self):
+        """Environment of a run of this allocator: --hakmem-env, then the
+        variant's own knobs."""
+        env = {}
+        if self.expect == "hakmem":
+            env.update(HAKMEM_ENV)
+            env.update(self.env)
+        return env
 
     def describe(self):
         if self.static:
             return ("linked with %s" % rel(BUILD / "libhakmem.a")) if not self.plain_binary else \
                 "PRETEND: plain binary"
+        pre = " ".join("%s=%s" % kv for kv in self.env.items())
         if self.preload:
-            return "LD_PRELOAD=" + self.preload
-        return "no preload"
+            return (pre + " " if pre else "") + "LD_PRELOAD=" + self.preload
+        return (pre + " " if pre else "") + "no preload"
 
 
 def find_lib(names):
@@ -100,9 +121,19 @@ def libc_path():
     return find_lib(["libc.so.6"]) or "/lib/x86_64-linux-gnu/libc.so.6"
 
 
-def hakmem_so():
-    p = BUILD / "libhakmem.so"
+def hakmem_so(name="libhakmem.so"):
+    p = BUILD / name
     return str(p) if p.exists() else None
+
+
+# --variants: hakmem under other settings, each compared with the default
+VARIANTS = [
+    ("hakmem:fast", {"HAKMEM_PROFILE": "fast"}, "libhakmem.so", "HAKMEM_PROFILE=fast"),
+    ("hakmem:lowmem", {"HAKMEM_PROFILE": "lowmem"}, "libhakmem.so", "HAKMEM_PROFILE=lowmem"),
+    ("hakmem:learn", {"HAKMEM_LEARN": "1"}, "libhakmem.so", "HAKMEM_LEARN=1"),
+    ("hakmem-secure", {}, "libhakmem-secure.so", "the hardened build (`make secure`)"),
+]
+VARIANT_LABELS = [v[0] for v in VARIANTS]
 
 
 def discover_allocators(args, log):
@@ -110,9 +141,18 @@ def discover_allocators(args, log):
     allocs, skipped = [], []
     so = hakmem_so()
     if so:
-        allocs.append(Allocator("hakmem", "hakmem", preload=so, note="preloaded"))
+        allocs.append(Allocator("hakmem", "hakmem", preload=so, note="preloaded", expect_file="libhakmem.so"))
     else:
         skipped.append({"allocator": "hakmem", "reason": "build/libhakmem.so not found: run `make` first"})
+    if args.variants:
+        for label, env, lib, what in VARIANTS:
+            vso = hakmem_so(lib)
+            if vso:
+                allocs.append(Allocator(label, "hakmem", preload=vso, env=env, expect_file=lib,
+                                        base="hakmem", note="variant: " + what))
+            else:
+                skipped.append({"allocator": label, "reason": "build/%s not found: run `make%s` first" % (
+                    lib, " secure" if "secure" in lib else "")})
     if (bin_dir() / "bench_tiny_hakmem_static").exists():
         allocs.append(Allocator("hakmem-static", "hakmem", static=True, note="static link"))
     else:
@@ -131,6 +171,9 @@ def discover_allocators(args, log):
     for spec in args.pretend or []:
         label, _, how = spec.partition("=")
         expect = "hakmem" if label.startswith("hakmem") else label
+        known = {v[0]: v for v in VARIANTS}
+        vfile = known[label][2] if label in known else ("libhakmem.so" if label == "hakmem" else None)
+        venv = known[label][1] if label in known else {}
         allocs = [a for a in allocs if a.label != label]
         skipped = [s for s in skipped if s["allocator"] != label]
         if how in ("", "none"):
@@ -140,12 +183,16 @@ def discover_allocators(args, log):
             a.plain_binary = True
         else:
             a = Allocator(label, expect, preload=how, note="PRETEND: LD_PRELOAD=" + how)
+        a.expect_file, a.env = vfile, dict(venv)
+        if label in known:
+            a.base = "hakmem"
         allocs.insert(0, a)
     if args.allocators:
         want = [w.strip() for w in args.allocators.split(",") if w.strip()]
         for w in want:
             if not any(a.label == w for a in allocs) and not any(s["allocator"] == w for s in skipped):
-                log("unknown allocator %r (known: hakmem, hakmem-static, glibc, mimalloc, jemalloc, tcmalloc)" % w)
+                log("unknown allocator %r (known: hakmem, hakmem-static, glibc, mimalloc, jemalloc, tcmalloc, "
+                    "and with --variants %s)" % (w, ", ".join(VARIANT_LABELS)))
         allocs = [a for a in allocs if a.label in want]
         skipped = [s for s in skipped if s["allocator"] in want]
     return allocs, skipped
@@ -303,6 +350,9 @@ def check_allocator(alloc, printed, binary=None):
         return "printed allocator %s (%s) but %s was requested" % (name, path, alloc.label)
     if alloc.preload and os.path.realpath(alloc.preload) != os.path.realpath(path):
         return "malloc is defined in %s, not in the preloaded %s" % (path, alloc.preload)
+    if alloc.expect_file and not alloc.static and \
+            not os.path.basename(os.path.realpath(path)).startswith(alloc.expect_file):
+        return "malloc is defined in %s, but %s must be served by %s" % (path, alloc.label, alloc.expect_file)
     if alloc.static and binary and os.path.realpath(binary) != os.path.realpath(path):
         return "malloc is defined in %s, not in the statically linked %s" % (path, binary)
     return None
@@ -341,10 +391,9 @@ class Bench:
     def run(self, alloc, mode, count_file=None):
         env = clean_env()
         child = {}
+        child.update(alloc.child_env())
         if alloc.preload:
             child["LD_PRELOAD"] = alloc.preload
-        if alloc.expect == "hakmem":
-            child.update(HAKMEM_ENV)
         cmd = self.command(alloc, mode)
         if count_file:
             cmd = strace_prefix(count_file, child) + cmd
@@ -438,7 +487,7 @@ class RealProgram(Bench):
         pre.append(str(bin_dir() / "libbenchprobe.so"))
         env = {"LD_PRELOAD": ":".join(pre), "BENCH_PROBE_OUT": str(probe_out)}
         if alloc.expect == "hakmem":
-            env.update(HAKMEM_ENV)
+            env.update(alloc.child_env())
             env["HAKMEM_VERBOSE"] = "1"
         return env
 
@@ -803,6 +852,26 @@ def benchmarks(mode):
                    "one write to an object", "8 B objects allocated by one thread and written by 4 others"))
     B.append(Bench("app", "bench_app", [2, 200000, 11], [5, 200000, 11], "one malloc/calloc/realloc/free",
                    "build, query, edit, serialize and tear down a 200000-node tree of nodes and strings"))
+    # workloads where a fixed default is wrong (the learner's, docs/BENCHMARKS.md)
+    B.append(Bench("learner_rotate", "bench_large_rotate", [40], [100], "one malloc or free",
+                   "learner: batches of 48 buffers of ~2.5 MiB, allocated, written, freed; the default "
+                   "large cache holds half a batch", static=False))
+    B.append(Bench("learner_shift", "bench_shift", [200000, 64, 64, 1024, 13], [200000, 64, 64, 1024, 13],
+                   "one malloc or free",
+                   "learner: phase change, 64 MiB of small objects built and freed, then a long phase "
+                   "over 64 MiB of ~1 MiB buffers", static=False))
+    B.append(Bench("learner_phase", "bench_phase", [2, 64, 64, 11, 4], [3, 64, 64, 11, 4],
+                   "one malloc or free",
+                   "learner: cycles of 64 MiB of 2 MiB buffers, then 64 MiB of small objects churned",
+                   static=False))
+    B.append(Bench("learner_drift", "bench_drift", [1000, 16, 256, 5], [3000, 16, 256, 5],
+                   "one malloc or free",
+                   "learner: producer/consumer threads, large messages whose size creeps up 0.5% each",
+                   static=False, deterministic=False))
+    B.append(Bench("learner_burst", "bench_burst", [6, 64, 1200, 3], [6, 64, 1200, 3],
+                   "one malloc or free (burst time only)",
+                   "learner: bursts of 64 MiB of small objects with 1.2 s pauses", static=False,
+                   full_only=True))
     B.append(Redis())
     B.append(Python())
     B.append(Compile())
@@ -944,6 +1013,38 @@ def ratio_table(res, key, title, ref_label):
     return lines
 
 
+def variant_table(res):
+    """Each variant of hakmem against the default hakmem: throughput and peak
+    RSS ratios (medians). Empty when no variant ran."""
+    var = [a for a in res["allocators"] if a.get("base")]
+    if not var:
+        return []
+    base = var[0]["base"]
+    labels = [a["label"] for a in var]
+    L = ["### Variants: ratio to default %s (throughput x / peak RSS x)" % base, "",
+         "Throughput ratio: higher is better; RSS ratio: lower is better. Each variant's runs are "
+         "interleaved with the default's and proved to be served by its own library.", "",
+         "| benchmark | %s ops/s | %s RSS | " % (base, base) + " | ".join(labels) + " |",
+         "|---|---:|---:|" + "---:|" * len(labels)]
+    for b in res["benchmarks"]:
+        ref = b["results"].get(base)
+        if not ref:
+            continue
+        cells = []
+        for l in labels:
+            r = b["results"].get(l)
+            if not r:
+                cells.append("n/a")
+            elif r["status"] != "ok":
+                cells.append("**%s**" % r["status"].upper())
+            else:
+                cells.append("%s / %s" % (fmt_ratio(r.get("ratio_base")), fmt_ratio(r.get("rss_ratio_base"))))
+        ok = ref.get("status") == "ok"
+        L.append("| %s | %s | %s | %s |" % (b["name"], fmt_tp(ref.get("median")) if ok else "**%s**" % ref.get(
+            "status", "?").upper(), fmt_rss(ref.get("rss_kib")) if ok else "-", " | ".join(cells)))
+    return L
+
+
 def markdown(res, svg_name):
     m = res["machine"]
     L = ["# hakmem benchmarks: %s (%s mode)" % (res["date"], res["mode"]), ""]
@@ -977,6 +1078,9 @@ def markdown(res, svg_name):
     L.append("")
     L += ratio_table(res, "ratio_glibc", "Ratio to glibc", "glibc")
     L.append("")
+    vt = variant_table(res)
+    if vt:
+        L += vt + [""]
     L.append("![ratio chart](%s)" % svg_name)
     L.append("")
     L.append("### Details")
@@ -1041,7 +1145,8 @@ def markdown(res, svg_name):
 
 
 PALETTE = {"hakmem": "#d62728", "hakmem-static": "#ff7f0e", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
-           "jemalloc": "#2ca02c", "tcmalloc": "#9467bd"}
+           "jemalloc": "#2ca02c", "tcmalloc": "#9467bd", "hakmem:fast": "#e377c2", "hakmem:lowmem": "#8c564b",
+           "hakmem:learn": "#bcbd22", "hakmem-secure": "#17becf"}
 
 
 def svg_chart(res):
@@ -1049,6 +1154,8 @@ def svg_chart(res):
     mimalloc is missing), log2 scale centred on 1.0."""
     labels = [a["label"] for a in res["allocators"]]
     key, ref = ("ratio_mimalloc", "mimalloc") if "mimalloc" in labels else ("ratio_glibc", "glibc")
+    if ref not in labels and any(a.get("base") for a in res["allocators"]):
+        key, ref = "ratio_base", "default hakmem"
     benches = res["benchmarks"]
     bar_h, gap, left, width, top = 11, 10, 180, 560, 60
     lo, hi = -3.0, 3.0  # log2 range: 1/8x .. 8x
@@ -1157,7 +1264,8 @@ def main_bench(args):
     res = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "mode": mode, "runs": runs,
            "command": "python3 bench/harness.py " + shlex.join(sys.argv[1:]),
            "machine": machine_info(), "allocators": [{"label": a.label, "expect": a.expect, "how": a.describe()
-                                                       + (" (%s)" % a.note if a.note else "")} for a in allocs],
+                                                       + (" (%s)" % a.note if a.note else ""), "base": a.base}
+                                                      for a in allocs],
            "skipped": list(skipped), "benchmarks": [], "problems": [], "hakmem_version": None,
            "hakmem_env": dict(HAKMEM_ENV), "note": args.note}
 
@@ -1269,6 +1377,15 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
                 s = entry["results"][a.label]
                 if rr and rr.get("status") == "ok" and s.get("status") == "ok" and rr["median"] > 0:
                     s[key] = s["median"] / rr["median"]
+        # variants: throughput and peak RSS relative to the default hakmem
+        for a in todo:
+            if not a.base:
+                continue
+            s, base = entry["results"][a.label], entry["results"].get(a.base)
+            if base and base.get("status") == "ok" and s.get("status") == "ok" and base["median"] > 0:
+                s["ratio_base"] = s["median"] / base["median"]
+                if s.get("rss_kib") and base.get("rss_kib"):
+                    s["rss_ratio_base"] = s["rss_kib"] / base["rss_kib"]
         for a in todo:
             for r in per[a.label]:
                 if r["status"] != "ok":
@@ -1288,6 +1405,10 @@ def finish(res, args, mode, t_start, skipped, log):
     log("")
     log("\n".join(ratio_table(res, "ratio_glibc", "Ratio to glibc (median throughput)", "glibc")))
     log("")
+    vt = variant_table(res)
+    if vt:
+        log("\n".join(vt))
+        log("")
     if res["problems"]:
         log("PROBLEMS (%d runs failed or rejected; they are not in the statistics):" % len(res["problems"]))
         for p in res["problems"]:
@@ -1356,8 +1477,7 @@ def main_soak(args):
         env = clean_env()
         if a.preload:
             env["LD_PRELOAD"] = a.preload
-        if a.expect == "hakmem":
-            env.update(HAKMEM_ENV)
+        env.update(a.child_env())
         cmd = [str(binary), str(seconds), str(args.soak_threads), "1000", "4000", "5",
                "0" if args.soak_unpinned else "1"]
         log("soak: %s for %d s: %s" % (a.label, seconds, shell_line({"LD_PRELOAD": a.preload} if a.preload else {},
@@ -1476,8 +1596,14 @@ def main():
     ap.add_argument("--minutes", type=float, help="soak duration per allocator (default 10)")
     ap.add_argument("--runs", type=int, help="runs per allocator and benchmark (default: quick 3, full 10)")
     ap.add_argument("--only", help="comma-separated benchmark names (a prefix like random_mixed selects its family)")
-    ap.add_argument("--allocators", help="comma-separated subset: hakmem,hakmem-static,glibc,mimalloc,jemalloc,tcmalloc")
+    ap.add_argument("--allocators", help="comma-separated subset: hakmem,hakmem-static,glibc,mimalloc,jemalloc,tcmalloc "
+                    "(with --variants also " + ",".join(VARIANT_LABELS) + ")")
     ap.add_argument("--no-count", action="store_true", help="skip the strace run that counts OS calls")
+    vg = ap.add_mutually_exclusive_group()
+    vg.add_argument("--variants", dest="variants", action="store_true", default=None,
+                    help="also run hakmem's variants beside it: " + ", ".join(VARIANT_LABELS) +
+                         " (on in --full), each reported with its ratio to the default hakmem")
+    vg.add_argument("--no-variants", dest="variants", action="store_false", help="no variants, even in --full")
     ap.add_argument("--hakmem-env", action="append", metavar="KEY=VAL",
                     help="environment for the hakmem runs only, e.g. HAKMEM_LEARN=1 (repeatable)")
     ap.add_argument("--render", metavar="JSON", help="rewrite the .md and .svg of an existing results .json")
@@ -1501,6 +1627,8 @@ def main():
     args = ap.parse_args()
     if args.runs is not None and args.runs < 1:
         ap.error("--runs must be >= 1")
+    if args.variants is None:
+        args.variants = bool(args.full)
     global USE_GDB
     USE_GDB = not args.no_gdb
     for kv in args.hakmem_env or []:

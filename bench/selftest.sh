@@ -10,7 +10,9 @@
 #   3. the same for "hakmem-static" run with the plain (not linked) binary;
 #   4. the same for a peer mislabelled (jemalloc preloaded, mimalloc asked);
 #   5. the same for a real program (python3) through the preload probe;
-#   6. a clean glibc-only run is accepted and exits 0.
+#   6. a clean glibc-only run is accepted and exits 0;
+#   7. a variant (--variants) served by the wrong library is rejected: the
+#      label hakmem-secure with the plain build/libhakmem.so preloaded.
 # Exit status 0 when all checks pass. Takes a few seconds; needs no hakmem
 # build (the harness compiles the benchmarks itself if build/bench is missing).
 set -u
@@ -122,6 +124,21 @@ if command -v python3 >/dev/null; then
     else
         bad "mis-linked python3 run not caught (exit $rc, status $st, '$why')"; tail -20 "$TMP/t5.log"
     fi
+fi
+
+# --- 7. a variant served by the wrong hakmem library
+if [ -e build/libhakmem.so ]; then
+    H --variants --pretend hakmem-secure=$ROOT/build/libhakmem.so --allocators hakmem-secure --only tiny \
+      --tag t7 >"$TMP/t7.log" 2>&1
+    rc=$?
+    st=$(result tiny hakmem-secure "$TMP/t7.json"); why=$(reason tiny hakmem-secure "$TMP/t7.json")
+    if [ $rc -ne 0 ] && [ "$st" = rejected ] && [[ "$why" == *libhakmem-secure* ]]; then
+        pass "'hakmem-secure' variant served by libhakmem.so rejected: $why"
+    else
+        bad "mis-attributed variant not caught (exit $rc, status $st, '$why')"; tail -20 "$TMP/t7.log"
+    fi
+else
+    echo "skip - build/libhakmem.so not built: variant check"
 fi
 
 if [ $fails -eq 0 ]; then

@@ -391,7 +391,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
       return slab_pop(h, s);
     }
   }
-  if (HK_UNLIKELY(hk_learn_on)) hk_learner_slow_tick(1);
+  if (HK_UNLIKELY(hk_learn_on)) hk_learner_small_tick();
   for (;;) {
     while ((s = h->partial[cls]) != NULL) {
       partial_remove(h, s);

@@ -35,6 +35,8 @@ static const hk_knob_def_t knob_table[] = {
   K("HAKMEM_TARGET_HIT_PURGE",  target_hit_purge,  0, 1000,    900, 900, 750),
   K("HAKMEM_CAP_MAX_PURGE_MS",  cap_max_purge_ms,  1, 3600000, 60000, 30000, 5000),
   K("HAKMEM_CAP_MIN_PURGE_MS",  cap_min_purge_ms,  0, 3600000, 100, 50, 10),
+  K("HAKMEM_SMALL_IDLE_EPOCHS", small_idle_epochs, 1, 1000000, 8, 2, 1),
+  K("HAKMEM_CAP_MAX_SMALL_IDLE", cap_max_small_idle, 1, 1000000, 256, 64, 16),
 };
 #undef K
 

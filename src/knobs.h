@@ -34,6 +34,8 @@ typedef struct hk_knobs {
   long target_hit_purge;   /* HAKMEM_TARGET_HIT_PURGE (per mille)  */
   long cap_max_purge_ms;   /* HAKMEM_CAP_MAX_PURGE_MS              */
   long cap_min_purge_ms;   /* HAKMEM_CAP_MIN_PURGE_MS              */
+  long small_idle_epochs;  /* HAKMEM_SMALL_IDLE_EPOCHS             */
+  long cap_max_small_idle; /* HAKMEM_CAP_MAX_SMALL_IDLE (epochs)   */
 } hk_knobs_t;
 
 extern hk_knobs_t hk_knobs;

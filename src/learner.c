@@ -6,6 +6,7 @@
 #include "knobs.h"
 #include "large.h"
 #include "lock.h"
+#include "heap.h"
 #include "superslab.h"
 
 hk_caps_t hk_caps;
@@ -33,6 +34,47 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
   L->epochs++;
   L->purge_large_now = false;
   L->purge_ss_now = false;
+  L->trim_small_now = false;
+
+  /* -- small tier: trim when small allocation stopped -------------------- */
+  if (L->small_idle_wait < b->min_small_idle) L->small_idle_wait = b->min_small_idle;
+  if (o->small_refills == 0) {
+    if (L->small_trimmed) {
+      L->small_after_trim++;
+    } else if (++L->small_idle >= L->small_idle_wait) {
+      /* the process goes on (an epoch passed) but no thread refilled a small
+       * class: the small tier's empty slabs only hold memory */
+      L->trim_small_now = true;
+      L->small_trimmed = true;
+      L->small_trim_empty = false;
+      L->trim_shadow = 1;  /* the next epoch counts the trim's own purges */
+      L->small_after_trim = 0;
+      if (log) {
+        snprintf(why, sizeof why, "no small refills for %d epochs", L->small_idle);
+        log("small_trim", 0, 1, why);
+      }
+    }
+  } else {
+    if (L->small_trimmed && !L->small_trim_empty) {
+      /* judge the trim: if the small tier had to fault or map memory back
+       * as soon as it resumed, the trim cost more than it saved: wait
+       * longer next time; after a long idle spell, wait less */
+      if (o->refaults + o->ss_os_maps > 0 && L->small_after_trim < 4 * L->small_idle_wait) {
+        snprintf(why, sizeof why, "small traffic resumed %d epochs after a trim and refaulted: wait longer",
+                 L->small_after_trim);
+        set_cap(&L->small_idle_wait, clampl(L->small_idle_wait * 2, b->min_small_idle, b->max_small_idle),
+                "small_idle_wait", why, log);
+      } else if (L->small_after_trim >= 4 * L->small_idle_wait) {
+        snprintf(why, sizeof why, "small tier stayed idle %d epochs after a trim: wait less",
+                 L->small_after_trim);
+        set_cap(&L->small_idle_wait, clampl(L->small_idle_wait / 2, b->min_small_idle, b->max_small_idle),
+                "small_idle_wait", why, log);
+      }
+      L->trim_shadow = 3;  /* its refaults are not the purge delay's doing */
+    }
+    L->small_trimmed = false;
+    L->small_idle = 0;
+  }
 
   /* -- empty-superslab cache: drop it when nobody has taken from it ------- */
   if (o->ss_cache_hits == 0) {
@@ -123,6 +165,15 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
   }
 
   /* -- purge delay --------------------------------------------------------- */
+  if (L->trim_shadow > 0 && !L->trim_small_now) {
+    /* purges and refaults now come from the small-tier trim (its own
+     * purges, the refaults as small traffic resumes), which the delay does
+     * not govern: do not judge the delay on them */
+    L->trim_shadow--;
+    L->purge_acc = L->refault_acc = 0;
+    L->quiet_epochs = 0;
+    goto bounds;
+  }
   L->purge_acc = L->purge_acc * 0.5 + (double)o->purges;
   L->refault_acc = L->refault_acc * 0.5 + (double)o->refaults;
   if (o->refaults > 0 && L->purge_acc > 0) {
@@ -142,10 +193,17 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
               log);
     }
   }
+bounds:
   /* keep every cap inside its bounds whatever happened */
   L->caps.large_count = clampl(L->caps.large_count, b->min_large, b->max_large);
   L->caps.large_mb = clampl(L->caps.large_mb, b->min_large_mb, b->max_large_mb);
   L->caps.purge_delay_ms = clampl(L->caps.purge_delay_ms, b->min_purge_ms, b->max_purge_ms);
+  L->small_idle_wait = clampl(L->small_idle_wait, b->min_small_idle, b->max_small_idle);
+}
+
+void hk_learn_trim_result(hk_learner_t *L, size_t bytes) {
+  /* a trim that released nothing cost nothing: do not judge it */
+  if (bytes == 0) L->small_trim_empty = true;
 }
 
 /* ---- glue ----------------------------------------------------------------------- */
@@ -175,10 +233,20 @@ void hk_learner_init(void) {
   bounds.min_purge_ms = hk_knobs.cap_min_purge_ms;
   bounds.max_purge_ms = hk_knobs.cap_max_purge_ms;
   if (bounds.max_purge_ms < bounds.min_purge_ms) bounds.max_purge_ms = bounds.min_purge_ms;
+  bounds.min_small_idle = hk_knobs.small_idle_epochs;
+  bounds.max_small_idle = hk_knobs.cap_max_small_idle;
+  if (bounds.max_small_idle < bounds.min_small_idle) bounds.max_small_idle = bounds.min_small_idle;
   hk_learn_init(&learner, &hk_caps);
 }
 
 static uint64_t take(atomic_ulong *c) { return atomic_exchange_explicit(c, 0, memory_order_relaxed); }
+
+static __thread unsigned small_pending __attribute__((tls_model("initial-exec")));
+
+void hk_learner_small_tick(void) {
+  small_pending++;
+  hk_learner_slow_tick(1);
+}
 
 void hk_learner_slow_tick(unsigned weight) {
   /* gather units per thread; the shared counter is touched 1 time in 16 */
@@ -187,6 +255,10 @@ void hk_learner_slow_tick(unsigned weight) {
   if (pending < 16) return;
   weight = pending;
   pending = 0;
+  if (small_pending) {
+    atomic_fetch_add_explicit(&hk_learn_ctr.small_refills, small_pending, memory_order_relaxed);
+    small_pending = 0;
+  }
   unsigned long e = (unsigned long)hk_knobs.learn_epoch;
   unsigned long n = atomic_fetch_add_explicit(&slow_units, weight, memory_order_relaxed);
   if ((n + weight) / e == n / e) return;  /* no epoch boundary crossed */
@@ -203,10 +275,24 @@ void hk_learner_slow_tick(unsigned weight) {
   o.ss_cache_hits = take(&hk_learn_ctr.ss_cache_hits);
   o.ss_cached_bytes = hk_ss_cached_unpurged_bytes();
   o.ss_os_maps = take(&hk_learn_ctr.ss_os_maps);
+  o.small_refills = take(&hk_learn_ctr.small_refills);
   hk_learn_step(&learner, &o, &bounds, hk_knobs.learn_log ? log_stderr : NULL);
   hk_caps = learner.caps;
   bool purge = learner.purge_large_now, purge_ss = learner.purge_ss_now;
+  bool trim_small = learner.trim_small_now;
   hk_unlock(&learn_lock);
   if (purge) hk_large_collect(true);
-  if (purge_ss) hk_ss_collect(true);
+  if (trim_small) {
+    /* this thread's heap (the others' are theirs to touch) and the global
+     * superslab cache, where the released superslabs go */
+    size_t bytes = hk_heap_trim(hk_tls_heap);
+    if (hk_knobs.learn_log) hk_message("hakmem-learn: small tier trimmed, %zu bytes purged\n", bytes);
+    if (bytes == 0) {
+      hk_lock(&learn_lock);
+      hk_learn_trim_result(&learner, bytes);
+      hk_unlock(&learn_lock);
+    }
+  } else if (purge_ss) {
+    hk_ss_collect(true);
+  }
 }

@@ -9,6 +9,13 @@
  *   purge delay                 longer while purged memory is soon reused
  *                               (refaults), shorter while it is not
  *
+ *   small tier trim            when small allocation stops for a learned
+ *                              number of epochs while the process goes on
+ *                              (e.g. a phase of large buffers), its empty
+ *                              slabs are released and purged at once; the
+ *                              wait doubles when small traffic came back the
+ *                              very next epoch, halves after long idle spells
+ *
  * hk_learn_step is a pure function of its inputs so tests can drive it with
  * synthetic counters. Nothing here runs on the malloc/free fast path. */
 #ifndef HK_LEARNER_H
@@ -34,6 +41,7 @@ typedef struct hk_learn_obs {
   uint64_t ss_cache_hits;                          /* superslabs taken from the cache */
   uint64_t ss_os_maps;                             /* superslabs mapped fresh         */
   uint64_t ss_cached_bytes;                        /* unpurged bytes in that cache    */
+  uint64_t small_refills;                          /* small-tier slow paths, all threads */
 } hk_learn_obs_t;
 
 typedef struct hk_learn_bounds {
@@ -41,6 +49,7 @@ typedef struct hk_learn_bounds {
   long step_large, min_large, max_large, min_large_mb, max_large_mb;
   double target_hit_purge;   /* share of purges that must not refault */
   long min_purge_ms, max_purge_ms;
+  long min_small_idle, max_small_idle;  /* bounds of the small-tier idle wait (epochs) */
 } hk_learn_bounds_t;
 
 typedef struct hk_learner {
@@ -59,6 +68,15 @@ typedef struct hk_learner {
   double purge_acc, refault_acc;  /* decaying sums: a purge and the reuse it
                                      spoiled often fall in different epochs */
   bool purge_large_now;     /* output: drop the large cache */
+  /* small tier: trim its empty slabs when small allocation stops while the
+   * process goes on (the mirror of the large-cache purge) */
+  long small_idle_wait;     /* learned: idle epochs before a trim */
+  int small_idle;           /* epochs without small refills so far */
+  bool small_trimmed;       /* trimmed, small traffic not back yet */
+  bool small_trim_empty;    /* that trim released nothing */
+  int small_after_trim;     /* idle epochs since the trim */
+  int trim_shadow;          /* epochs the purge-delay rule still sits out */
+  bool trim_small_now;      /* output: trim the small tier */
   uint64_t epochs;
 } hk_learner_t;
 
@@ -69,11 +87,14 @@ void hk_learn_init(hk_learner_t *L, const hk_caps_t *start);
 void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_bounds_t *b,
                    hk_learn_log_fn log);
 
+/* The glue reports what a trim released (0: nothing to judge it by). */
+void hk_learn_trim_result(hk_learner_t *L, size_t bytes);
+
 /* ---- glue: counters fed by the slow paths, and the epoch driver ---------- */
 
 typedef struct hk_learn_counters {
   atomic_ulong large_allocs, large_hits, large_ghost_hits, large_evict_count, large_evict_bytes;
-  atomic_ulong purges, refaults, ss_cache_hits, ss_os_maps;
+  atomic_ulong purges, refaults, ss_cache_hits, ss_os_maps, small_refills;
 } hk_learn_counters_t;
 extern hk_learn_counters_t hk_learn_ctr;
 extern bool hk_learn_on;
@@ -82,6 +103,8 @@ void hk_learner_init(void);          /* from the knobs */
 /* Every slow-path call when on; weight: units of work (a small refill is 1,
  * a large block 1 per 64 KiB), so epochs follow allocation volume. */
 void hk_learner_slow_tick(unsigned weight);
+/* The small tier's slow path (a refill): one unit, counted as small traffic. */
+void hk_learner_small_tick(void);
 
 #define HK_LEARN_NOTE(field, n) \
   do { if (HK_UNLIKELY(hk_learn_on)) atomic_fetch_add_explicit(&hk_learn_ctr.field, (n), memory_order_relaxed); } while (0)

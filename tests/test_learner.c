@@ -11,6 +11,7 @@ static hk_learn_bounds_t B = {
   .target_hit_large = 0.9, .step_large = 8, .min_large = 2, .max_large = 64,
   .min_large_mb = 4, .max_large_mb = 256,
   .target_hit_purge = 0.9, .min_purge_ms = 50, .max_purge_ms = 8000,
+  .min_small_idle = 2, .max_small_idle = 16,
 };
 static int log_lines;
 static void count_log(const char *cap, long from, long to, const char *why) {
@@ -33,6 +34,35 @@ static void bounds_ok(const hk_learner_t *L) {
   CHECK(L->caps.large_count >= B.min_large && L->caps.large_count <= B.max_large);
   CHECK(L->caps.large_mb >= B.min_large_mb && L->caps.large_mb <= B.max_large_mb);
   CHECK(L->caps.purge_delay_ms >= B.min_purge_ms && L->caps.purge_delay_ms <= B.max_purge_ms);
+  CHECK(L->small_idle_wait >= B.min_small_idle && L->small_idle_wait <= B.max_small_idle);
+}
+
+/* an epoch of large traffic only (small_refills 0) or with small refills */
+static hk_learn_obs_t small_epoch(uint64_t small_refills, uint64_t refaults) {
+  hk_learn_obs_t o = large_epoch(16, 16, 0);
+  o.small_refills = small_refills;
+  o.refaults = refaults;
+  return o;
+}
+
+/* Runs one phase cycle: `busy` epochs of small traffic (the first one
+ * refaulting if `refault_on_resume`), then `idle` epochs without; returns
+ * how many trims were asked for. */
+static int small_cycle(hk_learner_t *L, int busy, int idle, bool refault_on_resume) {
+  int trims = 0;
+  for (int e = 0; e < busy; e++) {
+    hk_learn_obs_t o = small_epoch(100, e == 0 && refault_on_resume ? 50 : 0);
+    hk_learn_step(L, &o, &B, count_log);
+    bounds_ok(L);
+    CHECK(!L->trim_small_now);
+  }
+  for (int e = 0; e < idle; e++) {
+    hk_learn_obs_t o = small_epoch(0, 0);
+    hk_learn_step(L, &o, &B, count_log);
+    bounds_ok(L);
+    trims += L->trim_small_now;
+  }
+  return trims;
 }
 
 int main(void) {
@@ -114,6 +144,49 @@ int main(void) {
     bounds_ok(&L);
   }
   CHECKF(L.caps.purge_delay_ms == B.min_purge_ms, "delay %ld", L.caps.purge_delay_ms);
+
+  /* 6. small tier: a long idle spell trims once, after the wait (2 epochs) */
+  hk_learn_init(&L, &start);
+  CHECK(small_cycle(&L, 5, 1, false) == 0);
+  hk_learn_step(&L, &(hk_learn_obs_t){ .large_allocs = 8 }, &B, count_log);
+  CHECK(L.trim_small_now);             /* 2nd idle epoch */
+  CHECKF(L.small_idle_wait == 2, "wait %ld", L.small_idle_wait);
+  CHECK(small_cycle(&L, 0, 20, false) == 0);  /* once per idle spell */
+
+  /* 7. backs off: when small traffic comes back at once and refaults, every
+   *    trim doubles the wait, up to its bound; cycles with idle spells shorter
+   *    than the wait then trim no more */
+  hk_learn_init(&L, &start);
+  int trims = 0;
+  for (int c = 0; c < 10; c++) trims += small_cycle(&L, 4, 6, true);
+  CHECKF(L.small_idle_wait >= 8, "wait after refaulting trims: %ld", L.small_idle_wait);
+  int late = small_cycle(&L, 4, 6, true) + small_cycle(&L, 4, 6, true);
+  CHECKF(late == 0, "still trimming (%d) with wait %ld", late, L.small_idle_wait);
+  CHECK(trims > 0 && trims < 10);
+  for (int c = 0; c < 10; c++) small_cycle(&L, 4, 40, true);  /* never past the cap */
+  CHECKF(L.small_idle_wait <= B.max_small_idle, "wait %ld", L.small_idle_wait);
+
+  /* 8. ... and converges back: long idle spells after a trim halve the wait
+   *    to its floor */
+  for (int c = 0; c < 20; c++) small_cycle(&L, 4, 200, false);
+  CHECKF(L.small_idle_wait == B.min_small_idle, "wait after long spells %ld", L.small_idle_wait);
+
+  /* 9. a trim that released nothing is not judged */
+  hk_learn_init(&L, &start);
+  CHECK(small_cycle(&L, 3, 3, false) == 1);
+  hk_learn_trim_result(&L, 0);
+  small_cycle(&L, 3, 0, true);         /* resumes at once, refaulting */
+  CHECKF(L.small_idle_wait == 2, "wait %ld after an empty trim", L.small_idle_wait);
+
+  /* 10. refaults of trimmed memory do not lengthen the purge delay */
+  hk_learn_init(&L, &start);
+  CHECK(small_cycle(&L, 3, 3, false) == 1);
+  for (int e = 0; e < 3; e++) {
+    hk_learn_obs_t o = small_epoch(100, 80);
+    o.purges = 10;
+    hk_learn_step(&L, &o, &B, count_log);
+  }
+  CHECKF(L.caps.purge_delay_ms == 1000, "delay %ld after trim refaults", L.caps.purge_delay_ms);
 
   CHECK(log_lines > 0);
   return check_done("test_learner");
