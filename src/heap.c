@@ -140,14 +140,17 @@ enum { LIST_AVAIL = 1, LIST_FULL = 2 };
 
 /* Every slab of s's superslab is back: keep one spare per kind, give the
  * rest to the global cache. */
-static void heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
+/* True when ss left the heap: it may be unmapped already, never touch it. */
+static bool heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
   hk_ss_list_t *avail = &h->ss_avail[ss->kind];
-  if ((long)avail->count <= hk_knobs.heap_spare) return;  /* the spares */
+  if ((long)avail->count <= hk_knobs.heap_spare) return false;  /* the spares */
   hk_ss_list_remove(avail, ss);
   hk_ss_release(ss);
+  return true;
 }
 
-static void heap_slab_release(hk_heap_t *h, hk_slab_t *s) {
+/* True when the slab's superslab left the heap (see heap_ss_empty). */
+static bool heap_slab_release(hk_heap_t *h, hk_slab_t *s) {
   hk_superslab_t *ss = hk_slab_ss(s);
   hk_slab_cancel_notify(s);
   HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
@@ -162,7 +165,7 @@ static void heap_slab_release(hk_heap_t *h, hk_slab_t *s) {
     hk_ss_list_remove(&h->ss_full[ss->kind], ss);
     hk_ss_list_push(&h->ss_avail[ss->kind], ss, LIST_AVAIL);
   }
-  if (ss->nused == 0) heap_ss_empty(h, ss);
+  return ss->nused == 0 && heap_ss_empty(h, ss);
 }
 
 /* An emptied slab stays on its class's partial list until the next purge
@@ -233,9 +236,9 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     if (got && hk_stats_on) h->st.remote[s->cls] += got;
     if (s->used == 0) {
       HK_STORE_RELAXED(s->state, HK_SLAB_PARTIAL);  /* so release finds it consistent */
-      heap_slab_release(h, s);     /* may release the whole superslab */
-      if (atomic_load_explicit(&ss->heap, memory_order_relaxed) != h)
-        return;                    /* it went to the global cache */
+      /* the whole superslab may go to the global cache, which may unmap
+       * it at once (a full cache): then it must not be read again */
+      if (heap_slab_release(h, s)) return;
       continue;
     }
     if (s->free || s->local_free || s->carved < s->capacity) {
