@@ -352,6 +352,8 @@ static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
 
 /* Freed blocks only, no carving: memory already touched is reused before
  * fresh pages are (the secure build keeps its fresh-first order). */
+#define HK_REUSE_SCAN 4
+
 static bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
   if (HK_PAD) return heap_refill(h, s);
   heap_collect(h, s);
@@ -375,6 +377,11 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
      * refill in turn. */
     hk_slab_t *next = h->partial[cls];
     if (next) {
+      /* the oldest partial slab with freed blocks among the first few, so
+       * that fresh blocks are carved only when none of them has any */
+      unsigned k = 0;
+      for (hk_slab_t *t = next; t && k < HK_REUSE_SCAN; t = t->next, k++)
+        if (t->free || heap_refill_lists(h, t)) { next = t; break; }
       partial_remove(h, next);
       partial_push(h, s);
       if (next->free || heap_refill(h, next)) {
