@@ -49,6 +49,7 @@ void hk_sec_slab_init(hk_slab_t *s) {
   x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29; x *= 0x94d049bb133111ebull; x ^= x >> 32;
   s->key = (uintptr_t)(x | 1);
   s->avail = s->block_size - HK_PAD;
+  s->aged = NULL;
 }
 
 static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }

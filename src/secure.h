@@ -51,11 +51,13 @@ enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY =
 #define HK_SEC_REMOTE     0xc3a7e51du  /* freed by another thread: on xfree     */
 #define HK_SEC_SLACK_BYTE 0xDEu
 
-/* One multiply by a constant that fits an immediate: the low 32 bits of the
- * product depend on the low 32 bits of key ^ address. */
+/* One 32-bit multiply by an immediate whose low byte is zero, so the
+ * product's low byte is zero too and the xor sets it to HK_SEC_SLACK_BYTE:
+ * the canary's upper 24 bits are a hash of the low 24 bits of
+ * key ^ address (a slab spans less than 16 MiB, so they differ for every
+ * block of a slab). */
 HK_INLINE uint32_t hk_sec_canary_k(uintptr_t key, const void *p) {
-  uint32_t x = (uint32_t)(key ^ (uintptr_t)p) * 0x9e3779b1u;
-  return (x & ~0xffu) | HK_SEC_SLACK_BYTE;
+  return ((uint32_t)(key ^ (uintptr_t)p) * 0x3779b100u) ^ HK_SEC_SLACK_BYTE;
 }
 HK_INLINE uint32_t hk_sec_canary(const hk_slab_t *s, const void *p) { return hk_sec_canary_k(s->key, p); }
 HK_INLINE uint64_t hk_sec_trailer_load(const void *b, size_t avail) {
@@ -150,8 +152,11 @@ HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind
   (void)idx;
   return owner ? hk_sec_on_free_owner(s, p, kind, size) : hk_sec_on_free_remote(s, p, kind, size);
 }
+/* the slab has blocks waiting for reuse (src/slab.c, delayed reuse) */
+#define HK_SEC_AGED(s) ((s)->aged != NULL)
 #else
 #define HK_PAD 0
+#define HK_SEC_AGED(s) ((void)(s), false)
 HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   (void)s; (void)n; (void)kind;
   return p;

@@ -61,6 +61,7 @@ typedef struct hk_slab {
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
   uint16_t carved;          /* blocks carved so far (lazy init)      */
   struct hk_slab *next, *prev;  /* heap's partial list               */
+  hk_block_t *aged;         /* owner: freed before the last refill   */
 #else
   struct hk_slab *next, *prev;  /* heap's partial list               */
   /* line 1: written by other threads */
