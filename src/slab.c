@@ -97,7 +97,8 @@ bool hk_slab_extend(hk_slab_t *s) {
  * carved slab with nothing aged hands out its freed blocks but the most
  * recent one, or that one when it is the only free block left. */
 static bool refill_delayed(hk_slab_t *s) {
-  hk_slab_collect_remote(s);
+  if (atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK)
+    hk_slab_collect_remote(s);
   hk_block_t *aged = s->aged;
   if (aged) {
     s->free = aged;
