@@ -50,6 +50,7 @@ enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY =
 #define HK_SEC_FREED_FILL 0x9f03b2c7u  /* the same, filled                      */
 #define HK_SEC_REMOTE     0xc3a7e51du  /* freed by another thread: on xfree     */
 #define HK_SEC_SLACK_BYTE 0xDEu
+_Static_assert(HK_MID_MAX < 65536, "the requested size fits the trailer's 16 bits");
 
 /* One 32-bit multiply by an immediate whose low byte is zero, so the
  * product's low byte is zero too and the xor sets it to HK_SEC_SLACK_BYTE:
