@@ -1,13 +1,17 @@
 /* Hardening hooks of the secure build (`make secure`, HK_SECURE). Each
  * measure has a name, a switch and a test (docs/SECURITY.md):
  *
- *   slab keys      free-list links encoded with a random key per slab
- *   free bitmap    one bit per block: delayed and interleaved double frees
- *   canary         padding after each small block: overflows found at free
+ *   slab keys      free-list links encoded with a random key per slab, and
+ *                  a popped link must be a block of the same slab
+ *   block state    live / freed / remote-freed, in each block's trailer
+ *                  word: delayed and interleaved double frees
+ *   canary         the trailer word and the byte after the request:
+ *                  overflows found at free
  *   free fill      freed blocks filled (HAKMEM_FREE_FILL); a write after
  *                  free is found when the block is handed out again
  *   shuffle        fresh blocks handed out in random order
- *   delayed reuse  a slab hands out fresh blocks before freed ones
+ *   delayed reuse  a freed block waits for the slab's free list to run dry
+ *                  twice (src/slab.c)
  *   guard pages    after each large block, between superslab metadata and
  *                  blocks
  *   kind tags      delete of new[] memory (and the reverse) and sized
