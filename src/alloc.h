@@ -31,9 +31,18 @@ HK_INLINE void hk_hook_alloc(void *p, unsigned cls) { (void)p; (void)cls; }
 HK_INLINE void hk_hook_free(void *p, hk_slab_t *s) { (void)p; (void)s; }
 #endif
 
+#ifdef HK_SECURE
+/* secure build: an empty free list is refilled out of line and the block
+ * checked there too (a tail call: the fast path saves no registers) */
+void *hk_sec_alloc_refill(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) __attribute__((noinline));
+#endif
+
 /* Pop a block from slab s (class cls) of heap h for a request of n bytes. */
 HK_INLINE void *hk_alloc_from(hk_heap_t *h, hk_slab_t *s, unsigned cls, size_t n, unsigned kind) {
   hk_block_t *b = s->free;
+#ifdef HK_SECURE
+  if (HK_UNLIKELY(b == NULL)) return hk_sec_alloc_refill(h, cls, n, kind);
+#endif
   if (HK_UNLIKELY(b == NULL)) {
     b = hk_heap_alloc_slow(h, cls);
     if (b) hk_track_alloc(b, hk_class_bytes(cls) - HK_PAD, 0);
@@ -83,8 +92,13 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
   hk_block_t *b = (hk_block_t *)p;
   hk_track_free(p);
   if (HK_LIKELY(HK_LOAD_RELAXED(s->owner) == hk_thread_id())) {
+#ifdef HK_SECURE
+    /* the trailer's state catches the immediate double free too */
+    if (HK_UNLIKELY(!hk_sec_on_free_owner(s, p, kind, size))) return;
+#else
     if (HK_UNLIKELY(b == s->local_free)) { hk_free_invalid(p, s); return; }
     if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size, true))) return;
+#endif
     hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
     s->used--;  /* an emptied slab stays put until the purge epoch: no check */

@@ -241,7 +241,7 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
       if (heap_slab_release(h, s)) return;
       continue;
     }
-    if (s->free || s->local_free || s->carved < s->capacity) {
+    if (s->free || s->local_free || s->carved < s->capacity || HK_SEC_AGED(s)) {
       partial_push(h, s);
     } else if (hk_slab_want_notify(s)) {
       HK_STORE_RELAXED(s->state, HK_SLAB_FULL);

@@ -48,13 +48,15 @@ void hk_sec_slab_init(hk_slab_t *s) {
   x ^= hk_list_key;
   x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29; x *= 0x94d049bb133111ebull; x ^= x >> 32;
   s->key = (uintptr_t)(x | 1);
+  s->avail = s->block_size - HK_PAD;
+  s->aged = NULL;
 }
 
 static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }
 
 /* fresh blocks: free (trailer in the "freed" state), filled when asked */
 void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
-  size_t bs = s->block_size, avail = bs - HK_PAD;
+  size_t bs = s->block_size, avail = s->avail;
   uint32_t tag = freed_tag();
   for (unsigned i = 0; i < n; i++) {
     uint8_t *p = first + (size_t)i * bs;
@@ -69,14 +71,21 @@ void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
  * it), or the list was forged (or the block overwritten while free) */
 void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   uint8_t *b = p;
-  size_t avail = s->block_size - HK_PAD;
+  size_t avail = s->avail;
   uint32_t c = hk_sec_canary(s, p);
   if ((uint32_t)hk_sec_trailer_load(b, avail) != (c ^ HK_SEC_FREED_FILL)) hk_report_list_corrupt(p);
   fill_check(b, avail);
-  uint64_t pat = HK_SEC_SLACK, info = (uint64_t)(avail - n) | ((uint64_t)kind << 24);
-  memcpy(b + n, &pat, 8);
-  hk_sec_trailer_store(b, avail, (uint64_t)(c ^ HK_SEC_LIVE_FILL) | (info << 32));
+  b[n] = HK_SEC_SLACK_BYTE;
+  hk_sec_trailer_store(b, avail,
+                       (uint64_t)(c ^ HK_SEC_LIVE_FILL) | ((uint64_t)n << 32) | ((uint64_t)kind << 48));
   return p;
+}
+
+/* malloc found the current slab's free list empty */
+void *hk_sec_alloc_refill(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
+  void *b = hk_heap_alloc_slow(h, cls);
+  if (b == NULL) return NULL;
+  return hk_sec_on_alloc(hk_slab_of(hk_ss_of(b), b), b, n, kind);
 }
 
 void hk_sec_free_race(void *p) { hk_report_invalid("free", p, "block already freed (double free)"); }
@@ -86,23 +95,20 @@ void hk_sec_free_race(void *p) { hk_report_invalid("free", p, "block already fre
  * would: mark, fill, push onto local_free or hand to the remote path. */
 void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner) {
   uint8_t *b = p;
-  size_t avail = s->block_size - HK_PAD;
+  size_t avail = s->avail;
   uint32_t c = hk_sec_canary(s, p);
   uint64_t t = hk_sec_trailer_load(b, avail);
-  uint32_t lo = (uint32_t)t, delta = (uint32_t)(t >> 32) & 0xffffff;
+  uint32_t lo = (uint32_t)t, n = hk_sec_trailer_n(t);
   if (lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_FREED_FILL) || lo == (c ^ HK_SEC_REMOTE)) {
     hk_report_invalid("free", p, "block already freed (double free)");
     return;
   }
-  if ((lo != (c ^ HK_SEC_LIVE) && lo != (c ^ HK_SEC_LIVE_FILL)) || delta > avail) {
+  if ((lo != (c ^ HK_SEC_LIVE) && lo != (c ^ HK_SEC_LIVE_FILL)) || n > avail) {
     hk_report_invalid("free", p, "heap overflow: the canary after this block was overwritten");
   } else {
-    size_t n = avail - delta;
-    uint64_t v;
-    memcpy(&v, b + n, 8);
-    if (((v ^ HK_SEC_SLACK) & hk_sec_slack_mask(delta)) != 0)
+    if (b[n] != HK_SEC_SLACK_BYTE)
       hk_report_invalid("free", p, "heap overflow: bytes past the end of this block were overwritten");
-    unsigned have = (unsigned)(t >> 56);
+    unsigned have = (unsigned)(t >> 48) & 0xff;
     if (kind != HK_KIND_ANY && have != kind) {
       const char *why = kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
                       : kind == HK_KIND_NEW       ? "delete of memory not from new"
@@ -140,7 +146,7 @@ void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool ow
  * owner turns "remote" into "freed" when it collects the block, and an owner
  * free racing with a remote one leaves "freed" where "remote" must be. */
 void hk_sec_on_collected(hk_slab_t *s, void *p) {
-  size_t avail = s->block_size - HK_PAD;
+  size_t avail = s->avail;
   uint32_t c = hk_sec_canary(s, p), lo;
   memcpy(&lo, (uint8_t *)p + avail, 4);
   if (HK_UNLIKELY(lo != (c ^ HK_SEC_REMOTE))) hk_report_list_corrupt(p);  /* freed twice, racing */
@@ -149,13 +155,13 @@ void hk_sec_on_collected(hk_slab_t *s, void *p) {
 }
 
 size_t hk_sec_requested(const hk_slab_t *s, const void *p) {
-  size_t avail = s->block_size - HK_PAD;
-  uint32_t delta = (uint32_t)(hk_sec_trailer_load(p, avail) >> 32) & 0xffffff;
-  return delta <= avail ? avail - delta : 0;
+  size_t avail = s->avail;
+  uint32_t n = hk_sec_trailer_n(hk_sec_trailer_load(p, avail));
+  return n <= avail ? n : 0;
 }
 
 bool hk_sec_is_free(hk_slab_t *s, const void *p) {
-  size_t avail = s->block_size - HK_PAD;
+  size_t avail = s->avail;
   uint32_t c = hk_sec_canary(s, p), lo = (uint32_t)hk_sec_trailer_load(p, avail);
   return lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_FREED_FILL) || lo == (c ^ HK_SEC_REMOTE);
 }

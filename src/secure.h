@@ -1,13 +1,17 @@
 /* Hardening hooks of the secure build (`make secure`, HK_SECURE). Each
  * measure has a name, a switch and a test (docs/SECURITY.md):
  *
- *   slab keys      free-list links encoded with a random key per slab
- *   free bitmap    one bit per block: delayed and interleaved double frees
- *   canary         padding after each small block: overflows found at free
+ *   slab keys      free-list links encoded with a random key per slab, and
+ *                  a popped link must be a block of the same slab
+ *   block state    live / freed / remote-freed, in each block's trailer
+ *                  word: delayed and interleaved double frees
+ *   canary         the trailer word and the byte after the request:
+ *                  overflows found at free
  *   free fill      freed blocks filled (HAKMEM_FREE_FILL); a write after
  *                  free is found when the block is handed out again
  *   shuffle        fresh blocks handed out in random order
- *   delayed reuse  a slab hands out fresh blocks before freed ones
+ *   delayed reuse  a freed block waits for the slab's free list to run dry
+ *                  twice (src/slab.c)
  *   guard pages    after each large block, between superslab metadata and
  *                  blocks
  *   kind tags      delete of new[] memory (and the reverse) and sized
@@ -25,15 +29,18 @@ enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY =
 /* The last 8 bytes of every small block are its trailer word, written by
  * malloc and checked by free:
  *
- *   bits  0..31  canary: a hash of the slab key and the block address,
- *                xor a state tag (below)
- *   bits 32..55  delta: block_size - 8 - requested size
- *   bits 56..63  kind (HK_KIND_*)
+ *   bits  0..31  canary: a hash of the slab key and the block address, whose
+ *                low byte is always HK_SEC_SLACK_BYTE, xor a state tag
+ *                (below; the "live" tags have a zero low byte)
+ *   bits 32..47  the requested size n (n <= avail < 32 KiB)
+ *   bits 48..55  kind (HK_KIND_*)
  *
  * So the overflow check (canary) and the double-free check (state) are one
  * load and one compare, and malloc checks that the block it pops is free (a
- * free list forged to hand out a live block is caught). Up to 8 bytes
- * between the request and the trailer hold the slack pattern.
+ * free list forged to hand out a live block is caught). The byte right
+ * after the request (b[n]) holds HK_SEC_SLACK_BYTE: written by malloc when
+ * n < avail, and the canary's own low byte when n == avail; free checks
+ * that one byte, so a one-byte overflow is caught whatever the slack.
  *
  * The fast paths below handle the tags LIVE and FREED only; everything else
  * (a failed check, fill on free, a racing remote double free) goes to one
@@ -46,12 +53,18 @@ enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY =
 #define HK_SEC_FREED      0x5ab1f4eeu  /* on a free list of the owner           */
 #define HK_SEC_FREED_FILL 0x9f03b2c7u  /* the same, filled                      */
 #define HK_SEC_REMOTE     0xc3a7e51du  /* freed by another thread: on xfree     */
-#define HK_SEC_SLACK      0xDEDEDEDEDEDEDEDEull
+#define HK_SEC_SLACK_BYTE 0xDEu
+_Static_assert(HK_MID_MAX < 65536, "the requested size fits the trailer's 16 bits");
 
-HK_INLINE uint32_t hk_sec_canary(const hk_slab_t *s, const void *p) {
-  uint64_t x = ((uint64_t)s->key ^ (uint64_t)(uintptr_t)p) * 0x9e3779b97f4a7c15ull;
-  return (uint32_t)(x >> 32);
+/* One 32-bit multiply by an immediate whose low byte is zero, so the
+ * product's low byte is zero too and the xor sets it to HK_SEC_SLACK_BYTE:
+ * the canary's upper 24 bits are a hash of the low 24 bits of
+ * key ^ address (a slab spans less than 16 MiB, so they differ for every
+ * block of a slab). */
+HK_INLINE uint32_t hk_sec_canary_k(uintptr_t key, const void *p) {
+  return ((uint32_t)(key ^ (uintptr_t)p) * 0x3779b100u) ^ HK_SEC_SLACK_BYTE;
 }
+HK_INLINE uint32_t hk_sec_canary(const hk_slab_t *s, const void *p) { return hk_sec_canary_k(s->key, p); }
 HK_INLINE uint64_t hk_sec_trailer_load(const void *b, size_t avail) {
   uint64_t t;
   __builtin_memcpy(&t, (const uint8_t *)b + avail, 8);
@@ -60,10 +73,7 @@ HK_INLINE uint64_t hk_sec_trailer_load(const void *b, size_t avail) {
 HK_INLINE void hk_sec_trailer_store(void *b, size_t avail, uint64_t t) {
   __builtin_memcpy((uint8_t *)b + avail, &t, 8);
 }
-/* the mask of the slack bytes a word at the request's end covers */
-HK_INLINE uint64_t hk_sec_slack_mask(uint32_t delta) {
-  return delta >= 8 ? ~0ull : (1ull << (8 * delta)) - 1;
-}
+HK_INLINE uint32_t hk_sec_trailer_n(uint64_t t) { return (uint32_t)(t >> 32) & 0xffff; }
 
 /* The out-of-line halves: they finish the call (report, fill, check, and
  * for free the push onto the free list) */
@@ -80,54 +90,78 @@ void hk_sec_slab_init(hk_slab_t *s);
 /* p was just popped from s's free list for a request of n bytes: returns p */
 HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   uint8_t *b = p;
-  size_t avail = s->block_size - HK_PAD;
+  size_t avail = s->avail;
   uint32_t c = hk_sec_canary(s, p);
-  uint64_t t = hk_sec_trailer_load(b, avail);
-  if (HK_UNLIKELY((uint32_t)t != (c ^ HK_SEC_FREED))) return hk_sec_alloc_slow(s, p, n, kind);
-  uint64_t pat = HK_SEC_SLACK, info = (uint64_t)(avail - n) | ((uint64_t)kind << 24);
-  __builtin_memcpy(b + n, &pat, 8);  /* n <= avail: the trailer store comes after */
-  hk_sec_trailer_store(b, avail, (uint64_t)(c ^ HK_SEC_LIVE) | (info << 32));
+  uint32_t lo;
+  __builtin_memcpy(&lo, b + avail, 4);
+  if (HK_UNLIKELY(lo != (c ^ HK_SEC_FREED))) return hk_sec_alloc_slow(s, p, n, kind);
+  b[n] = HK_SEC_SLACK_BYTE;  /* n <= avail: the trailer store comes after */
+  uint32_t hi = (uint32_t)n | (kind << 16);
+  lo = c ^ HK_SEC_LIVE;
+  __builtin_memcpy(b + avail, &lo, 4);
+  __builtin_memcpy(b + avail + 4, &hi, 4);
   return p;
 }
 
-/* Checks a free of p (kind, size: see hk_free_checked) and marks it freed.
- * true: the caller goes on (pushes p onto a free list); false: the call was
- * finished here (reported, or done by hk_sec_free_slow). */
-HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size,
-                              bool owner) {
-  (void)idx;
+/* The checks of a free of p (kind, size: see hk_free_checked): the trailer
+ * t says "live" with the right canary, the byte after the request is
+ * intact, kind and size match. */
+HK_INLINE bool hk_sec_free_ok(const hk_slab_t *s, const uint8_t *b, uint32_t lo, size_t avail,
+                              unsigned kind, size_t size) {
+  uint16_t n;
+  __builtin_memcpy(&n, b + avail + 4, 2);
+  return lo == (hk_sec_canary(s, b) ^ HK_SEC_LIVE) && n <= avail && b[n] == HK_SEC_SLACK_BYTE &&
+         (kind == HK_KIND_ANY || b[avail + 6] == kind) && (size == 0 || size == n);
+}
+
+/* A free by the owner: checks p and marks it freed. true: the caller pushes
+ * p onto local_free; false: the call was finished (reported, or done by
+ * hk_sec_free_slow). A block just freed is "freed": the state check also
+ * catches the immediate double free. */
+HK_INLINE bool hk_sec_on_free_owner(hk_slab_t *s, void *p, unsigned kind, size_t size) {
   uint8_t *b = p;
-  size_t avail = s->block_size - HK_PAD;
-  uint32_t c = hk_sec_canary(s, p);
-  uint64_t t = hk_sec_trailer_load(b, avail);
-  uint32_t delta = (uint32_t)(t >> 32) & 0xffffff;
-  bool ok = (uint32_t)t == (c ^ HK_SEC_LIVE) && delta <= avail;
-  if (HK_LIKELY(ok)) {
-    uint64_t v;
-    __builtin_memcpy(&v, b + avail - delta, 8);
-    ok = ((v ^ HK_SEC_SLACK) & hk_sec_slack_mask(delta)) == 0 &&
-         (kind == HK_KIND_ANY || (t >> 56) == kind) && (size == 0 || size == avail - delta);
-  }
-  if (HK_UNLIKELY(!ok)) {
-    hk_sec_free_slow(s, p, kind, size, owner);
+  size_t avail = s->avail;
+  uint32_t lo;
+  __builtin_memcpy(&lo, b + avail, 4);
+  if (HK_UNLIKELY(!hk_sec_free_ok(s, b, lo, avail, kind, size))) {
+    hk_sec_free_slow(s, p, kind, size, true);
     return false;
   }
-  if (owner) {
-    hk_sec_trailer_store(b, avail, t ^ (HK_SEC_LIVE ^ HK_SEC_FREED));
-    return true;
+  lo ^= HK_SEC_LIVE ^ HK_SEC_FREED;
+  __builtin_memcpy(b + avail, &lo, 4);
+  return true;
+}
+
+/* A free by another thread: the same checks, then the trailer goes from
+ * "live" to "remote" by one compare-and-swap, so that two racing frees
+ * cannot both pass (the owner turns REMOTE into FREED when it collects). */
+HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_t size) {
+  uint8_t *b = p;
+  size_t avail = s->avail;
+  uint32_t lo;
+  __builtin_memcpy(&lo, b + avail, 4);
+  if (HK_UNLIKELY(!hk_sec_free_ok(s, b, lo, avail, kind, size))) {
+    hk_sec_free_slow(s, p, kind, size, false);
+    return false;
   }
-  /* another thread's block: one compare-and-swap, so that two racing frees
-   * cannot both pass (the owner turns REMOTE into FREED when it collects) */
-  if (HK_UNLIKELY(!__atomic_compare_exchange_n((uint64_t *)(b + avail), &t,
-                                               t ^ (HK_SEC_LIVE ^ HK_SEC_REMOTE), false,
+  if (HK_UNLIKELY(!__atomic_compare_exchange_n((uint32_t *)(b + avail), &lo,
+                                               lo ^ (HK_SEC_LIVE ^ HK_SEC_REMOTE), false,
                                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))) {
     hk_sec_free_race(p);
     return false;
   }
   return true;
 }
+HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size,
+                              bool owner) {
+  (void)idx;
+  return owner ? hk_sec_on_free_owner(s, p, kind, size) : hk_sec_on_free_remote(s, p, kind, size);
+}
+/* the slab has blocks waiting for reuse (src/slab.c, delayed reuse) */
+#define HK_SEC_AGED(s) ((s)->aged != NULL)
 #else
 #define HK_PAD 0
+#define HK_SEC_AGED(s) ((void)(s), false)
 HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   (void)s; (void)n; (void)kind;
   return p;

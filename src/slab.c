@@ -88,26 +88,40 @@ bool hk_slab_extend(hk_slab_t *s) {
 }
 
 #ifdef HK_SECURE
-/* secure build, delayed reuse: the freed blocks of s become its free list,
- * less the HK_SEC_REUSE_DELAY most recently freed, which stay on local_free
- * (so a block just freed is never the next one handed out). False when
- * there are not more than that. */
-#define HK_SEC_REUSE_DELAY 8u
-static bool take_local_delayed(hk_slab_t *s) {
-  hk_slab_collect_remote(s);
-  unsigned keep = s->capacity / 4u < HK_SEC_REUSE_DELAY ? s->capacity / 4u : HK_SEC_REUSE_DELAY;
-  if (keep == 0) keep = 1;
-  /* free blocks now: the free list is empty, and used still counts remote
-   * frees not collected yet, so local_free holds at least this many */
-  if ((unsigned)s->carved - s->used <= keep) return false;
-  hk_block_t *last = s->local_free, *rest;
-  for (unsigned i = 0;; i++) {
-    rest = hk_block_next(s, last);
-    if (HK_UNLIKELY(rest == NULL || !hk_link_ok(s, last, rest))) hk_report_list_corrupt(last);
-    if (i + 1 == keep) break;
-    last = rest;
+/* secure build, delayed reuse by generations: when the free list runs dry,
+ * the blocks freed before the previous refill (s->aged) become the free
+ * list and those freed since (local_free) become the aged ones. A freed
+ * block therefore waits until the free list has run dry twice: a whole
+ * batch of other blocks is handed out in between, and no list is walked.
+ * With nothing aged, fresh blocks are carved (the freed ones age); a fully
+ * carved slab with nothing aged hands out its freed blocks but the most
+ * recent one, or that one when it is the only free block left. */
+static bool refill_delayed(hk_slab_t *s) {
+  if (atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK)
+    hk_slab_collect_remote(s);
+  hk_block_t *aged = s->aged;
+  if (aged) {
+    s->free = aged;
+    s->aged = s->local_free;
+    s->local_free = NULL;
+    return true;
+  }
+  if (s->carved < s->capacity) {
+    s->aged = s->local_free;
+    s->local_free = NULL;
+    return hk_slab_extend(s);
+  }
+  hk_block_t *last = s->local_free;
+  if (last == NULL) return false;
+  hk_block_t *rest = hk_block_next(s, last);
+  if (HK_UNLIKELY(!hk_link_ok(s, last, rest))) hk_report_list_corrupt(last);
+  s->local_free = NULL;
+  if (rest == NULL) {  /* the only free block */
+    s->free = last;
+    return true;
   }
   hk_block_set_next(s, last, NULL);
+  s->aged = last;
   s->free = rest;
   return true;
 }
@@ -116,11 +130,9 @@ static bool take_local_delayed(hk_slab_t *s) {
 bool hk_slab_refill(hk_slab_t *s) {
   HK_ASSERT(s->free == NULL);
 #ifdef HK_SECURE
-  /* freed blocks but the most recent few, else fresh ones, else (a nearly
-   * full slab) all freed blocks */
-  if (take_local_delayed(s)) return true;
-  if (s->carved < s->capacity) return hk_slab_extend(s);
-#endif
+  return refill_delayed(s);
+#else
   if (!s->local_free) hk_slab_collect_remote(s);
   return hk_slab_take_local(s) || hk_slab_extend(s);
+#endif
 }

@@ -51,11 +51,24 @@ typedef struct hk_slab {
   uint32_t block_size;
   uint32_t div_inv;         /* inverse of the odd part, mod 2^32     */
   uint8_t *start;
+#ifdef HK_SECURE
+  /* secure build: what every malloc and free reads stays on line 0 (line 1
+   * is written by other threads' frees); the partial-list links move there */
+  uintptr_t key;            /* this slab's link and canary key       */
+  uint32_t avail;           /* block_size - HK_PAD: the trailer word */
+  uint32_t spare;
+  /* line 1: written by other threads */
+  _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
+  uint16_t carved;          /* blocks carved so far (lazy init)      */
+  struct hk_slab *next, *prev;  /* heap's partial list               */
+  hk_block_t *aged;         /* owner: freed before the last refill   */
+#else
   struct hk_slab *next, *prev;  /* heap's partial list               */
   /* line 1: written by other threads */
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
   uint16_t carved;          /* blocks carved so far (lazy init)      */
-  uintptr_t key;            /* secure build: this slab's link key    */
+  uintptr_t key;            /* unused in this build                  */
+#endif
 } __attribute__((aligned(HK_CACHE_LINE))) hk_slab_t;
 
 struct hk_heap;
@@ -78,6 +91,7 @@ typedef struct hk_superslab {
 _Static_assert(sizeof(hk_slab_t) == 128, "slab descriptor is two cache lines");
 #ifdef HK_SECURE
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
+_Static_assert(__builtin_offsetof(hk_slab_t, key) == 48, "tests/security/forged_link_metadata.c");
 #else
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_HDR_SIZE, "header fits");
 #endif

@@ -24,16 +24,24 @@ int main(void) {
     fprintf(stderr, "FAIL order: %d of %d consecutive mallocs were neighbours\n", adjacent, N - 1);
     fails++;
   }
-  /* 2. free then malloc the same size: not the block just freed */
-  int reused = 0;
-  for (int i = 0; i < N; i++) {
-    free(p[i]);
+  /* 2. free then malloc the same size: not the block just freed, nor one
+   * of the 8 freed before it (with plenty of free blocks in the slab, a
+   * freed block waits for at least a whole batch of others) */
+  int reused = 0, soon = 0;
+  char *recent[8] = {0};
+  for (int i = 0; i < 4 * N; i++) {
+    int k = i % N;
+    free(p[k]);
+    recent[i % 8] = p[k];
     char *q = malloc(40);
-    if (q == p[i]) reused++;
-    p[i] = q;
+    if (q == p[k]) reused++;
+    for (int j = 0; j < 8; j++)
+      if (q == recent[j]) soon++;
+    p[k] = q;
   }
-  if (reused) {
-    fprintf(stderr, "FAIL reuse: %d of %d frees were handed out again at once\n", reused, N);
+  if (reused || soon) {
+    fprintf(stderr, "FAIL reuse: of %d frees, %d were handed out again at once, %d within 8 mallocs\n",
+            4 * N, reused, soon);
     fails++;
   }
   for (int i = 0; i < N; i++) free(p[i]);
