@@ -318,6 +318,34 @@ static BC_UNUSED long bc_peak_rss_kib(void)
     return kib > 0 ? kib : bc_ru_maxrss_kib();
 }
 
+/* A phase of small objects (16-256 B) as a program loading its input: n
+ * objects built into obj[], replaced at random `replace` times, then all
+ * freed. Adds the ops done; returns 0, or 1 when malloc failed. */
+static BC_UNUSED int bc_small_phase(bc_rng *rng, unsigned char **obj, size_t n, uint64_t replace,
+                                    uint64_t *ops, uint64_t *acc)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t sz = 16 + bc_rng_below(rng, 241);
+        obj[i] = malloc(sz);
+        if (!obj[i]) return 1;
+        obj[i][0] = (unsigned char)sz;
+        obj[i][sz - 1] = (unsigned char)i;
+        (*ops)++;
+    }
+    for (uint64_t k = 0; k < replace; k++) {
+        size_t i = bc_rng_below(rng, (uint32_t)n);
+        *acc += obj[i][0];
+        free(obj[i]);
+        size_t sz = 16 + bc_rng_below(rng, 241);
+        obj[i] = malloc(sz);
+        if (!obj[i]) return 1;
+        obj[i][0] = (unsigned char)sz;
+        *ops += 2;
+    }
+    for (size_t i = 0; i < n; i++) { *acc += obj[i][0]; free(obj[i]); (*ops)++; }
+    return 0;
+}
+
 static BC_UNUSED void bc_report(uint64_t ops, uint64_t ns)
 {
     double secs = (double)ns / 1e9;

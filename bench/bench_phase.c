@@ -42,25 +42,7 @@ int main(int argc, char **argv)
         }
         for (size_t i = 0; i < nlarge; i++) { acc += big[i][100]; free(big[i]); ops++; }
         /* phase B: small objects, built then churned */
-        for (size_t i = 0; i < nsmall; i++) {
-            size_t sz = 16 + bc_rng_below(&rng, 241);
-            obj[i] = malloc(sz);
-            if (!obj[i]) return 1;
-            obj[i][0] = (unsigned char)sz;
-            obj[i][sz - 1] = (unsigned char)i;
-            ops++;
-        }
-        for (uint64_t k = 0; k < churn * nsmall; k++) {
-            size_t i = bc_rng_below(&rng, (uint32_t)nsmall);
-            acc += obj[i][0];
-            free(obj[i]);
-            size_t sz = 16 + bc_rng_below(&rng, 241);
-            obj[i] = malloc(sz);
-            if (!obj[i]) return 1;
-            obj[i][0] = (unsigned char)sz;
-            ops += 2;
-        }
-        for (size_t i = 0; i < nsmall; i++) { acc += obj[i][0]; free(obj[i]); ops++; }
+        if (bc_small_phase(&rng, obj, nsmall, churn * nsmall, &ops, &acc)) return 1;
     }
     uint64_t t1 = bc_now_ns();
     free(big);

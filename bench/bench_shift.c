@@ -42,25 +42,7 @@ int main(int argc, char **argv)
     uint64_t ops = 0, acc = 0;
     uint64_t t0 = bc_now_ns();
     /* load: build, edit, free */
-    for (size_t i = 0; i < nsmall; i++) {
-        size_t sz = 16 + bc_rng_below(&rng, 241);
-        obj[i] = malloc(sz);
-        if (!obj[i]) return 1;
-        obj[i][0] = (unsigned char)sz;
-        obj[i][sz - 1] = (unsigned char)i;
-        ops++;
-    }
-    for (size_t k = 0; k < nsmall; k++) {
-        size_t i = bc_rng_below(&rng, (uint32_t)nsmall);
-        acc += obj[i][0];
-        free(obj[i]);
-        size_t sz = 16 + bc_rng_below(&rng, 241);
-        obj[i] = malloc(sz);
-        if (!obj[i]) return 1;
-        obj[i][0] = (unsigned char)sz;
-        ops += 2;
-    }
-    for (size_t i = 0; i < nsmall; i++) { acc += obj[i][0]; free(obj[i]); ops++; }
+    if (bc_small_phase(&rng, obj, nsmall, nsmall, &ops, &acc)) return 1;
     /* steady: large buffers, one replaced per round */
     size_t base = buf_kb * 1024;
     for (uint64_t r = 0; r < rounds + nbuf; r++) {
