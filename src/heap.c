@@ -354,7 +354,7 @@ static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
  * fresh pages are (the secure build keeps its fresh-first order). */
 #define HK_REUSE_SCAN 4
 
-static bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
+HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
   if (HK_PAD) return heap_refill(h, s);
   heap_collect(h, s);
   return hk_slab_take_local(s);

@@ -87,6 +87,13 @@ bool hk_slab_extend(hk_slab_t *s) {
   return true;
 }
 
+bool hk_slab_restart(hk_slab_t *s) {
+  HK_ASSERT(s->used == 0 && s->free == NULL);
+  s->local_free = NULL;
+  s->carved = 0;
+  return hk_slab_extend(s);
+}
+
 #ifdef HK_SECURE
 /* secure build, delayed reuse by generations: when the free list runs dry,
  * the blocks freed before the previous refill (s->aged) become the free

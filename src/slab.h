@@ -81,15 +81,24 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
  * frees, then by carving fresh blocks. False when the slab is exhausted. */
 bool hk_slab_refill(hk_slab_t *s);
 
-/* Move local_free onto the empty s->free. False if there was nothing. */
+/* Carve up to a batch of fresh blocks onto s->free. False if none left. */
+bool hk_slab_extend(hk_slab_t *s);
+/* Forget the free lists of a slab with no block out and carve afresh. */
+bool hk_slab_restart(hk_slab_t *s) __attribute__((noinline));
+
+/* Move local_free onto the empty s->free. False if there was nothing.
+ * A small-class slab whose every block is back (used == 0) starts over
+ * instead and carves again in address order: malloc then pops blocks whose
+ * links were just written, not a list scattered by frees long ago whose
+ * every link is a cache miss (a program that frees a whole structure and
+ * builds the next one). Mid classes carve only a few blocks per batch, so
+ * they keep the list. Not used by the secure build (delayed reuse). */
 HK_INLINE bool hk_slab_take_local(hk_slab_t *s) {
   if (!s->local_free) return false;
+  if (HK_UNLIKELY(s->used == 0) && s->cls < HK_NCLASS_SMALL) return hk_slab_restart(s);
   s->free = s->local_free;
   s->local_free = NULL;
   return true;
 }
-
-/* Carve up to a batch of fresh blocks onto s->free. False if none left. */
-bool hk_slab_extend(hk_slab_t *s);
 
 #endif
