@@ -13,8 +13,7 @@
 
 void *hk_malloc_large(size_t n, unsigned kind) {
   if (HK_UNLIKELY(n > HK_MAX_ALLOC)) { errno = ENOMEM; return NULL; }
-  void *p = hk_large_alloc(n, 0, false, kind);
-  return p;
+  return hk_large_alloc(n, 0, false, kind);
 }
 
 void *hk_malloc_mid(size_t n, unsigned kind) {

@@ -43,10 +43,9 @@ HK_INLINE void *hk_alloc_from(hk_heap_t *h, hk_slab_t *s, unsigned cls, size_t n
 #ifdef HK_SECURE
   if (HK_UNLIKELY(b == NULL)) return hk_sec_alloc_refill(h, cls, n, kind);
 #endif
-  if (HK_UNLIKELY(b == NULL)) {
+  if (HK_UNLIKELY(b == NULL)) {  /* default build (the secure one returned above) */
     b = hk_heap_alloc_slow(h, cls);
-    if (b) hk_track_alloc(b, hk_class_bytes(cls) - HK_PAD, 0);
-    if (HK_PAD && b) return hk_sec_on_alloc(hk_slab_of(hk_ss_of(b), b), b, n, kind);
+    if (b) hk_track_alloc(b, hk_class_bytes(cls), 0);
     return b;
   }
   hk_block_t *nx = hk_block_next(s, b);
@@ -90,8 +89,7 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
   }
   hk_slab_t *s = hk_slab_at(p, hk_chunk_slab_shift(v));
   hk_hook_free(p, s);
-  uint32_t idx = hk_slab_block_index(s, p);
-  if (HK_UNLIKELY(idx >= s->capacity)) { hk_free_invalid(p, s); return; }
+  if (HK_UNLIKELY(!hk_slab_is_block(s, p))) { hk_free_invalid(p, s); return; }
   hk_block_t *b = (hk_block_t *)p;
   hk_track_free(p);
   if (HK_LIKELY(HK_LOAD_RELAXED(s->owner) == hk_thread_id())) {
@@ -100,7 +98,6 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
     if (HK_UNLIKELY(!hk_sec_on_free_owner(s, p, kind, size))) return;
 #else
     if (HK_UNLIKELY(b == s->local_free)) { hk_free_invalid(p, s); return; }
-    if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size, true))) return;
 #endif
     hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
@@ -108,7 +105,7 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
     if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
     return;
   }
-  if (HK_UNLIKELY(!hk_sec_on_free(s, p, idx, kind, size, false))) return;
+  if (HK_UNLIKELY(!hk_sec_on_free_remote(s, p, kind, size))) return;
   hk_free_remote_checked(s, p);
 }
 HK_INLINE void hk_free_inline(void *p) { hk_free_checked(p, HK_KIND_ANY, 0); }

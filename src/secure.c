@@ -99,7 +99,7 @@ void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool ow
   uint32_t c = hk_sec_canary(s, p);
   uint64_t t = hk_sec_trailer_load(b, avail);
   uint32_t lo = (uint32_t)t, n = hk_sec_trailer_n(t);
-  if (lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_FREED_FILL) || lo == (c ^ HK_SEC_REMOTE)) {
+  if (hk_sec_is_free(s, p)) {
     hk_report_invalid("free", p, "block already freed (double free)");
     return;
   }

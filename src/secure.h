@@ -114,21 +114,28 @@ HK_INLINE bool hk_sec_free_ok(const hk_slab_t *s, const uint8_t *b, uint32_t lo,
          (kind == HK_KIND_ANY || b[avail + 6] == kind) && (size == 0 || size == n);
 }
 
+/* The checks every free of p makes; false: the call was finished by
+ * hk_sec_free_slow (reported, or fill on free). *lo: the trailer's low word. */
+HK_INLINE bool hk_sec_free_begin(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner,
+                                 uint32_t *lo) {
+  size_t avail = s->avail;
+  __builtin_memcpy(lo, (uint8_t *)p + avail, 4);
+  if (HK_UNLIKELY(!hk_sec_free_ok(s, p, *lo, avail, kind, size))) {
+    hk_sec_free_slow(s, p, kind, size, owner);
+    return false;
+  }
+  return true;
+}
+
 /* A free by the owner: checks p and marks it freed. true: the caller pushes
  * p onto local_free; false: the call was finished (reported, or done by
  * hk_sec_free_slow). A block just freed is "freed": the state check also
  * catches the immediate double free. */
 HK_INLINE bool hk_sec_on_free_owner(hk_slab_t *s, void *p, unsigned kind, size_t size) {
-  uint8_t *b = p;
-  size_t avail = s->avail;
   uint32_t lo;
-  __builtin_memcpy(&lo, b + avail, 4);
-  if (HK_UNLIKELY(!hk_sec_free_ok(s, b, lo, avail, kind, size))) {
-    hk_sec_free_slow(s, p, kind, size, true);
-    return false;
-  }
+  if (!hk_sec_free_begin(s, p, kind, size, true, &lo)) return false;
   lo ^= HK_SEC_LIVE ^ HK_SEC_FREED;
-  __builtin_memcpy(b + avail, &lo, 4);
+  __builtin_memcpy((uint8_t *)p + s->avail, &lo, 4);
   return true;
 }
 
@@ -136,26 +143,15 @@ HK_INLINE bool hk_sec_on_free_owner(hk_slab_t *s, void *p, unsigned kind, size_t
  * "live" to "remote" by one compare-and-swap, so that two racing frees
  * cannot both pass (the owner turns REMOTE into FREED when it collects). */
 HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_t size) {
-  uint8_t *b = p;
-  size_t avail = s->avail;
   uint32_t lo;
-  __builtin_memcpy(&lo, b + avail, 4);
-  if (HK_UNLIKELY(!hk_sec_free_ok(s, b, lo, avail, kind, size))) {
-    hk_sec_free_slow(s, p, kind, size, false);
-    return false;
-  }
-  if (HK_UNLIKELY(!__atomic_compare_exchange_n((uint32_t *)(b + avail), &lo,
+  if (!hk_sec_free_begin(s, p, kind, size, false, &lo)) return false;
+  if (HK_UNLIKELY(!__atomic_compare_exchange_n((uint32_t *)((uint8_t *)p + s->avail), &lo,
                                                lo ^ (HK_SEC_LIVE ^ HK_SEC_REMOTE), false,
                                                __ATOMIC_RELAXED, __ATOMIC_RELAXED))) {
     hk_sec_free_race(p);
     return false;
   }
   return true;
-}
-HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size,
-                              bool owner) {
-  (void)idx;
-  return owner ? hk_sec_on_free_owner(s, p, kind, size) : hk_sec_on_free_remote(s, p, kind, size);
 }
 /* the slab has blocks waiting for reuse (src/slab.c, delayed reuse) */
 #define HK_SEC_AGED(s) ((s)->aged != NULL)
@@ -166,9 +162,8 @@ HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) 
   (void)s; (void)n; (void)kind;
   return p;
 }
-HK_INLINE bool hk_sec_on_free(hk_slab_t *s, void *p, uint32_t idx, unsigned kind, size_t size,
-                              bool owner) {
-  (void)s; (void)p; (void)idx; (void)kind; (void)size; (void)owner;
+HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_t size) {
+  (void)s; (void)p; (void)kind; (void)size;
   return true;
 }
 HK_INLINE void hk_sec_on_collected(hk_slab_t *s, void *p) { (void)s; (void)p; }
