@@ -186,7 +186,8 @@ static void heap_release_empty(hk_heap_t *h) {
   }
 }
 
-/* Owner freed into s (already on local_free): s was full, or is now empty. */
+/* Owner freed into s (already on local_free) while s was full. (An emptied
+ * slab stays put: heap_release_empty.) */
 static void heap_local_slow(hk_heap_t *h, hk_slab_t *s) {
   if (s->state == HK_SLAB_FULL) {
     hk_slab_cancel_notify(s);
@@ -215,7 +216,7 @@ static void heap_drain_delayed(hk_heap_t *h) {
     hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
     s->used--;
-    if (s->used == 0 || s->state == HK_SLAB_FULL) heap_local_slow(h, s);
+    if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
     b = next;
   }
 }
@@ -338,6 +339,13 @@ HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
   return b;
 }
 
+/* s becomes class cls's current slab and hands out its first block */
+HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
+  HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
+  set_cur(h, cls, s);
+  return slab_pop(h, s);
+}
+
 /* Remote frees of s onto its local_free list, counted for the stats. */
 static void heap_collect(hk_heap_t *h, hk_slab_t *s) {
   if (s->local_free) return;
@@ -384,11 +392,7 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
         if (t->free || heap_refill_lists(h, t)) { next = t; break; }
       partial_remove(h, next);
       partial_push(h, s);
-      if (next->free || heap_refill(h, next)) {
-        HK_STORE_RELAXED(next->state, HK_SLAB_CUR);
-        set_cur(h, cls, next);
-        return slab_pop(h, next);
-      }
+      if (next->free || heap_refill(h, next)) return pop_as_cur(h, cls, next);
       set_cur(h, cls, &hk_slab_empty);
       if (hk_slab_want_notify(next)) HK_STORE_RELAXED(next->state, HK_SLAB_FULL);
       else partial_push(h, next);  /* remote frees arrived meanwhile */
@@ -405,28 +409,17 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   for (;;) {
     while ((s = h->partial[cls]) != NULL) {
       partial_remove(h, s);
-      if (s->free || heap_refill(h, s)) {
-        HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
-        set_cur(h, cls, s);
-        return slab_pop(h, s);
-      }
-      if (hk_slab_want_notify(s)) {
-        HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
-      } else if (heap_refill(h, s)) {
-        HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
-        set_cur(h, cls, s);
-        return slab_pop(h, s);
-      }
+      if (s->free || heap_refill(h, s)) return pop_as_cur(h, cls, s);
+      if (hk_slab_want_notify(s)) HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
+      else if (heap_refill(h, s)) return pop_as_cur(h, cls, s);
     }
     bool retry = false;
     s = heap_fresh_slab(h, cls, &retry);
     if (s) break;
     if (!retry) { errno = ENOMEM; return NULL; }
   }
-  HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
-  set_cur(h, cls, s);
   hk_slab_extend(s);
-  return slab_pop(h, s);
+  return pop_as_cur(h, cls, s);
 }
 
 /* ---- thread exit and fork ---------------------------------------------------- */
