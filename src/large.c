@@ -239,12 +239,11 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
 #else
   (void)kind; (void)size;
 #endif
-  unsigned kind_of_chunk = ck;
   atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&live_bytes, h->map_size, memory_order_relaxed);
   size_t cap_bytes = (size_t)hk_caps.large_mb << 20;
-  if (kind_of_chunk != HK_CHUNK_LARGE || h->map_size > cap_bytes / 2 || hk_caps.large_count == 0) {
+  if (ck != HK_CHUNK_LARGE || h->map_size > cap_bytes / 2 || hk_caps.large_count == 0) {
     h->state = 0;
     large_unmap(h);
     return;

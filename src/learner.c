@@ -145,11 +145,10 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
       L->purge_large_now = true;
     } else if (hit < b->target_hit_large && o->large_ghost_hits > 0) {
       long count = L->caps.large_count, mb = L->caps.large_mb;
-      long ncount = count, nmb = mb;
       /* grow both caps: raising one alone just makes the other bind */
       long step = b->step_large > count / 4 ? b->step_large : count / 4;
-      ncount = clampl(count + step, b->min_large, b->max_large);
-      nmb = clampl(mb + mb / 4 + 1, b->min_large_mb, b->max_large_mb);
+      long ncount = clampl(count + step, b->min_large, b->max_large);
+      long nmb = clampl(mb + mb / 4 + 1, b->min_large_mb, b->max_large_mb);
       if (ncount != count || nmb != mb) {
         snprintf(why, sizeof why, "hit rate %.3f < target %.3f, %llu ghost hits", hit,
                  b->target_hit_large, (unsigned long long)o->large_ghost_hits);

@@ -121,21 +121,15 @@ void hk_os_purge(void *p, size_t size) {
   errno = saved;
 }
 
-void hk_os_protect_none(void *p, size_t size) {
+static void protect(void *p, size_t size, int prot) {
   atomic_fetch_add_explicit(&hk_os_stats.mprotect_calls, 1, memory_order_relaxed);
   int saved = errno;
-  mprotect(p, size, PROT_NONE);
+  mprotect(p, size, prot);
   errno = saved;
 }
 
-#ifdef HK_SECURE
-void hk_os_protect_rw(void *p, size_t size) {
-  atomic_fetch_add_explicit(&hk_os_stats.mprotect_calls, 1, memory_order_relaxed);
-  int saved = errno;
-  mprotect(p, size, PROT_READ | PROT_WRITE);
-  errno = saved;
-}
-#endif
+void hk_os_protect_none(void *p, size_t size) { protect(p, size, PROT_NONE); }
+void hk_os_protect_rw(void *p, size_t size) { protect(p, size, PROT_READ | PROT_WRITE); }
 
 bool hk_os_resize_inplace(void *p, size_t old_size, size_t new_size) {
   if (!HK_OS_MREMAP) return false;

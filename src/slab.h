@@ -22,28 +22,29 @@ extern uintptr_t hk_list_key HK_HIDDEN;
 #define HK_LINK_KEY(s) ((void)(s), hk_list_key)
 #endif
 
-HK_INLINE hk_block_t *hk_block_next(const hk_slab_t *s, const hk_block_t *b) {
+/* A free block's link, stored encoded with key (valgrind: readable only
+ * while hakmem reads or writes it). */
+HK_INLINE hk_block_t *hk_link_load(const hk_block_t *b, uintptr_t key) {
   hk_track_defined(b, sizeof *b);
   uintptr_t e = b->enc;
   hk_track_noaccess(b, sizeof *b);
-  return (hk_block_t *)(e ^ HK_LINK_KEY(s));
+  return (hk_block_t *)(e ^ key);
+}
+HK_INLINE void hk_link_store(hk_block_t *b, const hk_block_t *next, uintptr_t key) {
+  hk_track_defined(b, sizeof *b);
+  b->enc = (uintptr_t)next ^ key;
+  hk_track_noaccess(b, sizeof *b);
+}
+HK_INLINE hk_block_t *hk_block_next(const hk_slab_t *s, const hk_block_t *b) {
+  return hk_link_load(b, HK_LINK_KEY(s));
 }
 HK_INLINE void hk_block_set_next(const hk_slab_t *s, hk_block_t *b, const hk_block_t *next) {
-  hk_track_defined(b, sizeof *b);
-  b->enc = (uintptr_t)next ^ HK_LINK_KEY(s);
-  hk_track_noaccess(b, sizeof *b);
+  hk_link_store(b, next, HK_LINK_KEY(s));
 }
 /* Lists that mix slabs (a heap's delayed frees) use the process key. */
-HK_INLINE hk_block_t *hk_gblock_next(const hk_block_t *b) {
-  hk_track_defined(b, sizeof *b);
-  uintptr_t e = b->enc;
-  hk_track_noaccess(b, sizeof *b);
-  return (hk_block_t *)(e ^ hk_list_key);
-}
+HK_INLINE hk_block_t *hk_gblock_next(const hk_block_t *b) { return hk_link_load(b, hk_list_key); }
 HK_INLINE void hk_gblock_set_next(hk_block_t *b, const hk_block_t *next) {
-  hk_track_defined(b, sizeof *b);
-  b->enc = (uintptr_t)next ^ hk_list_key;
-  hk_track_noaccess(b, sizeof *b);
+  hk_link_store(b, next, hk_list_key);
 }
 void hk_report_list_corrupt(const void *block) __attribute__((cold, noinline, noreturn));
 
