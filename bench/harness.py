@@ -993,21 +993,22 @@ def write_reports(res, stem):
     return jpath, mpath, spath
 
 
+def result_cell(r, fmt):
+    """A table cell for one allocator's result: fmt(r) when it ran, else why not."""
+    if not r:
+        return "n/a"
+    if r["status"] != "ok":
+        return "**%s**" % r["status"].upper()
+    return fmt(r)
+
+
 def ratio_table(res, key, title, ref_label):
     labels = [a["label"] for a in res["allocators"]]
     lines = ["### %s" % title, "",
              "| benchmark | " + " | ".join(labels) + " | %s ops/s |" % ref_label,
              "|---|" + "---:|" * (len(labels) + 1)]
     for b in res["benchmarks"]:
-        cells = []
-        for l in labels:
-            r = b["results"].get(l)
-            if not r:
-                cells.append("n/a")
-            elif r["status"] != "ok":
-                cells.append("**%s**" % r["status"].upper())
-            else:
-                cells.append(fmt_ratio(r.get(key)))
+        cells = [result_cell(b["results"].get(l), lambda r: fmt_ratio(r.get(key))) for l in labels]
         ref = b["results"].get(ref_label, {})
         lines.append("| %s | %s | %s |" % (b["name"], " | ".join(cells), fmt_tp(ref.get("median"))))
     return lines
@@ -1030,15 +1031,8 @@ def variant_table(res):
         ref = b["results"].get(base)
         if not ref:
             continue
-        cells = []
-        for l in labels:
-            r = b["results"].get(l)
-            if not r:
-                cells.append("n/a")
-            elif r["status"] != "ok":
-                cells.append("**%s**" % r["status"].upper())
-            else:
-                cells.append("%s / %s" % (fmt_ratio(r.get("ratio_base")), fmt_ratio(r.get("rss_ratio_base"))))
+        cells = [result_cell(b["results"].get(l), lambda r: "%s / %s" % (
+            fmt_ratio(r.get("ratio_base")), fmt_ratio(r.get("rss_ratio_base")))) for l in labels]
         ok = ref.get("status") == "ok"
         L.append("| %s | %s | %s | %s |" % (b["name"], fmt_tp(ref.get("median")) if ok else "**%s**" % ref.get(
             "status", "?").upper(), fmt_rss(ref.get("rss_kib")) if ok else "-", " | ".join(cells)))
