@@ -97,6 +97,7 @@ for arg in "$@"; do
   run_test "$n/lifecycle"      "$TIMEOUT" run_prog "$T/test_lifecycle"
   run_test "$n/adopt"          "$TIMEOUT" env HAKMEM_SS_CACHE=0 HAKMEM_HEAP_SPARE=0 bash -c 'run_prog "$@"' _ "$T/test_adopt"
   run_test "$n/restart"        "$TIMEOUT" run_prog "$T/test_restart"
+  run_test "$n/refill_batch"   "$TIMEOUT" run_prog "$T/test_refill_batch"
   run_test "$n/cxx"            "$TIMEOUT" run_prog "$T/test_cxx"
   run_test "$n/purge"          "$TIMEOUT" env HAKMEM_PURGE_DELAY_MS=0 bash -c 'run_prog "$@"' _ "$T/test_purge"
   run_test "$n/learner"        "$TIMEOUT" run_prog "$T/test_learner"
