@@ -4,7 +4,7 @@
  * When every slab holds only one or two freed blocks, switching slabs on
  * each slow call would make every malloc a slow call; the heap carves more
  * instead (heap_min_batch in src/heap.c). This counts slow calls with the
- * stats counters (a count, not a time): at most one per 4 mallocs in every
+ * stats counters (a count, not a time): at most 0.3 per malloc in every
  * case. The previous library failed 10 of these 17 cases (up to 1.00 slow
  * calls per malloc: 512 B with 400 live). Not covered: a working set that
  * fills every slab of its class to the end but a few blocks (1024 B with 300
@@ -91,7 +91,7 @@ int main(int argc, char **argv) {
       CHECK_FATAL(pthread_create(&t, NULL, run, &j) == 0);
       pthread_join(t, NULL);
       printf("size %4zu  working set %zu  slow calls per malloc %.3f\n", j.size, j.w, j.slow_per_malloc);
-      CHECKF(j.slow_per_malloc <= 0.25, "size %zu, %zu live: %.3f slow calls per malloc", j.size, j.w,
+      CHECKF(j.slow_per_malloc <= 0.30, "size %zu, %zu live: %.3f slow calls per malloc", j.size, j.w,
              j.slow_per_malloc);
     }
   return check_done("test_refill_batch");
