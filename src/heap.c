@@ -335,6 +335,7 @@ HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
   hk_block_t *nx = hk_block_next(s, b);
   if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
   s->free = nx;
+  __builtin_prefetch(nx);  /* the next malloc reads its link (as in alloc.h) */
   s->used++;
   return b;
 }
@@ -358,10 +359,6 @@ static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
   return hk_slab_refill(s);
 }
 
-/* Freed blocks only, no carving: memory already touched is reused before
- * fresh pages are (the secure build keeps its fresh-first order). */
-#define HK_REUSE_SCAN 4
-
 /* The fewest freed blocks another slab must have to be switched to rather
  * than carving in the current one: a slow call per batch, so not a few;
  * but carving costs memory, so 4 KiB of blocks at most (8 blocks of 512 B,
@@ -370,6 +367,10 @@ HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
   unsigned n = 4096u / s->block_size;
   return n < 1u ? 1u : n > 8u ? 8u : n;
 }
+
+/* Freed blocks only, no carving: memory already touched is reused before
+ * fresh pages are (the secure build keeps its fresh-first order). */
+#define HK_REUSE_SCAN 4
 
 HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
   if (HK_PAD) return heap_refill(h, s);
@@ -453,13 +454,9 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   if (HK_PAD || b == NULL || s->used == 0 || (tick & 15) == 0 || HK_UNLIKELY(hk_stats_on))
     return heap_alloc_full(h, cls);
   h->slow_count = tick;
-  hk_block_t *nx = hk_block_next(s, b);
-  if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
+  s->free = b;  /* hk_slab_take_local, used != 0: no restart */
   s->local_free = NULL;
-  s->free = nx;
-  __builtin_prefetch(nx);
-  s->used++;
-  return b;
+  return slab_pop(h, s);
 }
 
 /* ---- thread exit and fork ---------------------------------------------------- */
