@@ -21,10 +21,10 @@ void *hk_malloc_mid(size_t n, unsigned kind) {
   return hk_malloc_large(n, kind);
 }
 
-void hk_free_slow(void *p, unsigned kind, size_t size) {
+void hk_free_other(void *p, unsigned ck, unsigned kind, size_t size) {
+  if (hk_chunk_is_ss(ck)) { hk_free_in_slab(p, hk_slab_at(p, hk_chunk_slab_shift(ck)), kind, size); return; }
   if (p == NULL) return;
-  unsigned ck = hk_chunk_kind(p);
-  if (ck >= HK_CHUNK_LARGE) { hk_large_free(p, ck, kind, size); return; }
+  if (hk_chunk_is_large(ck)) { hk_large_free(p, ck, kind, size); return; }
   hk_report_invalid("free", p, "not allocated by hakmem");
 }
 
@@ -70,7 +70,7 @@ size_t hk_usable(const void *p) {
     return s->block_size;
 #endif
   }
-  if (kind >= HK_CHUNK_LARGE) return hk_large_usable(p, kind);
+  if (hk_chunk_is_large(kind)) return hk_large_usable(p, kind);
   return 0;
 }
 
@@ -81,7 +81,7 @@ bool hk_owns_block(const void *p) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, p);
   }
-  if (kind >= HK_CHUNK_LARGE) return hk_large_usable(p, kind) != 0;
+  if (hk_chunk_is_large(kind)) return hk_large_usable(p, kind) != 0;
   return false;
 }
 
@@ -89,7 +89,7 @@ void *hk_realloc(void *p, size_t n) {
   if (p == NULL) return hk_malloc_inline(n);
   if (n == 0) { hk_free_inline(p); return NULL; }  /* glibc's behaviour */
   unsigned kind = hk_chunk_kind(p);
-  if (kind >= HK_CHUNK_LARGE) {
+  if (hk_chunk_is_large(kind)) {
     if (n > HK_MID_MAX) return hk_large_realloc(p, kind, n);
     /* a large block shrinking into the slab tiers moves */
   } else if (!hk_chunk_is_ss(kind)) {

@@ -12,7 +12,7 @@
 
 void  *hk_malloc_mid(size_t n, unsigned kind);     /* n > small tier       */
 void  *hk_malloc_large(size_t n, unsigned kind);   /* n > HK_MID_MAX       */
-void   hk_free_slow(void *p, unsigned kind, size_t size);  /* NULL, large, foreign */
+void   hk_free_other(void *p, unsigned ck, unsigned kind, size_t size);  /* all but small */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
 void   hk_free_invalid(void *p, hk_slab_t *s);     /* reports; cold        */
 void  *hk_calloc(size_t count, size_t size);
@@ -78,16 +78,11 @@ HK_INLINE void *hk_malloc_kind(size_t n, unsigned kind) {
 }
 HK_INLINE void *hk_malloc_inline(size_t n) { return hk_malloc_kind(n, HK_KIND_MALLOC); }
 
-/* kind: what the caller expects the block to be (HK_KIND_ANY for free());
+/* The rest of a free of p, in superslab memory: s is the slab p is in.
+ * kind: what the caller expects the block to be (HK_KIND_ANY for free());
  * size: the size the caller says it asked for, 0 when unknown. Both are
  * checked only in the secure build. */
-HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
-  unsigned v = hk_chunk_kind(p);
-  if (HK_UNLIKELY(!hk_chunk_is_ss(v))) {
-    hk_free_slow(p, kind, size);
-    return;
-  }
-  hk_slab_t *s = hk_slab_at(p, hk_chunk_slab_shift(v));
+HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size) {
   hk_hook_free(p, s);
   if (HK_UNLIKELY(!hk_slab_is_block(s, p))) { hk_free_invalid(p, s); return; }
   hk_block_t *b = (hk_block_t *)p;
@@ -107,6 +102,19 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
   }
   if (HK_UNLIKELY(!hk_sec_on_free_remote(s, p, kind, size))) return;
   hk_free_remote_checked(s, p);
+}
+
+/* A small block's slab is found by a constant shift, so the CPU reads the
+ * slab descriptor while the chunk-map byte is still on its way (the branch
+ * on it is predicted), instead of waiting for the byte to know the slab
+ * size. Mid blocks, large blocks, NULL and foreign pointers: out of line. */
+HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
+  unsigned v = hk_chunk_kind(p);
+  if (HK_UNLIKELY(v != HK_CHUNK_SS_SMALL)) {
+    hk_free_other(p, v, kind, size);
+    return;
+  }
+  hk_free_in_slab(p, hk_slab_at(p, hk_chunk_slab_shift(HK_CHUNK_SS_SMALL)), kind, size);
 }
 HK_INLINE void hk_free_inline(void *p) { hk_free_checked(p, HK_KIND_ANY, 0); }
 

@@ -11,17 +11,22 @@
 
 enum {
   HK_CHUNK_NONE = 0,
-  HK_CHUNK_SS_SMALL = 1,    /* a superslab of 64 KiB slabs starts here    */
-  HK_CHUNK_SS_MID = 2,      /* a superslab of 256 KiB slabs starts here   */
   HK_CHUNK_LARGE = 3,       /* a large block's header is k chunks back:   */
-  /* value 3 + k, k in [0, 252] */
+  /* value 3 + k, k in [0, 124]                                             */
+  HK_CHUNK_SS = 0x80,       /* a superslab starts here: 0x80 | slab shift */
+  HK_CHUNK_SS_SMALL = HK_CHUNK_SS | 16,  /* 64 KiB slabs                  */
+  HK_CHUNK_SS_MID = HK_CHUNK_SS | 18,    /* 256 KiB slabs                 */
 };
-#define HK_CHUNK_LARGE_MAX_BACK 252
+#define HK_CHUNK_LARGE_MAX_BACK 124
 
-/* The map value says both "a superslab" and its slab size, so free() finds
- * the slab without reading the superslab header first. */
-HK_INLINE bool hk_chunk_is_ss(unsigned v) { return v - 1u < 2u; }
-HK_INLINE unsigned hk_chunk_slab_shift(unsigned v) { return 14u + 2u * v; }
+/* The map value says both "a superslab" (the top bit: one sign test) and
+ * its slab size (the low bits are the slab shift, 16 or 18: a 64-bit shift
+ * uses only the count's low 6 bits, so free() shifts by the value as it is),
+ * so free() finds the slab without reading the superslab header first. */
+HK_INLINE unsigned hk_chunk_ss_value(unsigned ss_kind) { return ss_kind ? HK_CHUNK_SS_MID : HK_CHUNK_SS_SMALL; }
+HK_INLINE bool hk_chunk_is_ss(unsigned v) { return (v & HK_CHUNK_SS) != 0; }
+HK_INLINE unsigned hk_chunk_slab_shift(unsigned v) { return v & 63u; }
+HK_INLINE bool hk_chunk_is_large(unsigned v) { return v - HK_CHUNK_LARGE <= HK_CHUNK_LARGE_MAX_BACK; }
 
 extern uint8_t hk_chunk_map[HK_MAP_LEN] HK_HIDDEN;
 

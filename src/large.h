@@ -10,7 +10,7 @@
 /* align: 0 or a power of two. zero: contents must read as zero.
  * kind: HK_KIND_* (secure.h), checked at free in the secure build. */
 void  *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind);
-/* ck: the chunk-map value of p's chunk (>= HK_CHUNK_LARGE); kind and size:
+/* ck: the chunk-map value of p's chunk (hk_chunk_is_large); kind and size:
  * what the caller expects (HK_KIND_ANY, 0: unknown). */
 void   hk_large_free(void *p, unsigned ck, unsigned kind, size_t size);
 size_t hk_large_usable(const void *p, unsigned kind);

@@ -87,7 +87,8 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
   ss->purged_mask = 0;
   ss_init(ss, kind);
   /* (re)announce the slab size: the superslab may have served the other kind */
-  hk_chunk_set(ss, HK_CHUNK_SS_SMALL + kind);
+  HK_ASSERT(hk_chunk_slab_shift(hk_chunk_ss_value(kind)) == ss->slab_shift);
+  hk_chunk_set(ss, hk_chunk_ss_value(kind));
   return ss;
 }
 
