@@ -364,8 +364,19 @@ static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
  * but carving costs memory, so 4 KiB of blocks at most (8 blocks of 512 B,
  * 1 of 4 KiB: random_mixed_4096 kept mimalloc's RSS only with that). */
 HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
-  unsigned n = 4096u / s->block_size;
-  return n < 1u ? 1u : n > 8u ? 8u : n;
+  if (s->cls >= HK_NCLASS_SMALL) { unsigned m = 4096u / s->block_size; return m < 1u ? 1u : m > 8u ? 8u : m; }
+  unsigned n = 8192u / s->block_size;
+  return n < 1u ? 1u : n > 32u ? 32u : n;
+}
+
+/* s's free list is empty: does the oldest other partial slab of its class
+ * hold more freed blocks than s (its local_free)? Then switching to it
+ * gives the bigger batch. With two slabs sharing a working set, each
+ * taking back only its own frees since the last refill made the batches
+ * halve at every refill (random_mixed_256: a slow call every 6 mallocs). */
+HK_INLINE bool heap_other_richer(const hk_heap_t *h, const hk_slab_t *s) {
+  const hk_slab_t *o = h->partial[s->cls];
+  return o != NULL && (unsigned)(o->carved - o->used) > (unsigned)(s->carved - s->used);
 }
 
 /* Freed blocks only, no carving: memory already touched is reused before
@@ -388,7 +399,8 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
 
   hk_slab_t *s = h->cur[cls];
   if (s != &hk_slab_empty) {
-    if (s->free || heap_refill_lists(h, s)) return slab_pop(h, s);
+    if (s->free) return slab_pop(h, s);
+    if (!heap_other_richer(h, s) && heap_refill_lists(h, s)) return slab_pop(h, s);
     /* no freed block left here. With another partial slab to go to, swap the two: this one
      * stays partial (its owner's frees go on landing there without a slow
      * call), which spares a full/unfull round trip when slabs run dry and
@@ -451,7 +463,8 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   hk_slab_t *s = h->cur[cls];
   hk_block_t *b = s->local_free;
   uint32_t tick = h->slow_count + 1;
-  if (HK_PAD || b == NULL || s->used == 0 || (tick & 15) == 0 || HK_UNLIKELY(hk_stats_on))
+  if (HK_PAD || b == NULL || s->used == 0 || (tick & 15) == 0 || HK_UNLIKELY(hk_stats_on) ||
+      heap_other_richer(h, s))
     return heap_alloc_full(h, cls);
   h->slow_count = tick;
   s->free = b;  /* hk_slab_take_local, used != 0: no restart */

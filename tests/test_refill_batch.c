@@ -5,8 +5,13 @@
  * each slow call would make every malloc a slow call; the heap carves more
  * instead (heap_min_batch in src/heap.c). This counts slow calls with the
  * stats counters (a count, not a time): at most 0.3 per malloc in every
- * case. The previous library failed 10 of these 17 cases (up to 1.00 slow
- * calls per malloc: 512 B with 400 live). Not covered: a working set that
+ * case. The library before heap_min_batch failed 10 of these 17 cases (up
+ * to 1.00 slow calls per malloc: 512 B with 400 live). For 256 and 512 B the
+ * bound is 0.15: when the current slab runs dry the heap switches to the
+ * other partial slab if it holds more freed blocks (heap_other_richer), and
+ * small classes keep up to 32 blocks of room (the library before that had
+ * 0.16 and 0.18 slow calls per malloc at 256 B x 400 and 512 B x 350, and
+ * 0.02-0.11 after). Not covered: a working set that
  * fills every slab of its class to the end but a few blocks (1024 B with 300
  * or 500 live, 2048 B with 500: 0.3-0.67 slow calls per malloc; mimalloc is
  * slower than hakmem there); a fresh slab would add room, but taken on
@@ -91,8 +96,9 @@ int main(int argc, char **argv) {
       CHECK_FATAL(pthread_create(&t, NULL, run, &j) == 0);
       pthread_join(t, NULL);
       printf("size %4zu  working set %zu  slow calls per malloc %.3f\n", j.size, j.w, j.slow_per_malloc);
-      CHECKF(j.slow_per_malloc <= 0.30, "size %zu, %zu live: %.3f slow calls per malloc", j.size, j.w,
-             j.slow_per_malloc);
+      double bound = j.size <= 512 ? 0.15 : 0.30;
+      CHECKF(j.slow_per_malloc <= bound, "size %zu, %zu live: %.3f slow calls per malloc (at most %.2f)",
+             j.size, j.w, j.slow_per_malloc, bound);
     }
   return check_done("test_refill_batch");
 }
