@@ -60,6 +60,7 @@ typedef struct hk_slab {
   /* line 1: written by other threads */
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
   uint16_t carved;          /* blocks carved so far (lazy init)      */
+  uint8_t batch_kb;         /* owner: KiB the next carve takes       */
   struct hk_slab *next, *prev;  /* heap's partial list               */
   hk_block_t *aged;         /* owner: freed before the last refill   */
 #else
@@ -67,6 +68,7 @@ typedef struct hk_slab {
   /* line 1: written by other threads */
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
   uint16_t carved;          /* blocks carved so far (lazy init)      */
+  uint8_t batch_kb;         /* owner: KiB the next carve takes       */
   uintptr_t key;            /* unused in this build                  */
 #endif
 } __attribute__((aligned(HK_CACHE_LINE))) hk_slab_t;
