@@ -128,13 +128,7 @@ bool hk_slab_restart(hk_slab_t *s) {
 static bool refill_delayed(hk_slab_t *s) {
   if (atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK)
     hk_slab_collect_remote(s);
-  hk_block_t *aged = s->aged;
-  if (aged) {
-    s->free = aged;
-    s->aged = s->local_free;
-    s->local_free = NULL;
-    return true;
-  }
+  if (hk_slab_take_aged(s)) return true;
   if (s->carved < s->capacity) {
     s->aged = s->local_free;
     s->local_free = NULL;

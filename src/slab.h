@@ -87,6 +87,24 @@ bool hk_slab_extend(hk_slab_t *s);
 /* Forget the free lists of a slab with no block out and carve afresh. */
 bool hk_slab_restart(hk_slab_t *s) __attribute__((noinline));
 
+/* Secure build (delayed reuse, slab.c): the commonest refill, a change of
+ * generation: the blocks freed before the last refill (aged) become the
+ * free list, those freed since (local_free) the aged ones. False when
+ * nothing is aged. Never in the default build. */
+HK_INLINE bool hk_slab_take_aged(hk_slab_t *s) {
+#ifdef HK_SECURE
+  hk_block_t *aged = s->aged;
+  if (!aged) return false;
+  s->free = aged;
+  s->aged = s->local_free;
+  s->local_free = NULL;
+  return true;
+#else
+  (void)s;
+  return false;
+#endif
+}
+
 /* Move local_free onto the empty s->free. False if there was nothing.
  * A small-class slab whose every block is back (used == 0) starts over
  * instead and carves again in address order: malloc then pops blocks whose
