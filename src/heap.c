@@ -369,9 +369,9 @@ static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
  * still under mimalloc's). Mid classes: 8 blocks, 4 KiB at most (1 of
  * 4 KiB: random_mixed_4096 kept mimalloc's RSS only with that). */
 HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
-  if (s->cls >= HK_NCLASS_SMALL) { unsigned m = 4096u / s->block_size; return m < 1u ? 1u : m > 8u ? 8u : m; }
-  unsigned n = 8192u / s->block_size;
-  return n < 1u ? 1u : n > 32u ? 32u : n;
+  bool mid = s->cls >= HK_NCLASS_SMALL;
+  unsigned n = (mid ? 4096u : 8192u) / s->block_size, most = mid ? 8u : 32u;
+  return n < 1u ? 1u : n > most ? most : n;
 }
 
 /* s's free list is empty and its own frees make a small batch: does the
@@ -391,10 +391,11 @@ HK_INLINE bool heap_other_richer(const hk_heap_t *h, const hk_slab_t *s) {
   return o != NULL && (unsigned)(o->carved - o->used) > mine;
 }
 
-/* Freed blocks only, no carving: memory already touched is reused before
- * fresh pages are (the secure build keeps its fresh-first order). */
+/* How many partial slabs a swap looks at for freed blocks (heap_alloc_full) */
 #define HK_REUSE_SCAN 4
 
+/* Freed blocks only, no carving: memory already touched is reused before
+ * fresh pages are (the secure build keeps its fresh-first order). */
 HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
   if (HK_PAD) return heap_refill(h, s);
   heap_collect(h, s);
@@ -465,6 +466,18 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
   return pop_as_cur(h, cls, s);
 }
 
+/* The leaf's refill, list moves only: the owner's frees (not when every
+ * block is back: that slab starts over, hk_slab_take_local); in the secure
+ * build a change of generation. */
+HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
+  if (HK_PAD) return hk_slab_take_aged(s);
+  hk_block_t *b = s->local_free;
+  if (b == NULL || s->used == 0) return false;
+  s->free = b;
+  s->local_free = NULL;
+  return true;
+}
+
 /* The most common slow call: the current slab's free list ran dry and the
  * owner's own frees wait on local_free. This leaf saves no registers (the
  * full path pushes six: 18 of its 53 instructions per call on
@@ -475,20 +488,10 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
  * (hk_slab_take_aged), remote frees waiting for the full path as here. */
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   hk_slab_t *s = h->cur[cls];
-  hk_block_t *b = s->local_free;
   uint32_t tick = h->slow_count + 1;
-  if (HK_PAD) {  /* secure build: the commonest refill is a change of generation */
-    if ((tick & 15) == 0 || HK_UNLIKELY(hk_stats_on) || heap_other_richer(h, s) || !hk_slab_take_aged(s))
-      return heap_alloc_full(h, cls);
-    h->slow_count = tick;
-    return slab_pop(h, s);
-  }
-  if (b == NULL || s->used == 0 || (tick & 15) == 0 || HK_UNLIKELY(hk_stats_on) ||
-      heap_other_richer(h, s))
+  if ((tick & 15) == 0 || HK_UNLIKELY(hk_stats_on) || heap_other_richer(h, s) || !heap_leaf_refill(s))
     return heap_alloc_full(h, cls);
   h->slow_count = tick;
-  s->free = b;  /* hk_slab_take_local, used != 0: no restart */
-  s->local_free = NULL;
   return slab_pop(h, s);
 }
 

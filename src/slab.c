@@ -67,13 +67,12 @@ static void link_shuffled(hk_slab_t *s, uint8_t *first, unsigned n) {
 }
 #endif
 
-/* Carve about `want` bytes of fresh blocks (from 4 KiB up to
- * HAKMEM_CARVE_KB, at least one block) onto s->free. */
+/* Carve about `want` bytes of fresh blocks (at most HAKMEM_CARVE_KB, at
+ * least one block) onto s->free. */
 static bool slab_carve(hk_slab_t *s, unsigned want) {
   unsigned left = (unsigned)s->capacity - s->carved;
   if (left == 0) return false;
   unsigned most = (unsigned)hk_knobs.carve_kb * 1024u;
-  if (want < 4096u) want = 4096u;
   if (want > most) want = most;
   unsigned n = want / s->block_size;
   if (n == 0) n = 1;
