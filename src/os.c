@@ -27,9 +27,9 @@ static void note_unmapped(size_t bytes) {
   atomic_fetch_sub_explicit(&hk_os_stats.mapped_now, bytes, memory_order_relaxed);
 }
 
-static void *raw_map(size_t size) {
+static void *raw_map(size_t size, int prot) {
   atomic_fetch_add_explicit(&hk_os_stats.mmap_calls, 1, memory_order_relaxed);
-  void *p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+  void *p = mmap(NULL, size, prot,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? NULL : p;
 }
@@ -60,9 +60,9 @@ static void raw_unmap(void *p, size_t size) {
 #define HINT_HIGH ((uintptr_t)48 << 40)
 static _Atomic uintptr_t hint_next;
 
-static void *map_at_hint(size_t size) {
+static void *map_at_hint(size_t size, int prot) {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  (void)size;
+  (void)size; (void)prot;
   return NULL;  /* sanitizers own the address space layout */
 #endif
   uintptr_t h = atomic_load_explicit(&hint_next, memory_order_relaxed);
@@ -75,7 +75,7 @@ static void *map_at_hint(size_t size) {
   h = atomic_fetch_add_explicit(&hint_next, step, memory_order_relaxed);
   if (h < HINT_LOW || h + step > HINT_HIGH) return NULL;
   atomic_fetch_add_explicit(&hk_os_stats.mmap_calls, 1, memory_order_relaxed);
-  void *p = mmap((void *)h, size, PROT_READ | PROT_WRITE,
+  void *p = mmap((void *)h, size, prot,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   if (p == MAP_FAILED) return NULL;
   if ((uintptr_t)p != h) {  /* a kernel that took it as a plain hint */
@@ -85,11 +85,11 @@ static void *map_at_hint(size_t size) {
   return p;
 }
 
-void *hk_os_map_aligned(size_t size, size_t align) {
+static void *map_aligned(size_t size, size_t align, int prot) {
   HK_ASSERT(size % HK_PAGE == 0 && (align & (align - 1)) == 0 && align >= HK_PAGE);
   int saved = errno;
   if (align <= HK_SS_SIZE) {
-    void *p = map_at_hint(size);
+    void *p = map_at_hint(size, prot);
     if (p) {
       errno = saved;
       note_mapped(size);
@@ -97,7 +97,7 @@ void *hk_os_map_aligned(size_t size, size_t align) {
     }
   }
   if (size + align < size) { errno = ENOMEM; return NULL; }
-  uint8_t *raw = raw_map(size + align);
+  uint8_t *raw = raw_map(size + align, prot);
   if (!raw) { errno = ENOMEM; return NULL; }
   uint8_t *aligned = (uint8_t *)hk_align_up((uintptr_t)raw, align);
   raw_unmap(raw, (size_t)(aligned - raw));
@@ -106,6 +106,11 @@ void *hk_os_map_aligned(size_t size, size_t align) {
   errno = saved;
   return aligned;
 }
+
+void *hk_os_map_aligned(size_t size, size_t align) {
+  return map_aligned(size, align, PROT_READ | PROT_WRITE);
+}
+void *hk_os_reserve_aligned(size_t size, size_t align) { return map_aligned(size, align, PROT_NONE); }
 
 void hk_os_unmap(void *p, size_t size) {
   raw_unmap(p, size);
@@ -131,6 +136,24 @@ static void protect(void *p, size_t size, int prot) {
 void hk_os_protect_none(void *p, size_t size) { protect(p, size, PROT_NONE); }
 void hk_os_protect_rw(void *p, size_t size) { protect(p, size, PROT_READ | PROT_WRITE); }
 
+bool hk_os_commit(void *p, size_t size) {
+  atomic_fetch_add_explicit(&hk_os_stats.mprotect_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  int rc = mprotect(p, size, PROT_READ | PROT_WRITE);
+  errno = saved;
+  return rc == 0;
+}
+
+/* A fresh PROT_NONE mapping laid over the range: one call that both drops
+ * its pages and makes it inaccessible (mprotect + madvise would be two). */
+bool hk_os_decommit(void *p, size_t size) {
+  atomic_fetch_add_explicit(&hk_os_stats.mmap_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  void *q = mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+  errno = saved;
+  return q == p;
+}
+
 bool hk_os_resize_inplace(void *p, size_t old_size, size_t new_size) {
   if (!HK_OS_MREMAP) return false;
   atomic_fetch_add_explicit(&hk_os_stats.mremap_calls, 1, memory_order_relaxed);
@@ -151,7 +174,9 @@ bool hk_os_move(void *p, size_t old_size, size_t new_size, void *target) {
   errno = saved;
   if (q == MAP_FAILED) return false;
   if (q != target) {
-    /* an emulator (valgrind) moved it elsewhere: finish the move by hand */
+    /* an emulator (valgrind) moved it elsewhere: finish the move by hand
+     * (target may be a PROT_NONE reservation: open it first) */
+    protect(target, new_size, PROT_READ | PROT_WRITE);
     memcpy(target, q, old_size < new_size ? old_size : new_size);
     raw_unmap(q, new_size);
   }

@@ -17,6 +17,13 @@ extern hk_os_counters_t hk_os_stats;
 /* size a multiple of HK_PAGE; align a power of two >= HK_PAGE. NULL on failure. */
 void *hk_os_map_aligned(size_t size, size_t align);
 void  hk_os_unmap(void *p, size_t size);
+/* The same, inaccessible (PROT_NONE): address space to commit into. */
+void *hk_os_reserve_aligned(size_t size, size_t align);
+/* Make reserved pages readable and writable; false if the kernel says no. */
+bool  hk_os_commit(void *p, size_t size);
+/* Back to reserved: pages dropped (read as zero when committed again) and
+ * inaccessible. False if the kernel says no. */
+bool  hk_os_decommit(void *p, size_t size);
 /* Give pages back to the OS; contents read as zero afterwards. */
 void  hk_os_purge(void *p, size_t size);
 /* Make pages inaccessible (guard pages). */

@@ -240,6 +240,7 @@ t secure large_guard_page        segv - - large_guard
 t secure large_guard_page_realloc segv - - large_guard realloc
 t secure large_guard_page_shrunk segv - - large_guard shrunk
 t secure large_guard_page_grown  segv - - large_guard grown
+t secure large_guard_page_moved  segv - - large_guard moved
 t secure metadata_guard_page     segv - - meta_guard
 t secure delete_of_new_array     abort "invalid free\\($HEX\\): delete of memory not from new" - delete_new_array 10
 t secure delete_of_new_array_large abort "invalid free\\($HEX\\): delete of memory not from new" - delete_new_array 20000

@@ -8,7 +8,9 @@
  *   realloc  grown by realloc from a smaller large block (pages moved by
  *            mremap: the guard must follow the new end)
  *   shrunk   a freed, cached, bigger mapping cut down for it
- *   grown    a freed, cached, smaller mapping grown for it */
+ *   grown    a freed, cached, smaller mapping grown for it
+ *   moved    grown by realloc past its mapping's reserve twice (pages
+ *            moved by mremap each time) and within it in between */
 #include "common.h"
 
 /* permissions of the mapping that holds addr ("---p"), or "" if unmapped */
@@ -32,6 +34,16 @@ int main(int argc, char **argv) {
     memset(p, 'a', 9 * 4096);
     p = realloc(p, 17 * 4096);
     p = realloc(p, n);
+  } else if (strcmp(how, "moved") == 0) {
+    n = launder_size(2560 * 4096);  /* 10 MiB */
+    p = malloc(9 * 4096);
+    memset(p, 'a', 9 * 4096);
+    p = realloc(p, 768 * 4096);   /* 3 MiB: past a 2 MiB reserve */
+    memset(p, 'b', 768 * 4096);
+    p = realloc(p, 1536 * 4096);  /* 6 MiB: inside the new one */
+    p = realloc(p, n);            /* past it again */
+    for (size_t i = 0; i < 768 * 4096; i += 4096)
+      if (p[i] != 'b') return not_caught("realloc lost the block's contents");
   } else if (strcmp(how, "shrunk") == 0 || strcmp(how, "grown") == 0) {
     free(launder(malloc(strcmp(how, "shrunk") == 0 ? 200 * 4096 : 9 * 4096)));
     p = malloc(n);
