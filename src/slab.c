@@ -52,25 +52,14 @@ static unsigned shuffle_rand(unsigned bound) {
   return (unsigned)(((x >> 32) * bound) >> 32);  /* no division */
 }
 
-/* The batch is shuffled in windows of HK_SHUFFLE_BLOCKS consecutive blocks,
- * taken in address order: which block of the window comes next is random
- * (5 bits; mimalloc's secure mode interleaves 16 sequential runs, 4 bits),
- * and blocks allocated together still lie near each other. Shuffling the
- * whole batch (up to 16 KiB) scattered them: bench_app ran at 0.60-0.68 of
- * the default build, 0.83-0.88 with windows. */
-#define HK_SHUFFLE_BLOCKS 32u
 static void link_shuffled(hk_slab_t *s, uint8_t *first, unsigned n) {
   uint16_t order[HK_CARVE_MAX_BYTES / 16];
-  size_t bs = s->block_size;
   for (unsigned i = 0; i < n; i++) order[i] = (uint16_t)i;
-  for (unsigned lo = 0; lo < n; lo += HK_SHUFFLE_BLOCKS) {
-    unsigned m = n - lo < HK_SHUFFLE_BLOCKS ? n - lo : HK_SHUFFLE_BLOCKS;
-    uint16_t *o = order + lo;
-    for (unsigned i = m - 1; i > 0; i--) {
-      unsigned j = shuffle_rand(i + 1);
-      uint16_t t = o[i]; o[i] = o[j]; o[j] = t;
-    }
+  for (unsigned i = n - 1; i > 0; i--) {
+    unsigned j = shuffle_rand(i + 1);
+    uint16_t t = order[i]; order[i] = order[j]; order[j] = t;
   }
+  size_t bs = s->block_size;
   for (unsigned i = 0; i + 1 < n; i++)
     hk_block_set_next(s, (hk_block_t *)(first + order[i] * bs), (hk_block_t *)(first + order[i + 1] * bs));
   hk_block_set_next(s, (hk_block_t *)(first + order[n - 1] * bs), s->free);
