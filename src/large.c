@@ -149,6 +149,21 @@ static hk_large_t *cache_take(size_t need) {
  * moving its pages, without a copy, to a new 2 MiB-aligned home. Returns
  * the header where it now is, sizes updated; NULL leaves h as it was. Only
  * for mappings whose block starts in their first chunk (HK_CHUNK_LARGE). */
+/* Move the first `from` bytes of h, grown to `to`, onto the fresh mapping
+ * target of `to` bytes (no copy). NULL leaves h as it was. */
+static hk_large_t *large_move(hk_large_t *h, size_t from, uint8_t *target, size_t to) {
+  hk_chunk_set(h, HK_CHUNK_NONE);
+  if (!hk_os_move(h, from, to, target)) {
+    hk_chunk_set(h, HK_CHUNK_LARGE);
+    hk_os_unmap(target, to);
+    return NULL;
+  }
+  hk_large_t *n = (hk_large_t *)target;
+  n->map_size = to;
+  hk_chunk_set(n, HK_CHUNK_LARGE);
+  return n;
+}
+
 #ifndef HK_SECURE
 static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
   size_t old = h->map_size;
@@ -157,17 +172,9 @@ static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
     return h;
   }
   if (need < old) return NULL;
-  void *target = hk_os_map_aligned(need, HK_SS_SIZE);
-  if (!target) return NULL;
-  hk_chunk_set(h, HK_CHUNK_NONE);
-  if (!hk_os_move(h, old, need, target)) {
-    hk_chunk_set(h, HK_CHUNK_LARGE);
-    hk_os_unmap(target, need);
-    return NULL;
-  }
-  hk_large_t *n = target;
-  n->map_size = n->rw_size = need;
-  hk_chunk_set(n, HK_CHUNK_LARGE);
+  uint8_t *target = hk_os_map_aligned(need, HK_SS_SIZE);
+  hk_large_t *n = target ? large_move(h, old, target, need) : NULL;
+  if (n) n->rw_size = need;
   return n;
 }
 #else
@@ -181,19 +188,11 @@ static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
   if (need + GUARD <= h->map_size) return large_set_rw(h, need) ? h : NULL;
   size_t old_rw = h->rw_size, old_map = h->map_size, res = reserve_for(need);
   uint8_t *target = hk_os_reserve_aligned(res, HK_SS_SIZE);
-  if (!target) return NULL;
-  hk_chunk_set(h, HK_CHUNK_NONE);
-  if (!hk_os_move(h, old_rw, res, target)) {
-    hk_chunk_set(h, HK_CHUNK_LARGE);
-    hk_os_unmap(target, res);
-    return NULL;
-  }
+  hk_large_t *n = target ? large_move(h, old_rw, target, res) : NULL;
+  if (!n) return NULL;
   hk_os_protect_none(target + need, res - need);
   hk_os_unmap((uint8_t *)h + old_rw, old_map - old_rw);
-  hk_large_t *n = (hk_large_t *)target;
-  n->map_size = res;
   n->rw_size = need;
-  hk_chunk_set(n, HK_CHUNK_LARGE);
   return n;
 }
 #endif
