@@ -145,10 +145,6 @@ static hk_large_t *cache_take(size_t need) {
   return best;
 }
 
-/* Give mapping h exactly `need` bytes of pages: in place, or (growing) by
- * moving its pages, without a copy, to a new 2 MiB-aligned home. Returns
- * the header where it now is, sizes updated; NULL leaves h as it was. Only
- * for mappings whose block starts in their first chunk (HK_CHUNK_LARGE). */
 /* Move the first `from` bytes of h, grown to `to`, onto the fresh mapping
  * target of `to` bytes (no copy). NULL leaves h as it was. */
 static hk_large_t *large_move(hk_large_t *h, size_t from, uint8_t *target, size_t to) {
@@ -164,6 +160,10 @@ static hk_large_t *large_move(hk_large_t *h, size_t from, uint8_t *target, size_
   return n;
 }
 
+/* Give mapping h exactly `need` bytes of pages: in place, or (growing) by
+ * moving its pages, without a copy, to a new 2 MiB-aligned home. Returns
+ * the header where it now is, sizes updated; NULL leaves h as it was. Only
+ * for mappings whose block starts in their first chunk (HK_CHUNK_LARGE). */
 #ifndef HK_SECURE
 static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
   size_t old = h->map_size;

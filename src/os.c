@@ -126,23 +126,16 @@ void hk_os_purge(void *p, size_t size) {
   errno = saved;
 }
 
-static void protect(void *p, size_t size, int prot) {
+static bool protect(void *p, size_t size, int prot) {
   atomic_fetch_add_explicit(&hk_os_stats.mprotect_calls, 1, memory_order_relaxed);
   int saved = errno;
-  mprotect(p, size, prot);
-  errno = saved;
-}
-
-void hk_os_protect_none(void *p, size_t size) { protect(p, size, PROT_NONE); }
-void hk_os_protect_rw(void *p, size_t size) { protect(p, size, PROT_READ | PROT_WRITE); }
-
-bool hk_os_commit(void *p, size_t size) {
-  atomic_fetch_add_explicit(&hk_os_stats.mprotect_calls, 1, memory_order_relaxed);
-  int saved = errno;
-  int rc = mprotect(p, size, PROT_READ | PROT_WRITE);
+  int rc = mprotect(p, size, prot);
   errno = saved;
   return rc == 0;
 }
+
+void hk_os_protect_none(void *p, size_t size) { protect(p, size, PROT_NONE); }
+bool hk_os_commit(void *p, size_t size) { return protect(p, size, PROT_READ | PROT_WRITE); }
 
 /* A fresh PROT_NONE mapping laid over the range: one call that both drops
  * its pages and makes it inaccessible (mprotect + madvise would be two). */

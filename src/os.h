@@ -28,7 +28,6 @@ bool  hk_os_decommit(void *p, size_t size);
 void  hk_os_purge(void *p, size_t size);
 /* Make pages inaccessible (guard pages). */
 void  hk_os_protect_none(void *p, size_t size);
-void  hk_os_protect_rw(void *p, size_t size);     /* undo hk_os_protect_none */
 /* Grow or shrink a mapping without moving it; false if it cannot. */
 bool  hk_os_resize_inplace(void *p, size_t old_size, size_t new_size);
 /* Move a mapping onto the (already mapped) range at target, replacing it. */
