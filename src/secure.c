@@ -54,15 +54,36 @@ void hk_sec_slab_init(hk_slab_t *s) {
 
 static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }
 
-/* fresh blocks: free (trailer in the "freed" state), filled when asked */
-void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
-  size_t bs = s->block_size, avail = s->avail;
-  uint32_t tag = freed_tag();
-  for (unsigned i = 0; i < n; i++) {
-    uint8_t *p = first + (size_t)i * bs;
-    if (hk_sec_fill) fill_range(p, avail);
-    hk_sec_trailer_store(p, avail, hk_sec_canary(s, p) ^ tag);
+/* Fresh blocks: linked onto s->free in a random order, each with its
+ * trailer "freed" (filled when asked). The permutation is built by one
+ * inside-out Fisher-Yates pass (no separate identity pass), and one pass
+ * over the blocks, last to first, writes each trailer and link: about half
+ * the instructions of shuffling, linking and stamping separately
+ * (bench_app: 50 -> 25 per block carved). */
+void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
+  static __thread uint64_t rng;
+  uint16_t order[HK_CARVE_MAX_BYTES / 16];
+  uint64_t x = rng ? rng : ((uint64_t)(uintptr_t)&rng ^ hk_list_key ^ 0x9e3779b97f4a7c15ull) | 1;
+  order[0] = 0;
+  for (unsigned i = 1; i < n; i++) {
+    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+    unsigned j = (unsigned)(((x >> 32) * (i + 1)) >> 32);  /* uniform in [0, i], no division */
+    order[i] = order[j];
+    order[j] = (uint16_t)i;
   }
+  rng = x;
+  size_t bs = s->block_size, avail = s->avail;
+  uintptr_t key = s->key;
+  uint32_t tag = freed_tag();
+  hk_block_t *next = s->free;
+  for (unsigned i = n; i-- > 0;) {
+    uint8_t *p = first + (size_t)order[i] * bs;
+    if (hk_sec_fill) fill_range(p, avail);
+    hk_sec_trailer_store(p, avail, hk_sec_canary_k(key, p) ^ tag);
+    hk_link_store((hk_block_t *)p, next, key);
+    next = (hk_block_t *)p;
+  }
+  s->free = next;
 }
 
 /* ---- the out-of-line halves of malloc and free -------------------------- */

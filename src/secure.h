@@ -84,7 +84,9 @@ void hk_sec_free_race(void *p) __attribute__((cold, noinline));
 void hk_sec_on_collected(hk_slab_t *s, void *p);  /* the owner took p back from xfree */
 bool hk_sec_is_free(hk_slab_t *s, const void *p);
 size_t hk_sec_requested(const hk_slab_t *s, const void *p);
-void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n);
+/* Link n fresh blocks from first onto s->free in a random order, each in
+ * the "freed" state (filled when asked). */
+void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n);
 void hk_sec_slab_init(hk_slab_t *s);
 
 /* p was just popped from s's free list for a request of n bytes: returns p */
@@ -168,9 +170,6 @@ HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_
 }
 HK_INLINE void hk_sec_on_collected(hk_slab_t *s, void *p) { (void)s; (void)p; }
 HK_INLINE bool hk_sec_is_free(hk_slab_t *s, const void *p) { (void)s; (void)p; return false; }
-HK_INLINE void hk_sec_on_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
-  (void)s; (void)first; (void)n;
-}
 HK_INLINE void hk_sec_slab_init(hk_slab_t *s) { (void)s; }
 #endif
 

@@ -22,7 +22,6 @@ static uint32_t inverse_u32(uint32_t d) {
 
 /* Fresh blocks are carved this many bytes at a time: touching a whole slab
  * up front would cost RSS the program may never use. */
-#define HK_CARVE_MAX_BYTES (64u * 1024u)   /* HAKMEM_CARVE_KB is at most 64 */
 
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner) {
   hk_slab_t *s = &ss->slabs[idx];
@@ -43,30 +42,6 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
   hk_sec_slab_init(s);
 }
 
-#ifdef HK_SECURE
-/* secure build: fresh blocks are linked in a random order */
-static unsigned shuffle_rand(unsigned bound) {
-  static __thread uint64_t x;
-  if (x == 0) x = (uint64_t)(uintptr_t)&x ^ hk_list_key ^ 0x9e3779b97f4a7c15ull;
-  x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-  return (unsigned)(((x >> 32) * bound) >> 32);  /* no division */
-}
-
-static void link_shuffled(hk_slab_t *s, uint8_t *first, unsigned n) {
-  uint16_t order[HK_CARVE_MAX_BYTES / 16];
-  for (unsigned i = 0; i < n; i++) order[i] = (uint16_t)i;
-  for (unsigned i = n - 1; i > 0; i--) {
-    unsigned j = shuffle_rand(i + 1);
-    uint16_t t = order[i]; order[i] = order[j]; order[j] = t;
-  }
-  size_t bs = s->block_size;
-  for (unsigned i = 0; i + 1 < n; i++)
-    hk_block_set_next(s, (hk_block_t *)(first + order[i] * bs), (hk_block_t *)(first + order[i + 1] * bs));
-  hk_block_set_next(s, (hk_block_t *)(first + order[n - 1] * bs), s->free);
-  s->free = (hk_block_t *)(first + order[0] * bs);
-}
-#endif
-
 /* Carve about `want` bytes of fresh blocks (at most HAKMEM_CARVE_KB, at
  * least one block) onto s->free. */
 static bool slab_carve(hk_slab_t *s, unsigned want) {
@@ -79,9 +54,8 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
   if (n > left) n = left;
   size_t bs = s->block_size;
   uint8_t *first = HK_UNHIDE(s->start) + (size_t)s->carved * bs;
-  hk_sec_on_carve(s, first, n);
 #ifdef HK_SECURE
-  link_shuffled(s, first, n);
+  hk_sec_carve(s, first, n);  /* random order, trailers */
 #else
   uint8_t *p = first;
   for (unsigned i = 1; i < n; i++, p += bs) hk_block_set_next(s, (hk_block_t *)p, (hk_block_t *)(p + bs));

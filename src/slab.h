@@ -83,6 +83,7 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
 bool hk_slab_refill(hk_slab_t *s);
 
 /* Carve up to a batch of fresh blocks onto s->free. False if none left. */
+#define HK_CARVE_MAX_BYTES (64u * 1024u)   /* HAKMEM_CARVE_KB is at most 64 */
 bool hk_slab_extend(hk_slab_t *s);
 /* Forget the free lists of a slab with no block out and carve afresh. */
 bool hk_slab_restart(hk_slab_t *s) __attribute__((noinline));

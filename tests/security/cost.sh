@@ -11,6 +11,9 @@
 # ratios. With callgrind installed it also counts the instructions of a small
 # malloc/free loop (16 bytes, 100 mallocs then 100 frees, 2000 rounds) under
 # each library: the stable number on a noisy machine.
+# COST_REF=DIR (bench/mimalloc_secure.sh DIR): the reference, mimalloc built
+# plain and in its secure mode, runs interleaved with them, and its
+# secure/plain ratio is printed beside hakmem's.
 # Not part of the test suite (it takes a few minutes).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -18,6 +21,12 @@ ROOT=$(cd "$HERE/../.." && pwd)
 B=$(cd "${1:-$ROOT/build}" && pwd) || exit 2
 RUNS=${2:-7}
 LIBS=(default "$B/libhakmem.so" secure "$B/libhakmem-secure.so")
+REF=${COST_REF:-}
+if [ -n "$REF" ]; then
+  [ -f "$REF/libmimalloc.so" ] && [ -f "$REF/libmimalloc-secure.so" ] ||
+    { echo "COST_REF=$REF: no libmimalloc.so / libmimalloc-secure.so (bench/mimalloc_secure.sh)" >&2; exit 2; }
+  LIBS+=(mi "$REF/libmimalloc.so" mi_secure "$REF/libmimalloc-secure.so")
+fi
 [ -f "$B/libhakmem-secure.so" ] || cmake --build "$B" --target hakmem-secure >/dev/null || exit 2
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-cost.XXXXXX") || exit 2
 trap 'rm -rf "$WORK"' EXIT
@@ -42,13 +51,15 @@ for r in $(seq 1 "$RUNS"); do
   for entry in "${BENCHES[@]}"; do
     name=${entry%%|*}
     cmd=${entry#*|}
-    for i in 0 2; do
+    for ((i = 0; i < ${#LIBS[@]}; i += 2)); do
       build=${LIBS[i]} lib=${LIBS[i + 1]}
+      want=hakmem
+      case $build in mi*) want=mimalloc ;; esac
       out=$WORK/$name.$build.$r
       # shellcheck disable=SC2086
       env LD_PRELOAD="$lib" "$B/bench/"$cmd >"$out" 2>&1
       got=$(sed -n 's/^allocator: \([^ ]*\) (\(.*\))$/\1 \2/p' "$out" | head -n 1)
-      if [ "${got%% *}" != hakmem ] || [ "$(readlink -f "${got#* }")" != "$(readlink -f "$lib")" ]; then
+      if [ "${got%% *}" != "$want" ] || [ "$(readlink -f "${got#* }")" != "$(readlink -f "$lib")" ]; then
         echo "REJECTED $name/$build run $r: allocator line '$got', wanted $lib" >&2
         bad=1
         rm -f "$out"
@@ -57,9 +68,9 @@ for r in $(seq 1 "$RUNS"); do
   done
 done
 
-python3 - "$WORK" "$RUNS" <<'EOF'
+python3 - "$WORK" "$RUNS" "$REF" <<'EOF'
 import glob, math, os, re, statistics, sys
-work, runs = sys.argv[1], int(sys.argv[2])
+work, runs, ref = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 def values(name, build, key):
     v = []
     for f in sorted(glob.glob(os.path.join(work, "%s.%s.*" % (name, build)))):
@@ -72,23 +83,38 @@ for f in glob.glob(os.path.join(work, "*.default.*")):
     if n not in names: names.append(n)
 order = ["tiny", "random_mixed", "mid_1t", "larson", "xthread", "large", "app", "false_sharing"]
 names.sort(key=lambda n: order.index(n) if n in order else 99)
-print("%-14s %16s %16s %9s %8s %8s %11s %11s" % ("benchmark", "default ops/s", "secure ops/s",
-      "secure/", "spread", "spread", "RSS KiB", "RSS KiB"))
-print("%-14s %16s %16s %9s %8s %8s %11s %11s" % ("", "(median)", "(median)", "default", "default", "secure",
-      "default", "secure"))
-ratios = []
+hdr = [("benchmark", ""), ("default ops/s", "(median)"), ("secure ops/s", "(median)"), ("secure/", "default"),
+       ("spread", "default"), ("spread", "secure"), ("RSS KiB", "default"), ("RSS KiB", "secure")]
+if ref: hdr += [("mimalloc", "secure/plain"), ("hakmem sec/", "mi secure")]
+fmt = "%-14s %16s %16s %9s %8s %8s %11s %11s" + (" %13s %12s" if ref else "")
+for k in (0, 1): print(fmt % tuple(h[k] for h in hdr))
+ratios, refs = {}, {}
+spread = lambda v, m: "%.0f%%" % (100 * (max(v) - min(v)) / m)
 for n in names:
     d, s = values(n, "default", "Throughput"), values(n, "secure", "Throughput")
     if not d or not s: continue
     md, ms = statistics.median(d), statistics.median(s)
-    spread = lambda v, m: "%.0f%%" % (100 * (max(v) - min(v)) / m)
     rd, rs = values(n, "default", "Peak RSS"), values(n, "secure", "Peak RSS")
-    ratios.append(ms / md)
-    print("%-14s %16.0f %16.0f %9.3f %8s %8s %11.0f %11.0f" % (n, md, ms, ms / md, spread(d, md), spread(s, ms),
-          statistics.median(rd) if rd else 0, statistics.median(rs) if rs else 0))
-g = math.exp(sum(math.log(r) for r in ratios) / len(ratios))
-print("geomean secure/default throughput: %.3f  (secure overhead %.1f%%; n=%d runs each, spread = (max-min)/median)"
-      % (g, 100 * (1 / g - 1), runs))
+    ratios[n] = ms / md
+    row = [n, "%.0f" % md, "%.0f" % ms, "%.3f" % (ms / md), spread(d, md), spread(s, ms),
+           "%.0f" % (statistics.median(rd) if rd else 0), "%.0f" % (statistics.median(rs) if rs else 0)]
+    if ref:
+        mp, mq = values(n, "mi", "Throughput"), values(n, "mi_secure", "Throughput")
+        if mp and mq:
+            refs[n] = statistics.median(mq) / statistics.median(mp)
+            row += ["%.3f" % refs[n], "%.3f" % (ms / statistics.median(mq))]
+        else:
+            row += ["-", "-"]
+    print(fmt % tuple(row))
+geo = lambda v: math.exp(sum(math.log(r) for r in v) / len(v)) if v else float("nan")
+for label, skip in (("", ()), (" without false_sharing", ("false_sharing",))):
+    g = geo([r for n, r in ratios.items() if n not in skip])
+    line = "geomean%s: secure/default %.3f (overhead %.1f%%)" % (label, g, 100 * (1 / g - 1))
+    if ref:
+        gr = geo([r for n, r in refs.items() if n not in skip])
+        line += "; mimalloc secure/plain %.3f (overhead %.1f%%)" % (gr, 100 * (1 / gr - 1))
+    print(line)
+print("(%d runs each, interleaved; spread = (max-min)/median)" % runs)
 EOF
 
 # ---- instruction counts (callgrind) -----------------------------------------
@@ -111,7 +137,7 @@ EOF
   echo "(instructions inside malloc / free, callees included: --toggle-collect)"
   printf "%-8s %5s %14s %14s %10s %10s\n" build SIZE malloc free "per malloc" "per free"
   for size in 16 512; do
-  for i in 0 2; do
+  for ((i = 0; i < ${#LIBS[@]}; i += 2)); do
     build=${LIBS[i]} lib=${LIBS[i + 1]}
     n=()
     for f in malloc free; do
