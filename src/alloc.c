@@ -114,7 +114,7 @@ void *hk_realloc(void *p, size_t n) {
       errno = EINVAL;
       return NULL;
     }
-    if (n <= have && n >= have / 2 && (!HK_PAD || n == have)) return p;
+    if (hk_sec_resize(s, p, n)) return p;
   }
   void *q = hk_malloc_inline(n);
   if (HK_UNLIKELY(q == NULL)) return NULL;

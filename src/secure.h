@@ -84,6 +84,7 @@ void hk_sec_free_race(void *p) __attribute__((cold, noinline));
 void hk_sec_on_collected(hk_slab_t *s, void *p);  /* the owner took p back from xfree */
 bool hk_sec_is_free(hk_slab_t *s, const void *p);
 size_t hk_sec_requested(const hk_slab_t *s, const void *p);
+bool hk_sec_resize(hk_slab_t *s, void *p, size_t n);  /* realloc in place */
 /* Link n fresh blocks from first onto s->free in a random order, each in
  * the "freed" state (filled when asked). */
 void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n);
@@ -170,6 +171,11 @@ HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_
 }
 HK_INLINE void hk_sec_on_collected(hk_slab_t *s, void *p) { (void)s; (void)p; }
 HK_INLINE bool hk_sec_is_free(hk_slab_t *s, const void *p) { (void)s; (void)p; return false; }
+/* realloc(p, n) keeps p when n fits its block and fills at least half of it */
+HK_INLINE bool hk_sec_resize(hk_slab_t *s, void *p, size_t n) {
+  (void)p;
+  return n <= s->block_size && n >= s->block_size / 2;
+}
 HK_INLINE void hk_sec_slab_init(hk_slab_t *s) { (void)s; }
 #endif
 

@@ -215,6 +215,7 @@ t both realloc_after_free_large abort "invalid realloc\\($HEX\\): block already 
 t both free_list_forged_link   trap  "invalid malloc\\($HEX\\): free list corrupted" - link_corrupt
 t both null_returns            ok - - null_returns
 t both benign                  ok - - benign 4 20000
+t both realloc_in_place        ok - - realloc_inplace ok
 t both benign_cxx              ok - - benign_cxx
 
 # secure build
@@ -226,6 +227,7 @@ for n in 24 20 200 1000 5000 32760; do
   t secure overflow_one_$n  abort "$OVERFLOW" - overflow_one $n
 done
 t secure overflow_one_aligned  abort "$OVERFLOW" - overflow_one 100 256
+t secure overflow_one_realloc  abort "$OVERFLOW" - realloc_inplace overflow
 for n in 32 100 3000; do
   t secure overflow_32_$n   abort "$OVERFLOW" - overflow_32 $n
 done
