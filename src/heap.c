@@ -324,10 +324,25 @@ size_t hk_heap_trim(hk_heap_t *h) {
 
 /* ---- malloc slow path ------------------------------------------------------ */
 
+/* The blocks on s->free, counted by walking it (stats only); a bad link
+ * or a cycle stops the count: malloc reports the link when it gets there. */
+static uint64_t free_list_length(const hk_slab_t *s) {
+  uint64_t n = 0;
+  for (const hk_block_t *b = s->free; b && n < s->capacity; n++) {
+    const hk_block_t *nx = hk_block_next(s, b);
+    if (!hk_link_ok(s, b, nx)) return n + 1;
+    b = nx;
+  }
+  return n;
+}
+
 /* s->free was just filled (local_free is empty): every block of the slab
- * that is not out is on it, so the batch is carved - used blocks. */
+ * that is not out is on it, so the batch is carved - used blocks. Not in
+ * the secure build when blocks wait on `aged` (delayed reuse): the batch is
+ * then counted on the list (bench_mid counted 446,621 mallocs for
+ * 300,000). */
 static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
-  h->st.handed[s->cls] += (uint64_t)(s->carved - s->used);
+  h->st.handed[s->cls] += HK_SEC_AGED(s) ? free_list_length(s) : (uint64_t)(s->carved - s->used);
   h->st.refills[s->cls]++;
   if ((++h->st_ticks & 31) == 0) hk_stats_tick();  /* reads the clock: not every time */
 }

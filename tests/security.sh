@@ -216,6 +216,7 @@ t both free_list_forged_link   trap  "invalid malloc\\($HEX\\): free list corrup
 t both null_returns            ok - - null_returns
 t both benign                  ok - - benign 4 20000
 t both realloc_in_place        ok - - realloc_inplace ok
+t both stats_count             ok - HAKMEM_STATS=1 stats_count
 t both benign_cxx              ok - - benign_cxx
 
 # secure build
