@@ -68,7 +68,7 @@ void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
   for (unsigned i = 1; i < n; i++) {
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
     unsigned j = (unsigned)(((x >> 32) * (i + 1)) >> 32);  /* uniform in [0, i], no division */
-    order[i] = order[j];
+    order[i] = order[j];  /* j == i: the next store sets it */
     order[j] = (uint16_t)i;
   }
   rng = x;

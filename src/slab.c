@@ -20,9 +20,6 @@ static uint32_t inverse_u32(uint32_t d) {
   return x;
 }
 
-/* Fresh blocks are carved this many bytes at a time: touching a whole slab
- * up front would cost RSS the program may never use. */
-
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner) {
   hk_slab_t *s = &ss->slabs[idx];
   s->cls = (uint8_t)cls;

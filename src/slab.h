@@ -82,8 +82,11 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
  * frees, then by carving fresh blocks. False when the slab is exhausted. */
 bool hk_slab_refill(hk_slab_t *s);
 
-/* Carve up to a batch of fresh blocks onto s->free. False if none left. */
+/* Fresh blocks are carved at most this many bytes at a time: touching a
+ * whole slab up front would cost RSS the program may never use. */
 #define HK_CARVE_MAX_BYTES (64u * 1024u)   /* HAKMEM_CARVE_KB is at most 64 */
+
+/* Carve up to a batch of fresh blocks onto s->free. False if none left. */
 bool hk_slab_extend(hk_slab_t *s);
 /* Forget the free lists of a slab with no block out and carve afresh. */
 bool hk_slab_restart(hk_slab_t *s) __attribute__((noinline));
