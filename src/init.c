@@ -90,10 +90,17 @@ void hk_thread_register(struct hk_heap *h) {
 
 __attribute__((constructor(101))) static void hk_constructor(void) { hk_init_global(); }
 
+/* the exit line names the secure build, so a test can prove which ran */
+#ifdef HK_SECURE
+#define BUILD_TAG "secure build, "
+#else
+#define BUILD_TAG ""
+#endif
+
 __attribute__((destructor)) static void hk_destructor(void) {
   hk_stats_at_exit(report_fd);
   if (hk_knobs.verbose) {
-    hk_message_fd(report_fd, "hakmem: active (pid %d): %zu superslabs mapped, %zu large blocks live, "
+    hk_message_fd(report_fd, "hakmem: active (" BUILD_TAG "pid %d): %zu superslabs mapped, %zu large blocks live, "
                "%lu mmap / %lu munmap / %lu madvise calls, peak RSS %zu KiB\n",
                (int)getpid(), hk_ss_count_mapped(), hk_large_count_live(),
                (unsigned long)atomic_load(&hk_os_stats.mmap_calls),

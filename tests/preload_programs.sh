@@ -2,7 +2,8 @@
 # preload_programs.sh BUILD_DIR [CASE...]
 #
 # Runs real programs twice: plain, and with LD_PRELOAD=BUILD_DIR/libhakmem.so
-# and HAKMEM_VERBOSE=1. For each case:
+# (or HAKMEM_PRELOAD_LIB: the secure build) and HAKMEM_VERBOSE=1. For each
+# case:
 #   - both runs must exit 0;
 #   - their stdouts must be identical byte for byte;
 #   - the preloaded run's stderr must contain "hakmem: active" (the line
@@ -22,7 +23,7 @@ fi
 BUILD=$(cd "$1" && pwd) || exit 2
 shift
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-LIB=$BUILD/libhakmem.so
+LIB=${HAKMEM_PRELOAD_LIB:-$BUILD/libhakmem.so}
 ALL_CASES="python3 cc sort git cxx_map test_cxx test_stress"
 CASES=${*:-$ALL_CASES}
 unset LD_PRELOAD HAKMEM_VERBOSE HAKMEM_TEST_EXPECT_ACTIVE
@@ -162,6 +163,8 @@ for c in $CASES; do
       why="plain run printed 'hakmem: active' (was it preloaded?)"
     elif ! grep -q "hakmem: active" "$WORK/$c.pre.err"; then
       why="preloaded run did not print 'hakmem: active' (hakmem not loaded?)"
+    elif [ "${LIB##*/}" = libhakmem-secure.so ] && ! grep -q "hakmem: active (secure build" "$WORK/$c.pre.err"; then
+      why="preloaded run did not print 'hakmem: active (secure build' (the default build ran?)"
     elif [ "$c" = cxx_map ] || [ "$c" = python3 ] || [ "$c" = test_cxx ]; then
       # one process: exactly one line
       n=$(grep -c "^hakmem: active" "$WORK/$c.pre.err")

@@ -114,6 +114,17 @@ fi
 
 [ -f "$HERE/security.sh" ] && echo "== tests/security.sh" && run_test "security" "$TIMEOUT" bash "$HERE/security.sh" "$1"
 
+# the secure build under the same real programs and stress test (security.sh
+# has just built it in the first build directory)
+SEC_B=$(cd "$1" 2>/dev/null && pwd)
+if [ -n "$SEC_B" ] && [ -f "$SEC_B/libhakmem-secure.so" ]; then
+  echo "== secure build, preloaded programs"
+  for c in python3 cc sort git cxx_map test_cxx test_stress; do
+    run_test "secure/preload/$c" "$TIMEOUT" env HAKMEM_PRELOAD_LIB="$SEC_B/libhakmem-secure.so" \
+      bash "$HERE/preload_programs.sh" "$SEC_B" "$c"
+  done
+fi
+
 if [ -f "$ROOT/bench/selftest.sh" ]; then
   echo "== bench/selftest.sh"
   run_test "bench/selftest" 600 bash -c 'cd "$1" && bash bench/selftest.sh' _ "$ROOT"

@@ -47,11 +47,10 @@ fail() { echo "FAIL $1 ($2)"; failed=$((failed + 1)); failed_names+=("$1"); }
 # ---- libraries -------------------------------------------------------------
 LIB_default=$B/libhakmem.so
 LIB_secure=$B/libhakmem-secure.so
-if [ ! -f "$LIB_secure" ]; then
-  echo "building $LIB_secure"
-  cmake --build "$B" --target hakmem-secure >/dev/null 2>&1 ||
-    cmake --build "$B" --target hakmem-secure 2>&1 | tail -n 20
-fi
+# built every time (a no-op when it is up to date): `make` alone does not
+# rebuild it, and a stale library would test old code
+cmake --build "$B" --target hakmem-secure >/dev/null 2>&1 ||
+  cmake --build "$B" --target hakmem-secure 2>&1 | tail -n 20
 if [ ! -f "$LIB_default" ]; then
   cmake --build "$B" --target hakmem >/dev/null 2>&1
 fi
