@@ -114,14 +114,20 @@ fi
 
 [ -f "$HERE/security.sh" ] && echo "== tests/security.sh" && run_test "security" "$TIMEOUT" bash "$HERE/security.sh" "$1"
 
-# the secure build under the same real programs and stress test (security.sh
-# has just built it in the first build directory)
+# the secure build under the same real programs, stress, API, fork and
+# thread tests (security.sh has just built it in the first build directory)
 SEC_B=$(cd "$1" 2>/dev/null && pwd)
 if [ -n "$SEC_B" ] && [ -f "$SEC_B/libhakmem-secure.so" ]; then
-  echo "== secure build, preloaded programs"
+  echo "== secure build: preloaded programs and tests"
   for c in python3 cc sort git cxx_map test_cxx test_stress; do
     run_test "secure/preload/$c" "$TIMEOUT" env HAKMEM_PRELOAD_LIB="$SEC_B/libhakmem-secure.so" \
       bash "$HERE/preload_programs.sh" "$SEC_B" "$c"
+  done
+  # the API, fork and thread tests, their hakmem calls taken by the preloaded
+  # secure library (it comes first in symbol lookup)
+  for t in test_api test_fork test_thread_churn test_lifecycle; do
+    run_test "secure/${t#test_}" "$TIMEOUT" env LD_PRELOAD="$SEC_B/libhakmem-secure.so" \
+      bash -c 'run_prog "$@"' _ "$SEC_B/tests/$t"
   done
 fi
 
