@@ -7,8 +7,8 @@
 # of the library under test:
 #
 #   default  BUILD_DIR/libhakmem.so         the always-on checks
-#   secure   BUILD_DIR/libhakmem-secure.so  everything (built here with
-#            `cmake --build BUILD_DIR --target hakmem-secure` when missing)
+#   secure   BUILD_DIR/libhakmem-secure.so  everything (brought up to date
+#            here with `cmake --build BUILD_DIR --target hakmem-secure`)
 #
 # An attack passes when the process dies by the expected signal (SIGABRT from
 # the report; SIGILL/SIGTRAP also for a corrupted free list, which traps when
