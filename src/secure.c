@@ -16,7 +16,10 @@
 
 #define FILL_WORD  0xDFDFDFDFDFDFDFDFull   /* freed memory (HAKMEM_FREE_FILL=2) */
 
-static uint8_t hk_sec_fill;  /* HAKMEM_FREE_FILL: 0 off, 1 zero, 2 0xDF */
+/* HAKMEM_FREE_FILL: 0 off, 1 zero, 2 0xDF. Read from the knobs, which are
+ * set once before any slab exists (a copy written at each slab's init was
+ * a data race between threads: TSan, secure build) */
+#define hk_sec_fill ((uint8_t)hk_knobs.free_fill)
 
 /* ---- HAKMEM_FREE_FILL: bytes [8, avail) of a freed block (the first word
  * is the link, the last the trailer) ------------------------------------- */
@@ -43,7 +46,6 @@ static void fill_check(const uint8_t *b, size_t avail) {
 
 void hk_sec_slab_init(hk_slab_t *s) {
   static _Atomic uint64_t counter;
-  hk_sec_fill = (uint8_t)hk_knobs.free_fill;  /* knobs are read before any slab */
   uint64_t x = atomic_fetch_add(&counter, 1) + 0x9e3779b97f4a7c15ull * (uint64_t)(uintptr_t)s;
   x ^= hk_list_key;
   x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29; x *= 0x94d049bb133111ebull; x ^= x >> 32;
@@ -75,10 +77,11 @@ void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
   size_t bs = s->block_size, avail = s->avail;
   uintptr_t key = s->key;
   uint32_t tag = freed_tag();
+  bool fill = hk_sec_fill != 0;
   hk_block_t *next = s->free;
   for (unsigned i = n; i-- > 0;) {
     uint8_t *p = first + (size_t)order[i] * bs;
-    if (hk_sec_fill) fill_range(p, avail);
+    if (fill) fill_range(p, avail);
     hk_sec_trailer_store(p, avail, hk_sec_canary_k(key, p) ^ tag);
     hk_link_store((hk_block_t *)p, next, key);
     next = (hk_block_t *)p;
