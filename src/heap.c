@@ -99,6 +99,18 @@ static hk_heap_t *heap_thread_init(void) {
 
 size_t hk_heap_count_live(void) { return atomic_load_explicit(&live_heaps, memory_order_relaxed); }
 
+/* The blocks on s->free, counted by walking it (stats only); a bad link
+ * or a cycle stops the count: malloc reports the link when it gets there. */
+static uint64_t free_list_length(const hk_slab_t *s) {
+  uint64_t n = 0;
+  for (const hk_block_t *b = s->free; b && n < s->capacity; n++) {
+    const hk_block_t *nx = hk_block_next(s, b);
+    if (!hk_link_ok(s, b, nx)) return n + 1;
+    b = nx;
+  }
+  return n;
+}
+
 void hk_heap_sum_stats(hk_heap_stats_t *acc) {
   hk_lock(&registry_lock);
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {
@@ -114,8 +126,7 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc) {
   hk_heap_t *self = hk_tls_heap;
   if (self == &hk_heap_empty) return;
   for (unsigned c = 0; c < HK_NCLASS; c++) {
-    uint64_t n = 0;
-    for (hk_block_t *b = self->cur[c]->free; b; b = hk_block_next(self->cur[c], b)) n++;
+    uint64_t n = free_list_length(self->cur[c]);
     acc->handed[c] = acc->handed[c] >= n ? acc->handed[c] - n : 0;
   }
 }
@@ -323,18 +334,6 @@ size_t hk_heap_trim(hk_heap_t *h) {
 }
 
 /* ---- malloc slow path ------------------------------------------------------ */
-
-/* The blocks on s->free, counted by walking it (stats only); a bad link
- * or a cycle stops the count: malloc reports the link when it gets there. */
-static uint64_t free_list_length(const hk_slab_t *s) {
-  uint64_t n = 0;
-  for (const hk_block_t *b = s->free; b && n < s->capacity; n++) {
-    const hk_block_t *nx = hk_block_next(s, b);
-    if (!hk_link_ok(s, b, nx)) return n + 1;
-    b = nx;
-  }
-  return n;
-}
 
 /* s->free was just filled (local_free is empty): every block of the slab
  * that is not out is on it, so the batch is carved - used blocks. Not in

@@ -161,9 +161,10 @@ static hk_large_t *large_move(hk_large_t *h, size_t from, uint8_t *target, size_
 }
 
 /* Give mapping h exactly `need` bytes of pages: in place, or (growing) by
- * moving its pages, without a copy, to a new 2 MiB-aligned home. Returns
- * the header where it now is, sizes updated; NULL leaves h as it was. Only
- * for mappings whose block starts in their first chunk (HK_CHUNK_LARGE). */
+ * moving its pages, without a copy, to a new 2 MiB-aligned home; a shrink
+ * never moves h. Returns the header where it now is, sizes updated; NULL
+ * leaves h as it was. Only for mappings whose block starts in their first
+ * chunk (HK_CHUNK_LARGE). */
 #ifndef HK_SECURE
 static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
   size_t old = h->map_size;
@@ -196,14 +197,6 @@ static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
   return n;
 }
 #endif
-
-/* Give the pages of h past `need` bytes back, keeping h where it is. */
-static bool large_shrink(hk_large_t *h, size_t need) {
-  if (GUARD) return large_set_rw(h, need);
-  if (!hk_os_resize_inplace(h, h->map_size, need)) return false;
-  h->map_size = h->rw_size = need;
-  return true;
-}
 
 /* No cached mapping of about the right size: reshape one instead of mapping
  * fresh (one mremap, and the pages it keeps are already there): shrink the
@@ -369,7 +362,7 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
   if (size <= h->usable) {
     /* shrink in place; give the tail back when it is worth a syscall */
     size_t old_rw = h->rw_size;
-    if (old_rw - need >= (size_t)1 << 20 && kind == HK_CHUNK_LARGE && large_shrink(h, need)) {
+    if (old_rw - need >= (size_t)1 << 20 && kind == HK_CHUNK_LARGE && large_reshape(h, need)) {
       atomic_fetch_sub_explicit(&live_bytes, old_rw - need, memory_order_relaxed);
       hk_track_resize(p, h->usable, need - off);
       h->usable = need - off;
