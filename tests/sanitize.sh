@@ -39,43 +39,43 @@ norandom() {
 
 if [ "$what" = ubsan ] || [ "$what" = all ]; then
   for v in "" secure; do
-  B=$ROOT/build-ubsan${v:+-$v}
-  F="-fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer${v:+ -DHK_SECURE}"
-  export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-  if step "configure $B" cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DHAKMEM_DEBUG=ON -DHAKMEM_BUILD_BENCH=OFF \
-        "-DCMAKE_C_FLAGS=$F" "-DCMAKE_CXX_FLAGS=$F" >/dev/null &&
-     step "build $B" cmake --build "$B" -j "$JOBS" --target test_api test_stress; then
-    step "ubsan${v:+ $v} test_api" "$B/tests/test_api"
-    step "ubsan${v:+ $v} test_stress" "$B/tests/test_stress" 8 2 20000
-  fi
+    B=$ROOT/build-ubsan${v:+-$v}
+    F="-fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer${v:+ -DHK_SECURE}"
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    if step "configure $B" cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+          -DHAKMEM_DEBUG=ON -DHAKMEM_BUILD_BENCH=OFF \
+          "-DCMAKE_C_FLAGS=$F" "-DCMAKE_CXX_FLAGS=$F" >/dev/null &&
+       step "build $B" cmake --build "$B" -j "$JOBS" --target test_api test_stress; then
+      step "ubsan${v:+ $v} test_api" "$B/tests/test_api"
+      step "ubsan${v:+ $v} test_stress" "$B/tests/test_stress" 8 2 20000
+    fi
   done
 fi
 
 if [ "$what" = tsan ] || [ "$what" = all ]; then
   for v in "" secure; do
-  B=$ROOT/build-tsan${v:+-$v}
-  F="-fsanitize=thread -fno-omit-frame-pointer${v:+ -DHK_SECURE}"
-  # keep going after a report so that the log lists every racy location
-  export TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 exitcode=66"
-  if step "configure $B" cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-        -DHAKMEM_OVERRIDE=OFF -DHAKMEM_BUILD_BENCH=OFF \
-        "-DCMAKE_C_FLAGS=$F" "-DCMAKE_CXX_FLAGS=$F" >/dev/null &&
-     step "build $B" cmake --build "$B" -j "$JOBS" --target test_stress_hakapi; then
-    log=$B/tsan-stress.log
-    echo "-- tsan${v:+ $v} test_stress_hakapi (log: $log)"
-    norandom "$B/tests/test_stress_hakapi" 8 2 4000 >"$log" 2>&1
-    rc=$?
-    tail -n 3 "$log"
-    if [ $rc -ne 0 ]; then
-      echo "FAIL: tsan${v:+ $v} test_stress_hakapi exited $rc"
-      fails=$((fails + 1))
+    B=$ROOT/build-tsan${v:+-$v}
+    F="-fsanitize=thread -fno-omit-frame-pointer${v:+ -DHK_SECURE}"
+    # keep going after a report so that the log lists every racy location
+    export TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 exitcode=66"
+    if step "configure $B" cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+          -DHAKMEM_OVERRIDE=OFF -DHAKMEM_BUILD_BENCH=OFF \
+          "-DCMAKE_C_FLAGS=$F" "-DCMAKE_CXX_FLAGS=$F" >/dev/null &&
+       step "build $B" cmake --build "$B" -j "$JOBS" --target test_stress_hakapi; then
+      log=$B/tsan-stress.log
+      echo "-- tsan${v:+ $v} test_stress_hakapi (log: $log)"
+      norandom "$B/tests/test_stress_hakapi" 8 2 4000 >"$log" 2>&1
+      rc=$?
+      tail -n 3 "$log"
+      if [ $rc -ne 0 ]; then
+        echo "FAIL: tsan${v:+ $v} test_stress_hakapi exited $rc"
+        fails=$((fails + 1))
+      fi
+      if grep -q "ThreadSanitizer" "$log"; then
+        echo "ThreadSanitizer reports (count, first frame):"
+        grep -E "SUMMARY: ThreadSanitizer|ThreadSanitizer: (mmap|FATAL|CHECK)" "$log" | sort | uniq -c
+      fi
     fi
-    if grep -q "ThreadSanitizer" "$log"; then
-      echo "ThreadSanitizer reports (count, first frame):"
-      grep -E "SUMMARY: ThreadSanitizer|ThreadSanitizer: (mmap|FATAL|CHECK)" "$log" | sort | uniq -c
-    fi
-  fi
   done
 fi
 
