@@ -177,8 +177,10 @@ size_t hk_ss_collect(bool force) {
       ss->next = victims;
       victims = ss;
     } else if (!ss->purged && now - ss->stamp_ms >= delay) {
-      hk_os_purge((uint8_t *)ss + HK_PAGE, HK_SS_SIZE - HK_PAGE);
-      bytes += HK_SS_SIZE - HK_PAGE;
+      /* the slab area only: the header holds the links of the very list
+       * we are walking, the all-list links and the stamp (issue 17) */
+      hk_os_purge(hk_ss_slab_area(ss, 0), HK_SS_SIZE - HK_SS_HDR_SIZE);
+      bytes += HK_SS_SIZE - HK_SS_HDR_SIZE;
       ss->purged = true;
       HK_LEARN_NOTE(purges, 1);
     }

@@ -103,6 +103,7 @@ for arg in "$@"; do
   run_test "$n/learner"        "$TIMEOUT" run_prog "$T/test_learner"
   run_test "$n/budget"         "$TIMEOUT" bash "$HERE/budget.sh" "$B"
   run_test "$n/exit_race"      "$TIMEOUT" env HAKMEM_VERBOSE=1 bash -c 'run_prog "$@"' _ "$T/test_exit_race"
+  run_test "$n/ss_purge"       "$TIMEOUT" run_prog "$T/test_ss_purge"
   for c in python3 cc sort git cxx_map test_cxx test_stress; do
     run_test "$n/preload/$c" "$TIMEOUT" bash "$HERE/preload_programs.sh" "$B" "$c"
   done
