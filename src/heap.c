@@ -307,6 +307,58 @@ static hk_slab_t *heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   return &ss->slabs[idx];
 }
 
+/* ---- debug build: consistency checks -------------------------------------- */
+
+#ifdef HK_DEBUG
+/* Every list h owns is sound, and so is every slab on it (hk_slab_check):
+ * its superslab lists, each class's current slab and partial list, and
+ * the global lists beside them. O(h's free blocks): run every
+ * HAKMEM_CHECK_EVERY-th full slow path (hk_hook_heap_check). */
+static void heap_check(hk_heap_t *h) {
+  unsigned partial_slabs = 0, on_lists = 0;
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_check_owned(&h->ss_avail[k], LIST_AVAIL, k, h);
+    hk_ss_check_owned(&h->ss_full[k], LIST_FULL, k, h);
+    const hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
+    for (int l = 0; l < 2; l++)
+      for (hk_superslab_t *ss = lists[l]->head; ss; ss = ss->next) {
+        HK_ASSERT(l == 0 ? ss->free_mask != 0 : ss->free_mask == 0);
+        for (unsigned i = 0; i < ss->nslabs; i++) {
+          hk_slab_t *s = &ss->slabs[i];
+          unsigned st = HK_LOAD_RELAXED(s->state);
+          if (ss->free_mask & (1u << i)) { HK_ASSERT(st == HK_SLAB_UNUSED); continue; }
+          HK_ASSERT(st == HK_SLAB_CUR || st == HK_SLAB_PARTIAL || st == HK_SLAB_FULL);
+          HK_ASSERT(st != HK_SLAB_CUR || h->cur[s->cls] == s);
+          partial_slabs += st == HK_SLAB_PARTIAL;
+          hk_slab_check(s, h->tid);
+        }
+      }
+  }
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *cur = h->cur[c];
+    HK_ASSERT(cur == &hk_slab_empty || (cur->cls == c && HK_LOAD_RELAXED(cur->state) == HK_SLAB_CUR));
+    if (c < HK_NCLASS_SMALL)
+      for (unsigned i = direct_first[c]; i <= direct_last[c]; i++) HK_ASSERT(h->direct[i] == cur);
+    const hk_slab_t *prev = NULL;
+    for (hk_slab_t *s = h->partial[c]; s; prev = s, s = s->next, on_lists++) {
+      HK_ASSERT(s->cls == c && s->prev == prev);
+      HK_ASSERT(HK_LOAD_RELAXED(s->state) == HK_SLAB_PARTIAL);
+      HK_ASSERT(atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) == h);
+    }
+    HK_ASSERT(h->partial_tail[c] == prev);
+  }
+  /* every partial slab is on its list, once */
+  HK_ASSERT(on_lists == partial_slabs);
+  hk_ss_check_lists();
+}
+
+HK_INLINE void hk_hook_heap_check(hk_heap_t *h) {
+  if (hk_knobs.check_every && h->slow_count % (uint32_t)hk_knobs.check_every == 0) heap_check(h);
+}
+#else
+HK_INLINE void hk_hook_heap_check(hk_heap_t *h) { (void)h; }
+#endif
+
 /* Purge slabs that stayed unused for a whole purge-delay epoch. */
 static void heap_maybe_purge(hk_heap_t *h) {
   if ((++h->slow_count & 15) != 0) return;
@@ -423,6 +475,7 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
   }
   if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) heap_drain_delayed(h);
   heap_maybe_purge(h);
+  hk_hook_heap_check(h);
 
   hk_slab_t *s = h->cur[cls];
   if (s != &hk_slab_empty) {

@@ -13,6 +13,30 @@ void hk_report_list_corrupt(const void *block) {
   __builtin_trap();  /* a corrupted list cannot be followed, whatever the knob says */
 }
 
+#ifdef HK_DEBUG
+/* Blocks on one of s's lists; asserts each is a block of s. */
+static unsigned check_list_len(const hk_slab_t *s, const hk_block_t *b) {
+  unsigned n = 0;
+  for (; b; b = hk_block_next(s, b), n++) {
+    HK_ASSERT(hk_slab_is_block(s, b));
+    HK_ASSERT(n < s->capacity);
+  }
+  return n;
+}
+
+void hk_slab_check(const hk_slab_t *s, uintptr_t owner) {
+  HK_ASSERT(HK_LOAD_RELAXED(s->owner) == owner);
+  HK_ASSERT(s->cls < HK_NCLASS && s->block_size == hk_class_bytes(s->cls));
+  HK_ASSERT(s->carved <= s->capacity && s->used <= s->carved);
+  HK_ASSERT(hk_kind_of_class(s->cls) == hk_slab_ss((hk_slab_t *)s)->kind);
+  unsigned n = check_list_len(s, s->free) + check_list_len(s, s->local_free);
+#ifdef HK_SECURE
+  n += check_list_len(s, s->aged);
+#endif
+  HK_ASSERT(n == (unsigned)(s->carved - s->used));
+}
+#endif
+
 /* inverse of odd d modulo 2^32 (Newton's iteration) */
 static uint32_t inverse_u32(uint32_t d) {
   uint32_t x = d;  /* correct to 3 bits */

@@ -75,6 +75,13 @@ HK_INLINE bool hk_link_ok(const hk_slab_t *s, const hk_block_t *b, const hk_bloc
 #endif
 }
 
+#ifdef HK_DEBUG
+/* Debug build: s (owned by the caller, in use) is sound: its owner-side
+ * lists have sound links and hold exactly the blocks carved and not out
+ * (remote frees not yet collected count as out). Asserts. */
+void hk_slab_check(const hk_slab_t *s, uintptr_t owner);
+#endif
+
 /* Make slab idx of ss a slab of class cls owned by thread `owner`. */
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner);
 

@@ -203,6 +203,61 @@ size_t hk_ss_collect(bool force) {
   return bytes;
 }
 
+#ifdef HK_DEBUG
+/* A list's links, ids and count. */
+static void check_list(const hk_ss_list_t *l, uint8_t id) {
+  size_t n = 0;
+  for (const hk_superslab_t *ss = l->head, *prev = NULL; ss; prev = ss, ss = ss->next, n++) {
+    HK_ASSERT(((uintptr_t)ss & HK_SS_MASK) == 0);
+    HK_ASSERT(ss->prev == prev);
+    HK_ASSERT(ss->list == id);
+    HK_ASSERT(n < l->count);
+  }
+  HK_ASSERT(n == l->count);
+}
+
+void hk_ss_check_lists(void) {
+  hk_lock(&all_lock);
+  size_t n = 0;
+  for (const hk_superslab_t *ss = all_head, *prev = NULL; ss; prev = ss, ss = ss->all_next, n++) {
+    HK_ASSERT(((uintptr_t)ss & HK_SS_MASK) == 0);
+    HK_ASSERT(ss->all_prev == prev);
+  }
+  /* counted before it joins, after it leaves: never fewer than listed */
+  HK_ASSERT(n <= hk_ss_count_mapped());
+  hk_unlock(&all_lock);
+  hk_lock(&abandoned_lock);
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    check_list(&abandoned[k], LIST_ABANDONED);
+    for (const hk_superslab_t *ss = abandoned[k].head; ss; ss = ss->next) {
+      HK_ASSERT(ss->kind == k);
+      HK_ASSERT(atomic_load_explicit(&ss->heap, memory_order_relaxed) == NULL);
+    }
+  }
+  hk_unlock(&abandoned_lock);
+  hk_lock(&cache_lock);
+  check_list(&cache, LIST_CACHE);
+  uint64_t now = hk_os_now_ms();
+  for (const hk_superslab_t *ss = cache.head; ss; ss = ss->next) {
+    HK_ASSERT(ss->nused == 0);
+    HK_ASSERT(ss->stamp_ms <= now);
+    HK_ASSERT(atomic_load_explicit(&ss->heap, memory_order_relaxed) == NULL);
+  }
+  hk_unlock(&cache_lock);
+}
+
+void hk_ss_check_owned(const hk_ss_list_t *l, uint8_t id, unsigned kind, const struct hk_heap *h) {
+  check_list(l, id);
+  for (const hk_superslab_t *ss = l->head; ss; ss = ss->next) {
+    HK_ASSERT(ss->kind == kind);
+    HK_ASSERT(atomic_load_explicit(&ss->heap, memory_order_relaxed) == h);
+    uint32_t all = ss->nslabs == 32 ? 0xffffffffu : ((1u << ss->nslabs) - 1);
+    HK_ASSERT((ss->free_mask & ~all) == 0);
+    HK_ASSERT(ss->nused == (uint32_t)__builtin_popcount(all & ~ss->free_mask));
+  }
+}
+#endif
+
 void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]) {
   hk_lock(&all_lock);
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {

@@ -142,6 +142,15 @@ size_t hk_ss_collect(bool force);
 /* Purge the unused slabs of ss that were unused for a whole epoch. */
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
 
+#ifdef HK_DEBUG
+/* Debug build: the global lists (every mapped superslab, the cache, the
+ * abandoned lists) are sound: links both ways, counts, list ids, owners.
+ * Asserts. */
+void hk_ss_check_lists(void);
+/* The same for one heap's superslab list, and each superslab on it. */
+void hk_ss_check_owned(const hk_ss_list_t *l, uint8_t id, unsigned kind, const struct hk_heap *h);
+#endif
+
 /* Live blocks and slabs in use per class, over every mapped superslab
  * (racy reads of other threads' counts: a snapshot). */
 void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]);
