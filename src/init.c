@@ -106,7 +106,7 @@ __attribute__((destructor)) static void hk_destructor(void) {
                (unsigned long)atomic_load(&hk_os_stats.mmap_calls),
                (unsigned long)atomic_load(&hk_os_stats.munmap_calls),
                (unsigned long)atomic_load(&hk_os_stats.madvise_calls),
-               hk_os_peak_rss_bytes() / 1024);
+               hk_os_peak_rss_bytes(0) / 1024);
   }
 }
 

@@ -11,8 +11,10 @@
 
 hk_os_counters_t hk_os_stats;
 
+/* mapped_now/peak: what hakmem holds mapped, whichever call changed it.
+ * The per-call counters (mmap_bytes, munmap_bytes) count the bytes handed
+ * to that call and nothing else: an mremap is neither. */
 static void note_mapped(size_t bytes) {
-  atomic_fetch_add_explicit(&hk_os_stats.mmap_bytes, bytes, memory_order_relaxed);
   unsigned long now =
       atomic_fetch_add_explicit(&hk_os_stats.mapped_now, bytes, memory_order_relaxed) + bytes;
   unsigned long peak = atomic_load_explicit(&hk_os_stats.mapped_peak, memory_order_relaxed);
@@ -23,12 +25,16 @@ static void note_mapped(size_t bytes) {
 }
 
 static void note_unmapped(size_t bytes) {
-  atomic_fetch_add_explicit(&hk_os_stats.munmap_bytes, bytes, memory_order_relaxed);
   atomic_fetch_sub_explicit(&hk_os_stats.mapped_now, bytes, memory_order_relaxed);
 }
 
-static void *raw_map(size_t size, int prot) {
+static void count_mmap(size_t size) {
   atomic_fetch_add_explicit(&hk_os_stats.mmap_calls, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&hk_os_stats.mmap_bytes, size, memory_order_relaxed);
+}
+
+static void *raw_map(size_t size, int prot) {
+  count_mmap(size);
   void *p = mmap(NULL, size, prot,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   return p == MAP_FAILED ? NULL : p;
@@ -37,6 +43,7 @@ static void *raw_map(size_t size, int prot) {
 static void raw_unmap(void *p, size_t size) {
   if (size == 0) return;
   atomic_fetch_add_explicit(&hk_os_stats.munmap_calls, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&hk_os_stats.munmap_bytes, size, memory_order_relaxed);
   int saved = errno;
   munmap(p, size);
   errno = saved;
@@ -74,7 +81,7 @@ static void *map_at_hint(size_t size, int prot) {
   size_t step = hk_align_up(size, HK_SS_SIZE);
   h = atomic_fetch_add_explicit(&hint_next, step, memory_order_relaxed);
   if (h < HINT_LOW || h + step > HINT_HIGH) return NULL;
-  atomic_fetch_add_explicit(&hk_os_stats.mmap_calls, 1, memory_order_relaxed);
+  count_mmap(size);
   void *p = mmap((void *)h, size, prot,
                  MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
   if (p == MAP_FAILED) return NULL;
@@ -140,7 +147,7 @@ bool hk_os_commit(void *p, size_t size) { return protect(p, size, PROT_READ | PR
 /* A fresh PROT_NONE mapping laid over the range: one call that both drops
  * its pages and makes it inaccessible (mprotect + madvise would be two). */
 bool hk_os_decommit(void *p, size_t size) {
-  atomic_fetch_add_explicit(&hk_os_stats.mmap_calls, 1, memory_order_relaxed);
+  count_mmap(size);
   int saved = errno;
   void *q = mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
   errno = saved;
@@ -206,8 +213,11 @@ size_t hk_os_rss_bytes(void) {
   return rss;
 }
 
-size_t hk_os_peak_rss_bytes(void) {
+/* The kernel's high-water mark (ru_maxrss) and statm's resident count are
+ * two readings at two moments: the mark may lag a page or two behind the
+ * current count, which a peak must never be below. */
+size_t hk_os_peak_rss_bytes(size_t current) {
   struct rusage ru;
-  if (getrusage(RUSAGE_SELF, &ru) != 0) return 0;
-  return (size_t)ru.ru_maxrss * 1024u;
+  size_t peak = getrusage(RUSAGE_SELF, &ru) == 0 ? (size_t)ru.ru_maxrss * 1024u : 0;
+  return peak > current ? peak : current;
 }

@@ -8,7 +8,7 @@
 
 typedef struct hk_os_counters {
   atomic_ulong mmap_calls, munmap_calls, madvise_calls, mremap_calls, mprotect_calls;
-  atomic_ulong mmap_bytes, munmap_bytes, madvise_bytes;
+  atomic_ulong mmap_bytes, munmap_bytes, madvise_bytes;  /* handed to that call */
   atomic_ulong mapped_now, mapped_peak;  /* bytes currently mapped by hakmem */
 } hk_os_counters_t;
 
@@ -36,6 +36,7 @@ bool  hk_os_move(void *p, size_t old_size, size_t new_size, void *target);
 uint64_t hk_os_now_ms(void);
 /* Resident set size of the process in bytes (reads /proc; slow). */
 size_t hk_os_rss_bytes(void);
-size_t hk_os_peak_rss_bytes(void);
+/* Peak resident set size, never below `current` (a reading of hk_os_rss_bytes). */
+size_t hk_os_peak_rss_bytes(size_t current);
 
 #endif

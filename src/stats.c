@@ -108,7 +108,7 @@ void hk_stats_collect(struct hak_stats *o) {
   o->munmap_bytes = atomic_load(&hk_os_stats.munmap_bytes);
   o->madvise_bytes = atomic_load(&hk_os_stats.madvise_bytes);
   o->rss_bytes = hk_os_rss_bytes();
-  o->peak_rss_bytes = hk_os_peak_rss_bytes();
+  o->peak_rss_bytes = hk_os_peak_rss_bytes(o->rss_bytes);
 }
 
 /* ---- output: a small buffered writer onto an fd or a FILE, no malloc ---------- */
