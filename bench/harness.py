@@ -20,13 +20,21 @@ probe.c); a run whose allocator is not the one requested is REJECTED and never
 enters the statistics. OS calls (mmap, munmap, madvise, brk, mremap) are
 counted with `strace -f -c` in a separate run per benchmark and allocator.
 
+A crash is a verdict: a benchmark row (one benchmark, one allocator) with any
+run that died (killed by a signal, non-zero exit, timed out, or output that
+fails the allocator proof) is FAIL in every table, with no median of the
+runs that survived. A run killed by a signal is re-run once under gdb
+(address randomisation on, as in the timed runs) and labelled "reproduced" or
+"not reproduced"; the row stays FAIL either way.
+
 Results: bench/results/<date>-<mode>.json, .md (tables) and .svg (ratio chart).
-Exit status: 0 when every run was accepted, 1 when some run failed or was
-rejected (the reports are written either way), 2 on usage errors.
+Exit status: 0 when every run was accepted, 1 when some row is FAIL (a run
+failed or was rejected; the reports are written either way), 2 on usage errors.
 See docs/BENCHMARKS.md.
 """
 
 import argparse
+import atexit
 import csv
 import datetime
 import html
@@ -306,6 +314,48 @@ def rc_text(rc):
     return "exit status %d" % rc
 
 
+def exit_fields(rc, timed_out=False):
+    """How a process ended, for the JSON: exit_status (None when killed) and
+    signal (its name, None when it exited)."""
+    d = {"exit_status": None, "signal": None}
+    if rc is None:
+        return d
+    if rc < 0:
+        try:
+            d["signal"] = signal.Signals(-rc).name
+        except ValueError:
+            d["signal"] = "signal %d" % -rc
+    else:
+        d["exit_status"] = rc
+    if timed_out:
+        d["timed_out"] = True
+    return d
+
+
+# --inject-crash BENCH/LABEL=N (testing aid, bench/selftest.sh): start N of
+# that row's program kills itself with SIGSEGV (every start when N is 0)
+INJECT = {}
+INJECT_DIR = None
+
+
+def inject_crash(bench, label, cmd):
+    """Wraps cmd in a shell that counts its starts in a file and, on the start
+    chosen by --inject-crash, kills itself with SIGSEGV instead of running it.
+    Every start counts (a gdb re-run too), so a crash on one start only is a
+    crash that gdb does not reproduce."""
+    n = INJECT.get((bench, label))
+    if n is None:
+        return cmd
+    global INJECT_DIR
+    if INJECT_DIR is None:
+        INJECT_DIR = tempfile.mkdtemp(prefix="hakmem-inject-")
+        atexit.register(shutil.rmtree, INJECT_DIR, True)
+    counter = os.path.join(INJECT_DIR, re.sub(r"[^\w.-]", "_", "%s-%s" % (bench, label)))
+    script = ('n=$(( $(cat "$0" 2>/dev/null || echo 0) + 1 )); echo $n >"$0"; '
+              'if [ %d -eq 0 ] || [ $n -eq %d ]; then kill -SEGV $$; fi; exec "$@"' % (n, n))
+    return ["/bin/sh", "-c", script, counter] + cmd
+
+
 def strace_prefix(outfile, env_for_child):
     cmd = ["strace", "-f", "-qq", "-c", "-o", str(outfile), "-e", "trace=" + ",".join(OS_CALLS)]
     if STRACE_SECCOMP:
@@ -386,7 +436,7 @@ class Bench:
         return self.static or not alloc.static
 
     def command(self, alloc, mode):
-        return [str(self.binary(alloc))] + self.args(mode)
+        return inject_crash(self.name, alloc.label, [str(self.binary(alloc))] + self.args(mode))
 
     def run(self, alloc, mode, count_file=None):
         env = clean_env()
@@ -402,6 +452,7 @@ class Bench:
         timeout = self.timeout[0 if mode == "quick" else 1]
         p = run_program(cmd, env, timeout)
         rec = {"cmd": shell_line(child, self.command(alloc, mode)), "wall_s": round(p.wall, 4)}
+        rec.update(exit_fields(p.rc, p.timed_out))
         m = RE_ALLOC.search(p.out)
         printed = (m.group(1), m.group(2)) if m else None
         rec["printed_allocator"] = list(printed) if printed else None
@@ -412,7 +463,7 @@ class Bench:
             key = (self.name, alloc.label)
             if p.rc < 0 and USE_GDB and key not in GDB_DONE and not count_file:
                 GDB_DONE.add(key)
-                rec["backtrace"] = gdb_backtrace(self.command(alloc, mode), child)
+                rec["gdb"], rec["backtrace"] = gdb_backtrace(self.command(alloc, mode), child)
             return rec
         why = check_allocator(alloc, printed, str(self.binary(alloc)))
         if why:
@@ -443,13 +494,16 @@ HAKMEM_ENV = {}   # --hakmem-env KEY=VAL: knobs for the hakmem runs only
 
 
 def gdb_backtrace(cmd, child_env, timeout=180):
-    """Re-runs a crashed program under gdb and returns the backtraces of all
-    its threads (the allocator under test preloaded into the program only,
-    not into gdb)."""
+    """Re-runs a crashed program under gdb, with address randomisation on as
+    in the timed runs (gdb turns it off by default). Returns (label, text):
+    "reproduced" with the backtraces of all its threads when it died again
+    (the allocator under test preloaded into the program only, not into gdb),
+    else "not reproduced" with how it ended. The row is FAIL either way."""
     gdb = shutil.which("gdb")
     if not gdb:
-        return "gdb not installed (apt-get install -y gdb)"
-    g = [gdb, "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off"]
+        return "not re-run", "gdb not installed (apt-get install -y gdb)"
+    g = [gdb, "-nx", "-batch", "-ex", "set pagination off", "-ex", "set confirm off",
+         "-ex", "set disable-randomization off"]
     if child_env:
         g += ["-ex", "set exec-wrapper env " + " ".join("%s=%s" % kv for kv in child_env.items())]
     g += ["-ex", "run", "-ex", "info registers rip", "-ex", "thread apply all bt 25", "--args"] + cmd
@@ -457,7 +511,10 @@ def gdb_backtrace(cmd, child_env, timeout=180):
     text = p.out + p.err
     keep = [l for l in text.splitlines() if l.startswith(("#", "Thread", "Program", "rip", "[Inferior"))
             or "signal" in l]
-    return "\n".join(keep)[-6000:] or text[-3000:]
+    died = re.search(r"^Program (received|terminated with) signal", text, re.M)
+    label = "reproduced" if died else ("not reproduced (gdb timed out after %d s)" % timeout
+                                       if p.timed_out else "not reproduced")
+    return label, "\n".join(keep)[-6000:] or text[-3000:]
 
 
 def shell_line(env, cmd):
@@ -579,6 +636,7 @@ class Redis(RealProgram):
                         break
                     time.sleep(0.05)
                 if not up:
+                    rec.update(exit_fields(sp.poll()))
                     return fail_text(rec, "redis-server did not come up (%s)" % (
                         rc_text(sp.returncode) if sp.returncode is not None else "no PONG in 10 s"),
                         Path(td) / "stderr", Path(td) / "stdout")
@@ -613,6 +671,8 @@ class Redis(RealProgram):
                     sp.wait()
                 se.close()
                 so.close()
+            rec.update(exit_fields(sp.returncode))   # redis-server's
+            rec["client_exit_status"] = b.rc
             err = (Path(td) / "stderr").read_text(errors="replace")
             if not alive:
                 return fail_text(rec, "redis-server died during the benchmark (%s)" % rc_text(sp.returncode),
@@ -713,6 +773,7 @@ class Python(RealProgram):
                 env.update(child)
             p = run_program(cmd, env, timeout)
             rec["wall_s"] = round(p.wall, 4)
+            rec.update(exit_fields(p.rc, p.timed_out))
             if p.timed_out:
                 return fail(rec, "timed out after %d s" % timeout, p)
             if p.rc != 0:
@@ -768,6 +829,7 @@ class Compile(RealProgram):
                 env.update(child)
             p = run_program(cmd, env, timeout, cwd=td)
             rec["wall_s"] = round(p.wall, 4)
+            rec.update(exit_fields(p.rc, p.timed_out))
             if p.timed_out:
                 return fail(rec, "timed out after %d s" % timeout, p)
             if p.rc != 0:
@@ -880,23 +942,61 @@ def benchmarks(mode):
 
 # ------------------------------------------------------------------ stats
 
+def run_death(r):
+    """One line on how a run that was not accepted ended."""
+    what = r.get("reason") or r["status"]
+    if r.get("gdb"):
+        what += "; under gdb: " + r["gdb"]
+    return "run %s: %s" % (r.get("run"), what)
+
+
 def summarize(runs):
+    """A row (one benchmark, one allocator) is PASS only when every one of
+    its runs was accepted; a run that died (signal, non-zero exit, timeout,
+    or output that fails the allocator proof) makes it FAIL, with no median
+    of the runs that survived."""
     ok = [r for r in runs if r["status"] == "ok"]
     s = {"runs_total": len(runs), "runs_ok": len(ok),
          "runs_rejected": sum(r["status"] == "rejected" for r in runs),
          "runs_failed": sum(r["status"] == "failed" for r in runs)}
-    if not ok:
+    if len(ok) < len(runs) or not runs:
         s["status"] = "rejected" if s["runs_rejected"] and not s["runs_failed"] else "failed"
+        s["verdict"] = "FAIL"
+        s["verdict_reason"] = "%d of %d runs died: %s" % (
+            len(runs) - len(ok), len(runs), "; ".join(run_death(r) for r in runs if r["status"] != "ok"))
         return s
     tps = [r["throughput"] for r in ok]
     mean = statistics.fmean(tps)
-    s.update(status="ok", median=statistics.median(tps), mean=mean, min=min(tps), max=max(tps),
+    s.update(status="ok", verdict="PASS", median=statistics.median(tps), mean=mean, min=min(tps), max=max(tps),
              cv=(statistics.stdev(tps) / mean if len(tps) > 1 and mean > 0 else 0.0))
     rss = [r["rss_kib"] for r in ok if r.get("rss_kib")]
     if rss:
         s["rss_kib"] = int(statistics.median(rss))
         s["rss_kib_max"] = max(rss)
     return s
+
+
+def rejudge(res):
+    """--render of a results file written before a crash was a verdict: a row
+    that kept a median of its surviving runs is judged again (FAIL), and the
+    ratios to a row that is now FAIL are dropped."""
+    for b in res.get("benchmarks", []):
+        rows = b["results"]
+        for l, s in list(rows.items()):
+            runs = s.get("runs") or []
+            if s.get("status") == "ok" and any(r.get("status") != "ok" for r in runs):
+                ns = summarize(runs)
+                ns.update({k: v for k, v in s.items() if k.startswith("os_calls")}, runs=runs)
+                rows[l] = ns
+            else:
+                rows[l].setdefault("verdict", "PASS" if s.get("status") == "ok" else "FAIL")
+        bases = {a["label"]: a.get("base") for a in res.get("allocators", [])}
+        for l, s in rows.items():
+            for key, ref in (("ratio_mimalloc", "mimalloc"), ("ratio_glibc", "glibc"),
+                             ("ratio_base", bases.get(l)), ("rss_ratio_base", bases.get(l))):
+                if key in s and rows.get(ref, {}).get("status") != "ok":
+                    del s[key]
+    return res
 
 
 def fmt_tp(v):
@@ -993,12 +1093,19 @@ def write_reports(res, stem):
     return jpath, mpath, spath
 
 
+def fail_word(r):
+    """FAIL, or FAIL (REJECTED) when no run crashed but some printed the wrong
+    allocator (or none)."""
+    return "FAIL (REJECTED)" if r.get("status") == "rejected" else "FAIL"
+
+
 def result_cell(r, fmt):
-    """A table cell for one allocator's result: fmt(r) when it ran, else why not."""
+    """A table cell for one allocator's result: fmt(r) when the row passed,
+    else FAIL (a row with any run that died has no number)."""
     if not r:
         return "n/a"
     if r["status"] != "ok":
-        return "**%s**" % r["status"].upper()
+        return "**%s**" % fail_word(r)
     return fmt(r)
 
 
@@ -1034,8 +1141,8 @@ def variant_table(res):
         cells = [result_cell(b["results"].get(l), lambda r: "%s / %s" % (
             fmt_ratio(r.get("ratio_base")), fmt_ratio(r.get("rss_ratio_base")))) for l in labels]
         ok = ref.get("status") == "ok"
-        L.append("| %s | %s | %s | %s |" % (b["name"], fmt_tp(ref.get("median")) if ok else "**%s**" % ref.get(
-            "status", "?").upper(), fmt_rss(ref.get("rss_kib")) if ok else "-", " | ".join(cells)))
+        L.append("| %s | %s | %s | %s |" % (b["name"], fmt_tp(ref.get("median")) if ok else "**%s**" % fail_word(
+            ref), fmt_rss(ref.get("rss_kib")) if ok else "-", " | ".join(cells)))
     return L
 
 
@@ -1068,6 +1175,20 @@ def markdown(res, svg_name):
     L.append("Throughput ratios of medians (higher is better; 1.00 = as fast as the reference). "
              "A ratio is computed only from runs whose printed allocator was the one requested.")
     L.append("")
+    L.append("A crash is a verdict: a row with any run that died (killed by a signal, non-zero exit, timed "
+             "out, or output that fails the allocator proof) is **FAIL**, with no median of the runs "
+             "that survived.")
+    L.append("")
+    failed = [(b["name"], l, r) for b in res["benchmarks"] for l, r in b["results"].items()
+              if r.get("status") != "ok"]
+    if failed:
+        L.append("**Verdict: FAIL**, %d row%s:" % (len(failed), "" if len(failed) == 1 else "s"))
+        L.append("")
+        for name, l, r in failed:
+            L.append("- %s / %s: **%s**: %s" % (name, l, fail_word(r), r.get("verdict_reason", "")))
+    else:
+        L.append("**Verdict: PASS**: every run of every row was accepted.")
+    L.append("")
     L += ratio_table(res, "ratio_mimalloc", "Ratio to mimalloc", "mimalloc")
     L.append("")
     L += ratio_table(res, "ratio_glibc", "Ratio to glibc", "glibc")
@@ -1098,7 +1219,7 @@ def markdown(res, svg_name):
                           fmt_tp(r["median"]), fmt_tp(r["mean"]), fmt_tp(r["min"]), fmt_tp(r["max"]),
                           "%.1f%%" % (100 * r["cv"]), fmt_rss(r.get("rss_kib"))]
             else:
-                cells += ["**%s**" % r["status"].upper()] + ["-"] * 7
+                cells += ["**%s**" % fail_word(r)] + ["-"] * 7
             cells.append(fmt_calls(r.get("os_calls_per_op")))
             cells += [str(oc.get(c, "-")) for c in OS_CALLS]
             cells.append("%d/%d" % (r["runs_ok"], r["runs_total"]))
@@ -1126,6 +1247,8 @@ def markdown(res, svg_name):
     for p in bad:
         L.append("- %s / %s run %s: **%s**: %s  \n  `%s`" % (p["bench"], p["allocator"], p["run"],
                                                            p["status"], p["reason"], p["cmd"]))
+        if p.get("gdb"):
+            L.append("  re-run under gdb (address randomisation on): **%s**" % p["gdb"])
         if p.get("stderr_tail"):
             tail = p["stderr_tail"].strip().splitlines()[-4:]
             L.append("  stderr: `%s`" % " / ".join(t.strip() for t in tail)[:600])
@@ -1185,7 +1308,7 @@ def svg_chart(res):
                 continue
             if r["status"] != "ok":
                 o.append('<text x="%.1f" y="%d" fill="#d00" font-size="9">%s %s</text>' % (
-                    x1 + 4, yy + bar_h - 2, html.escape(l), r["status"].upper()))
+                    x1 + 4, yy + bar_h - 2, html.escape(l), fail_word(r)))
                 continue
             v = r.get(key)
             if v is None:
@@ -1286,7 +1409,7 @@ def main_bench(args):
         res["interrupted"] = True
         log("\ninterrupted: writing the results so far")
     finish(res, args, mode, t_start, skipped, log)
-    return 1 if res["problems"] or res.get("interrupted") else 0
+    return 1 if res["verdict"] == "FAIL" or res["problems"] or res.get("interrupted") else 0
 
 
 def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
@@ -1314,6 +1437,8 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
                     msg = "%10s ops/s  RSS %9s" % (fmt_tp(r["throughput"]), fmt_rss(r.get("rss_kib")))
                 else:
                     msg = "%s: %s" % (r["status"].upper(), r["reason"])
+                    if r.get("gdb"):
+                        msg += "; re-run under gdb: %s" % r["gdb"]
                 log("[%3d/%d] %-18s %-14s run %2d  %s" % (done, total, b.name, a.label, i + 1, msg))
                 if r.get("hakmem_version") and not res["hakmem_version"]:
                     res["hakmem_version"] = r["hakmem_version"]
@@ -1351,10 +1476,14 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
                     s["os_calls_error"] = "%s: %s" % (r["status"], r.get("reason", "no strace output"))
                     log("[%3d/%d] %-18s %-14s count   %s" % (done, total, b.name, a.label, s["os_calls_error"]))
                     if r["status"] != "ok":
-                        # a failed or mis-linked counting run is a problem too,
-                        # though it never enters the throughput statistics
+                        # a counting run that died fails the row too, though
+                        # it never enters the throughput statistics
                         r["run"] = "count"
                         per[a.label].append(r)
+                        keep = {k: v for k, v in s.items() if k.startswith("os_calls")}
+                        s = summarize(per[a.label])
+                        s.update(keep, runs=per[a.label])
+                        entry["results"][a.label] = s
                     continue
                 base = baseline.get(a.label) if b.kind == "synthetic" else None
                 net = {k: max(0, c[k] - (base or {}).get(k, 0)) for k in OS_CALLS}
@@ -1386,12 +1515,15 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
                     res["problems"].append({"bench": b.name, "allocator": a.label, "run": r.get("run"),
                                             "status": r["status"], "reason": r.get("reason"),
                                             "cmd": r.get("cmd"), "stderr_tail": r.get("stderr_tail"),
-                                            "backtrace": r.get("backtrace")})
+                                            "exit_status": r.get("exit_status"), "signal": r.get("signal"),
+                                            "gdb": r.get("gdb"), "backtrace": r.get("backtrace")})
         print_bench_summary(entry, allocs, log)
 
 
 def finish(res, args, mode, t_start, skipped, log):
     res["elapsed_s"] = round(time.time() - t_start, 1)
+    res["verdict"] = "FAIL" if any(r.get("verdict") != "PASS" for b in res["benchmarks"]
+                                   for r in b["results"].values()) else "PASS"
     stem = args.tag or (datetime.datetime.now().strftime("%Y-%m-%d-%H%M") + "-" + mode)
     jp, mp, sp = write_reports(res, stem)
     log("")
@@ -1404,14 +1536,25 @@ def finish(res, args, mode, t_start, skipped, log):
         log("\n".join(vt))
         log("")
     if res["problems"]:
-        log("PROBLEMS (%d runs failed or rejected; they are not in the statistics):" % len(res["problems"]))
+        log("PROBLEMS (%d runs failed or rejected; their rows are FAIL):" % len(res["problems"]))
         for p in res["problems"]:
             log("  %s / %s run %s: %s: %s" % (p["bench"], p["allocator"], p["run"], p["status"], p["reason"]))
             log("      %s" % p["cmd"])
+            if p.get("gdb"):
+                log("      re-run under gdb (address randomisation on): %s" % p["gdb"])
             if p.get("backtrace"):
-                log("      gdb backtrace:\n" + "\n".join("        " + t for t in p["backtrace"].splitlines()[:30]))
+                log("      gdb %s:\n" % ("backtrace" if p.get("gdb") == "reproduced" else "output") +
+                    "\n".join("        " + t for t in p["backtrace"].splitlines()[:30]))
     for s in skipped:
         log("skipped %s: %s" % (s["allocator"], s["reason"]))
+    failed = ["%s / %s: %s: %s" % (b["name"], l, fail_word(r), r.get("verdict_reason", ""))
+              for b in res["benchmarks"] for l, r in b["results"].items() if r.get("verdict") != "PASS"]
+    if failed:
+        log("VERDICT: FAIL (%d row%s)" % (len(failed), "" if len(failed) == 1 else "s"))
+        for f in failed:
+            log("  " + f)
+    else:
+        log("VERDICT: PASS (every run of every row was accepted)")
     log("wrote %s, %s, %s (%.0f s)" % (rel(jp), rel(mp), rel(sp), res["elapsed_s"]))
 
 
@@ -1436,7 +1579,8 @@ def print_bench_summary(entry, allocs, log):
         if not s:
             continue
         if s.get("status") != "ok":
-            parts.append("%s %s" % (a.label, s.get("status", "?").upper()))
+            parts.append("%s %s (%d of %d runs died)" % (a.label, fail_word(s), s["runs_total"] - s["runs_ok"],
+                                                          s["runs_total"]))
         else:
             rm = s.get("ratio_mimalloc")
             parts.append("%s %s%s" % (a.label, fmt_tp(s["median"]), " (%.2fx mi)" % rm if rm else ""))
@@ -1472,14 +1616,15 @@ def main_soak(args):
         if a.preload:
             env["LD_PRELOAD"] = a.preload
         env.update(a.child_env())
-        cmd = [str(binary), str(seconds), str(args.soak_threads), "1000", "4000", "5",
-               "0" if args.soak_unpinned else "1"]
+        cmd = inject_crash("soak", a.label, [str(binary), str(seconds), str(args.soak_threads), "1000", "4000",
+                                             "5", "0" if args.soak_unpinned else "1"])
         log("soak: %s for %d s: %s" % (a.label, seconds, shell_line({"LD_PRELOAD": a.preload} if a.preload else {},
                                                                      cmd)))
         samples, lines = [], []
         p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
                              start_new_session=True)
-        timer = threading.Timer(seconds + 120, lambda: _killpg(p.pid))
+        killed = []
+        timer = threading.Timer(seconds + 120, lambda: (killed.append(1), _killpg(p.pid)))
         timer.start()
         printed = None
         for line in p.stdout:
@@ -1505,16 +1650,21 @@ def main_soak(args):
         p.wait()
         timer.cancel()
         entry = {"allocator": a.label, "cmd": " ".join(cmd), "samples": samples}
+        entry.update(exit_fields(p.returncode, bool(killed)))
         why = check_allocator(a, printed, str(binary))
-        if p.returncode != 0:
+        # a soak that died is FAIL whatever its samples say
+        if killed:
+            entry.update(verdict="FAIL", reason="timed out after %d s (killed)" % (seconds + 120))
+        elif p.returncode != 0:
             entry.update(verdict="FAIL", reason="%s; stderr: %s" % (rc_text(p.returncode), err[-500:]))
         elif why:
-            entry.update(verdict="REJECTED", reason=why)
+            entry.update(verdict="FAIL", reason="REJECTED: " + why)
         else:
             entry.update(soak_verdict(samples, rss_limit, tp_limit))
         ok_all &= entry["verdict"] == "PASS"
         log("soak %s: %s  %s" % (a.label, entry["verdict"], entry.get("reason", "")))
         res["soaks"].append(entry)
+    res["verdict"] = "PASS" if ok_all else "FAIL"
     stem = args.tag or (datetime.datetime.now().strftime("%Y-%m-%d-%H%M") + "-soak")
     RESULTS.mkdir(parents=True, exist_ok=True)
     (RESULTS / (stem + ".json")).write_text(json.dumps(res, indent=1) + "\n")
@@ -1537,6 +1687,7 @@ def main_soak(args):
             "%.1f%%" % (100 * e["tp_cv"]) if "tp_cv" in e else "-",
             "%+.1f%%" % (100 * e["tp_wall_drift"]) if "tp_wall_drift" in e else "-", e.get("reason", "")))
     (RESULTS / (stem + ".md")).write_text("\n".join(md) + "\n")
+    log("VERDICT: %s" % res["verdict"])
     log("wrote %s and .md" % rel(RESULTS / (stem + ".json")))
     return 0 if ok_all else 1
 
@@ -1612,6 +1763,11 @@ def main():
                     help="testing aid: realise allocator LABEL differently (HOW: none = no preload, plain = the "
                          "non-static binary, or a library path to preload). The run must then be rejected; "
                          "bench/selftest.sh uses this")
+    ap.add_argument("--inject-crash", action="append", metavar="BENCH/LABEL=N",
+                    help="testing aid: start N of benchmark BENCH's program for allocator LABEL (1 = the first; "
+                         "0 = every start; a gdb re-run counts as a start) kills itself with SIGSEGV instead; "
+                         "synthetic benchmarks and the soak (BENCH soak) only. The row must then be FAIL; "
+                         "bench/selftest.sh uses this")
     ap.add_argument("--rss-drift", type=float, default=0.05, help="soak: max RSS drift (default +0.05)")
     ap.add_argument("--tp-drift", type=float, default=-0.05, help="soak: min throughput drift (default -0.05)")
     ap.add_argument("--soak-threads", type=int, default=2, help="soak: worker threads (default 2)")
@@ -1625,6 +1781,11 @@ def main():
         args.variants = bool(args.full)
     global USE_GDB
     USE_GDB = not args.no_gdb
+    for spec in args.inject_crash or []:
+        m = re.fullmatch(r"([^/=]+)/([^=]+)=(\d+)", spec)
+        if not m:
+            ap.error("--inject-crash wants BENCH/LABEL=N, e.g. tiny/glibc=2")
+        INJECT[(m.group(1), m.group(2))] = int(m.group(3))
     for kv in args.hakmem_env or []:
         k, eq, v = kv.partition("=")
         if not eq or not k:
@@ -1640,7 +1801,7 @@ def main():
         FALLBACK_BIN = BUILD / "bench-fallback"
     if args.render:
         p = Path(args.render)
-        res = json.loads(p.read_text())
+        res = rejudge(json.loads(p.read_text()))
         p.with_suffix(".md").write_text(markdown(res, p.with_suffix(".svg").name))
         p.with_suffix(".svg").write_text(svg_chart(res))
         print("wrote %s and %s" % (p.with_suffix(".md"), p.with_suffix(".svg")))

@@ -13,11 +13,19 @@
 #   6. a clean glibc-only run is accepted and exits 0;
 #   7. a variant (--variants) served by the wrong library is rejected: the
 #      label hakmem-secure with the plain build/libhakmem.so preloaded.
+#   8. a crash is a verdict: one run of three killed by SIGSEGV
+#      (--inject-crash) makes its row FAIL, with no median of the two that
+#      survived, and the harness exit non-zero; the gdb re-run is labelled
+#      "not reproduced"; a row with no crash beside it keeps its median;
+#   9. a crash on every start is "reproduced" under gdb, with a backtrace;
+#  10. the same verdict for the soak (--soak): a soak that died is FAIL.
 # Exit status 0 when all checks pass. Takes a few seconds; needs no hakmem
 # build (the harness compiles the benchmarks itself if build/bench is missing).
+# BENCH_BUILD=DIR runs it against a copy of the build directory (--build).
 set -u
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+BUILD=${BENCH_BUILD:-$ROOT/build}
 PY=${PYTHON:-python3}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
@@ -26,7 +34,7 @@ pass() { echo "ok   - $*"; }
 bad()  { echo "FAIL - $*"; fails=$((fails + 1)); }
 
 # the harness's --quick tiny run is 500k rounds; keep it short here
-H() { "$PY" bench/harness.py --quick --runs 1 --no-count --out "$TMP" "$@"; }
+H() { "$PY" bench/harness.py --quick --runs 1 --no-count --build "$BUILD" --out "$TMP" "$@"; }
 
 # json QUERY FILE: evaluate a Python expression over the result document `r`
 json() { "$PY" -c 'import json,sys; r=json.load(open(sys.argv[2])); print(eval(sys.argv[1]))' "$1" "$2"; }
@@ -36,8 +44,8 @@ reason() { json "[b for b in r['benchmarks'] if b['name']=='$1'][0]['results']['
 # --- 0. make sure the programs exist (builds build/bench-fallback if needed)
 H --allocators glibc --only tiny --tag t0 >"$TMP/t0.log" 2>&1
 rc=$?
-BIN=build/bench
-[ -x "$BIN/bench_tiny" ] || BIN=build/bench-fallback
+BIN=$BUILD/bench
+[ -x "$BIN/bench_tiny" ] || BIN=$BUILD/bench-fallback
 if [ ! -x "$BIN/bench_tiny" ]; then
     bad "no benchmark binaries (harness log follows)"; cat "$TMP/t0.log"; exit 1
 fi
@@ -60,8 +68,8 @@ for spec in mimalloc:libmimalloc.so.2 jemalloc:libjemalloc.so.2 tcmalloc:libtcma
     case "$out" in "$name "*) pass "bench_tiny with $name preloaded says: $out" ;;
                    *) bad "bench_tiny with $name preloaded says '$out'" ;; esac
 done
-if [ -e build/libhakmem.so ]; then
-    out=$(LD_PRELOAD=$ROOT/build/libhakmem.so "$BIN/bench_tiny" 1000 | sed -n 's/^allocator: //p')
+if [ -e "$BUILD/libhakmem.so" ]; then
+    out=$(LD_PRELOAD=$BUILD/libhakmem.so "$BIN/bench_tiny" 1000 | sed -n 's/^allocator: //p')
     case "$out" in "hakmem "*libhakmem*) pass "bench_tiny with hakmem preloaded says: $out" ;;
                    *) bad "bench_tiny with hakmem preloaded says '$out'" ;; esac
 fi
@@ -127,8 +135,8 @@ if command -v python3 >/dev/null; then
 fi
 
 # --- 7. a variant served by the wrong hakmem library
-if [ -e build/libhakmem.so ]; then
-    H --variants --pretend hakmem-secure=$ROOT/build/libhakmem.so --allocators hakmem-secure --only tiny \
+if [ -e "$BUILD/libhakmem.so" ]; then
+    H --variants --pretend hakmem-secure=$BUILD/libhakmem.so --allocators hakmem-secure --only tiny \
       --tag t7 >"$TMP/t7.log" 2>&1
     rc=$?
     st=$(result tiny hakmem-secure "$TMP/t7.json"); why=$(reason tiny hakmem-secure "$TMP/t7.json")
@@ -139,6 +147,61 @@ if [ -e build/libhakmem.so ]; then
     fi
 else
     echo "skip - build/libhakmem.so not built: variant check"
+fi
+
+# --- 8. a crash is a verdict: run 2 of 3 of tiny/glibc is killed by SIGSEGV
+# (the gdb re-run is start 3 of that row, which runs cleanly)
+H --allocators glibc --only tiny,mid_1t --runs 3 --inject-crash tiny/glibc=2 --tag t8 >"$TMP/t8.log" 2>&1
+rc=$?
+row() { json "[b for b in r['benchmarks'] if b['name']=='$1'][0]['results']['$2']$3" "$4"; }
+v=$(row tiny glibc "['verdict']" "$TMP/t8.json"); med=$(row tiny glibc ".get('median')" "$TMP/t8.json")
+sig=$(row tiny glibc "['runs'][1].get('signal')" "$TMP/t8.json")
+nok=$(row tiny glibc "['runs_ok']" "$TMP/t8.json")
+if [ $rc -ne 0 ] && [ "$v" = FAIL ] && [ "$med" = None ] && [ "$sig" = SIGSEGV ] && [ "$nok" = 2 ] \
+   && [ "$(json "r['verdict']" "$TMP/t8.json")" = FAIL ] && grep -q "tiny / glibc: FAIL" "$TMP/t8.log" \
+   && grep -q "^| tiny | \*\*FAIL\*\* |" "$TMP/t8.md"; then
+    pass "a SIGSEGV in run 2 of 3 fails the row: no median of the 2 survivors, exit $rc"
+else
+    bad "a crashed run did not fail its row (exit $rc, verdict $v, median $med, signal $sig, ok $nok)"
+    tail -30 "$TMP/t8.log"
+fi
+v=$(row mid_1t glibc "['verdict']" "$TMP/t8.json"); med=$(row mid_1t glibc ".get('median')" "$TMP/t8.json")
+if [ "$v" = PASS ] && [ "$med" != None ]; then
+    pass "the row without a crash beside it keeps its median ($med ops/s)"
+else
+    bad "the clean row: verdict $v, median $med"
+fi
+if command -v gdb >/dev/null; then
+    g=$(row tiny glibc "['runs'][1].get('gdb')" "$TMP/t8.json")
+    if [ "$g" = "not reproduced" ] && grep -q "re-run under gdb.*: not reproduced" "$TMP/t8.log"; then
+        pass "the crash that gdb does not reproduce is labelled 'not reproduced' (row still FAIL)"
+    else
+        bad "gdb re-run of a one-off crash labelled '$g'"
+    fi
+    # --- 9. every start crashes: gdb reproduces it, with a backtrace
+    H --allocators glibc --only tiny --inject-crash tiny/glibc=0 --tag t9 >"$TMP/t9.log" 2>&1
+    rc=$?
+    g=$(row tiny glibc "['runs'][0].get('gdb')" "$TMP/t9.json")
+    bt=$(row tiny glibc "['runs'][0].get('backtrace','')" "$TMP/t9.json")
+    if [ $rc -ne 0 ] && [ "$g" = reproduced ] && [[ "$bt" == *"#0 "* ]] \
+       && [ "$(row tiny glibc "['verdict']" "$TMP/t9.json")" = FAIL ] && grep -q "reproduced" "$TMP/t9.md"; then
+        pass "a crash on every start is 'reproduced' under gdb, with a backtrace (row FAIL, exit $rc)"
+    else
+        bad "reproducible crash: exit $rc, gdb '$g'"; tail -30 "$TMP/t9.log"
+    fi
+else
+    echo "skip - gdb not installed: gdb re-run labels"
+fi
+
+# --- 10. a soak that dies is FAIL (it dies at once: no 10 s wait)
+"$PY" bench/harness.py --soak --minutes 0 --allocators glibc --inject-crash soak/glibc=1 --build "$BUILD" \
+    --out "$TMP" --tag t10 >"$TMP/t10.log" 2>&1
+rc=$?
+v=$(json "r['soaks'][0]['verdict']" "$TMP/t10.json"); sig=$(json "r['soaks'][0].get('signal')" "$TMP/t10.json")
+if [ $rc -ne 0 ] && [ "$v" = FAIL ] && [ "$sig" = SIGSEGV ] && grep -q "VERDICT: FAIL" "$TMP/t10.log"; then
+    pass "a soak killed by SIGSEGV is FAIL (exit $rc)"
+else
+    bad "a crashed soak: exit $rc, verdict $v, signal $sig"; tail -20 "$TMP/t10.log"
 fi
 
 if [ $fails -eq 0 ]; then
