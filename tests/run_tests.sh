@@ -17,6 +17,16 @@ ROOT=$(cd "$HERE/.." && pwd)
 unset LD_PRELOAD HAKMEM_TEST_EXPECT_ACTIVE
 TIMEOUT=${HAKMEM_TEST_TIMEOUT:-300}
 
+# NAME:KNOBS. purge1/purge0: the purge clock at 1 ms, a superslab cache
+# of one (none), no spare superslab per heap, 4 KiB carves, a large-block
+# cache of one (none). learn: the learner's epoch at its minimum, so that
+# it moves caps all the time (it clamps them: not with purge1/purge0).
+TORTURE=(
+  "purge1:HAKMEM_PURGE_DELAY_MS=1 HAKMEM_SS_CACHE=1 HAKMEM_HEAP_SPARE=0 HAKMEM_CARVE_KB=4 HAKMEM_LARGE_CACHE_COUNT=1"
+  "purge0:HAKMEM_PURGE_DELAY_MS=1 HAKMEM_SS_CACHE=0 HAKMEM_HEAP_SPARE=0 HAKMEM_CARVE_KB=4 HAKMEM_LARGE_CACHE_COUNT=0"
+  "learn:HAKMEM_LEARN=1 HAKMEM_LEARN_EPOCH=16"
+)
+
 passed=0
 failed=0
 failed_names=()
@@ -35,7 +45,7 @@ run_test() {
   local rc=$?
   local dt=$(($(date +%s) - t0))
   if [ $rc -eq 0 ]; then
-    echo "PASS $name"
+    echo "PASS $name (${dt}s)"
     passed=$((passed + 1))
   else
     local why="exit status $rc"
@@ -104,8 +114,31 @@ for arg in "$@"; do
   run_test "$n/budget"         "$TIMEOUT" bash "$HERE/budget.sh" "$B"
   run_test "$n/exit_race"      "$TIMEOUT" env HAKMEM_VERBOSE=1 bash -c 'run_prog "$@"' _ "$T/test_exit_race"
   run_test "$n/ss_purge"       "$TIMEOUT" run_prog "$T/test_ss_purge"
+  run_test "$n/os_stats"       "$TIMEOUT" run_prog "$T/test_os_stats"
   for c in python3 cc sort git cxx_map test_cxx test_stress; do
     run_test "$n/preload/$c" "$TIMEOUT" bash "$HERE/preload_programs.sh" "$B" "$c"
+  done
+  # the pymalloc program that crashed under lowmem (issue 17), every profile
+  for prof in fast balanced lowmem; do
+    run_test "$n/preload/dict_phases/$prof" "$TIMEOUT" env HAKMEM_PROFILE=$prof \
+      bash "$HERE/preload_programs.sh" "$B" dict_phases
+  done
+  run_test "$n/random"         "$TIMEOUT" bash "$HERE/random.sh" "$B"
+
+  # Torture configurations: each makes a rare path common (purges, empty
+  # caches, superslabs leaving heaps, learner epochs), over the tests that
+  # reach those paths. docs/RELIABILITY.md says what each one forces.
+  for cfg in "${TORTURE[@]}"; do
+    tn=${cfg%%:*}
+    read -r -a tenv <<<"${cfg#*:}"
+    run_test "$n/$tn/stress"       "$TIMEOUT" env "${tenv[@]}" bash -c 'run_prog "$@"' _ "$T/test_stress" 8
+    run_test "$n/$tn/stress64"     "$TIMEOUT" env "${tenv[@]}" bash -c 'run_prog "$@"' _ "$T/test_stress" 64 3 6000
+    run_test "$n/$tn/thread_churn" "$TIMEOUT" env "${tenv[@]}" bash -c 'run_prog "$@"' _ "$T/test_thread_churn"
+    run_test "$n/$tn/fork"         "$TIMEOUT" env "${tenv[@]}" bash -c 'run_prog "$@"' _ "$T/test_fork"
+    run_test "$n/$tn/exit_race"    "$TIMEOUT" env "${tenv[@]}" HAKMEM_VERBOSE=1 bash -c 'run_prog "$@"' _ "$T/test_exit_race"
+    run_test "$n/$tn/adopt"        "$TIMEOUT" env "${tenv[@]}" bash -c 'run_prog "$@"' _ "$T/test_adopt"
+    run_test "$n/$tn/random"       "$TIMEOUT" env "${tenv[@]}" bash "$HERE/random.sh" "$B"
+    run_test "$n/$tn/preload"      "$TIMEOUT" env "${tenv[@]}" bash "$HERE/preload_programs.sh" "$B"
   done
 done
 if [ -f "$HERE/ecosystem.sh" ]; then
@@ -130,7 +163,18 @@ if [ -n "$SEC_B" ] && [ -f "$SEC_B/libhakmem-secure.so" ]; then
     run_test "secure/${t#test_}" "$TIMEOUT" env LD_PRELOAD="$SEC_B/libhakmem-secure.so" \
       bash -c 'run_prog "$@"' _ "$SEC_B/tests/$t"
   done
+  # the randomized test, default and torture configurations
+  run_test "secure/random" "$TIMEOUT" env LIB="$SEC_B/libhakmem-secure.so" bash "$HERE/random.sh" "$SEC_B"
+  for cfg in "${TORTURE[@]}"; do
+    read -r -a tenv <<<"${cfg#*:}"
+    run_test "secure/${cfg%%:*}/random" "$TIMEOUT" env "${tenv[@]}" LIB="$SEC_B/libhakmem-secure.so" \
+      bash "$HERE/random.sh" "$SEC_B"
+  done
 fi
+
+# known faults planted in a copy of the tree must make the suite fail
+echo "== tests/planted_bugs.sh"
+run_test "planted_bugs" 1200 bash "$HERE/planted_bugs.sh"
 
 if [ -f "$ROOT/bench/selftest.sh" ]; then
   echo "== bench/selftest.sh"
