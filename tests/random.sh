@@ -15,7 +15,7 @@
 #
 # Environment: LIB=path runs the test under LD_PRELOAD=path (e.g.
 # build/libhakmem-secure.so); OPS (default 100000) operations per run;
-# TIMEOUT (default 300) seconds per run; SEEDS file of seeds (default
+# TIMEOUT (default 120) seconds per run; SEEDS file of seeds (default
 # random_seeds.txt beside this script).
 set -u
 usage() { echo "usage: random.sh BUILD_DIR [default|purge|purge0|learn|lowmem]" >&2; exit 2; }
@@ -23,7 +23,7 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage; fi
 B=$1
 CONFIG=${2:-default}
 OPS=${OPS:-100000}
-TIMEOUT=${TIMEOUT:-300}
+TIMEOUT=${TIMEOUT:-120}  # below run_tests.sh's guard of the whole script
 here=$(cd "$(dirname "$0")" && pwd)
 SEEDS=${SEEDS:-$here/random_seeds.txt}
 
@@ -61,7 +61,9 @@ while read -r seed _; do
   s0=$SECONDS
   # (the braces take bash's own "Segmentation fault" line into $out)
   { env "${ENV[@]}" timeout -k 10 "$TIMEOUT" "$T" "$seed" "$OPS" >"$out" 2>&1; rc=$?; } 2>>"$out"
-  replay="${ENV[*]}${ENV[*]:+ }$T $seed $OPS"
+  # knobs inherited from the caller (run_tests.sh's torture configurations) too
+  inherited=$(env | grep -E '^HAKMEM_[A-Z_]+=' | sort | tr '\n' ' ')
+  replay="$inherited${ENV[*]}${ENV[*]:+ }$T $seed $OPS"
   if [ $rc -eq 0 ] && grep -q "^test_random: seed $seed, .* 0 failed$" "$out"; then
     echo "PASS seed $seed ($((SECONDS - s0)) s): $(tail -n 1 "$out")"
     pass=$((pass + 1))
