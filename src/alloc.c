@@ -7,9 +7,6 @@
 
 #include "../include/hakmem.h"
 #include "large.h"
-#include "learner.h"
-#include "remote.h"
-#include "slab.h"
 
 void *hk_malloc_large(size_t n, unsigned kind) {
   if (HK_UNLIKELY(n > HK_MAX_ALLOC)) { errno = ENOMEM; return NULL; }
@@ -42,8 +39,29 @@ void hk_free_remote_checked(hk_slab_t *s, void *p) {
     hk_report_invalid("free", p, "block already freed (double free)");
     return;
   }
-  hk_free_remote(s, (hk_block_t *)p);
+  if (HK_UNLIKELY(!hk_remote_push(s, (hk_block_t *)p))) hk_heap_notify(s, (hk_block_t *)p);
 }
+
+#ifdef HK_SECURE
+void *hk_sec_alloc_refill(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
+  void *b = hk_heap_alloc_slow(h, cls);
+  if (b == NULL) return NULL;
+  return hk_sec_on_alloc(hk_slab_of(hk_ss_of(b), b), b, n, kind);
+}
+
+void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner) {
+  if (!hk_sec_free_settle(s, p, kind, size, owner)) return;
+  if (!owner) {
+    hk_free_remote_checked(s, p);
+    return;
+  }
+  /* as hk_free_in_slab's owner path */
+  hk_block_set_next(s, (hk_block_t *)p, s->local_free);
+  s->local_free = (hk_block_t *)p;
+  s->used--;
+  if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
+}
+#endif
 
 void *hk_calloc(size_t count, size_t size) {
   size_t n;
@@ -173,21 +191,6 @@ HK_EXPORT void *hak_aligned_alloc(size_t alignment, size_t size) {
   return hk_aligned(alignment, size, HK_KIND_MALLOC);
 }
 
-#define HK_STR2(x) #x
-#define HK_STR(x) HK_STR2(x)
-HK_EXPORT const char *hak_version(void) {
-  return HK_STR(HAKMEM_VERSION_MAJOR) "." HK_STR(HAKMEM_VERSION_MINOR) "." HK_STR(HAKMEM_VERSION_PATCH);
-}
+HK_EXPORT const char *hak_version(void) { return HK_VERSION_STRING; }
 
 HK_EXPORT int hak_owns(const void *ptr) { return hk_owns_block(ptr) ? 1 : 0; }
-
-/* Ask the process's own malloc (whatever the dynamic linker bound the name
- * to) for a block, and see whether it is ours. */
-HK_EXPORT int hak_is_active(void) {
-  void *(*volatile m)(size_t) = malloc;
-  void (*volatile f)(void *) = free;
-  void *p = m(24);
-  int ours = hk_owns_block(p) ? 1 : 0;
-  f(p);
-  return ours;
-}

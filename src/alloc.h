@@ -6,6 +6,8 @@
 
 #include "chunk_map.h"
 #include "heap.h"
+#include "remote.h"
+#include "report.h"
 #include "secure.h"
 #include "size_class.h"
 #include "slab.h"
@@ -35,6 +37,56 @@ HK_INLINE void hk_hook_free(void *p, hk_slab_t *s) { (void)p; (void)s; }
 /* secure build: an empty free list is refilled out of line and the block
  * checked there too (a tail call: the fast path saves no registers) */
 void *hk_sec_alloc_refill(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) __attribute__((noinline));
+
+/* secure build: free's check failed, or fill on free is on. Reports, then
+ * finishes the free as hk_free_in_slab would (alloc.c). */
+void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner)
+    __attribute__((noinline));
+
+/* The checks every free of p makes; false: the call was finished by
+ * hk_sec_free_slow (reported, or fill on free). *lo: the trailer's low word. */
+HK_INLINE bool hk_sec_free_begin(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner,
+                                 uint32_t *lo) {
+  size_t avail = s->avail;
+  __builtin_memcpy(lo, (uint8_t *)p + avail, 4);
+  if (HK_UNLIKELY(!hk_sec_free_ok(s, p, *lo, avail, kind, size))) {
+    hk_sec_free_slow(s, p, kind, size, owner);
+    return false;
+  }
+  return true;
+}
+
+/* A free by the owner: checks p and marks it freed. true: the caller pushes
+ * p onto local_free; false: the call was finished (reported, or done by
+ * hk_sec_free_slow). A block just freed is "freed": the state check also
+ * catches the immediate double free. */
+HK_INLINE bool hk_sec_on_free_owner(hk_slab_t *s, void *p, unsigned kind, size_t size) {
+  uint32_t lo;
+  if (!hk_sec_free_begin(s, p, kind, size, true, &lo)) return false;
+  lo ^= HK_SEC_LIVE ^ HK_SEC_FREED;
+  __builtin_memcpy((uint8_t *)p + s->avail, &lo, 4);
+  return true;
+}
+
+/* A free by another thread: the same checks, then the trailer goes from
+ * "live" to "remote" by one compare-and-swap, so that two racing frees
+ * cannot both pass (the owner turns REMOTE into FREED when it collects). */
+HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_t size) {
+  uint32_t lo;
+  if (!hk_sec_free_begin(s, p, kind, size, false, &lo)) return false;
+  if (HK_UNLIKELY(!__atomic_compare_exchange_n((uint32_t *)((uint8_t *)p + s->avail), &lo,
+                                               lo ^ (HK_SEC_LIVE ^ HK_SEC_REMOTE), false,
+                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED))) {
+    hk_sec_free_race(p);
+    return false;
+  }
+  return true;
+}
+#else
+HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_t size) {
+  (void)s; (void)p; (void)kind; (void)size;
+  return true;
+}
 #endif
 
 /* Pop a block from slab s (class cls) of heap h for a request of n bytes. */

@@ -31,27 +31,26 @@
 /* Blocks a slab may hand out aligned: slab starts are 4 KiB aligned. */
 #define HK_SLAB_ALIGN_MAX HK_PAGE
 
+/* Fresh blocks are carved at most this many bytes at a time: touching a
+ * whole slab up front would cost RSS the program may never use. */
+#define HK_CARVE_MAX_BYTES (64u * 1024u)   /* HAKMEM_CARVE_KB is at most 64 */
+
 #define HK_MAX_ALLOC   ((size_t)PTRDIFF_MAX - 2 * HK_SS_SIZE)
-
-#ifdef HK_DEBUG
-#define HK_ASSERT(c) ((c) ? (void)0 : hk_assert_fail(#c, __FILE__, __LINE__))
-#else
-#define HK_ASSERT(c) ((void)0)
-#endif
-
-void hk_assert_fail(const char *expr, const char *file, int line)
-    __attribute__((noreturn, cold));
-/* Message to stderr without allocating. */
-void hk_message(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* Report a heap error ("hakmem: invalid free(0x..): reason") and abort()
- * (returns, after the report, only when HAKMEM_ABORT_ON_INVALID=0). */
-void hk_report_invalid(const char *what, const void *p, const char *reason)
-    __attribute__((cold, noinline));
 
 /* Fields one thread writes and others may read (ownership, states): plain
  * moves on x86, but visible to the compiler and to TSan as atomic. */
 #define HK_LOAD_RELAXED(x)      __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define HK_STORE_RELAXED(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+
+/* What a block was allocated as, for the secure build's checks at free. */
+enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY = 255 };
+
+/* "MAJOR.MINOR.PATCH", from the HAKMEM_VERSION_* of include/hakmem.h, which
+ * the file using it includes. */
+#define HK_STR2(x) #x
+#define HK_STR(x) HK_STR2(x)
+#define HK_VERSION_STRING \
+  HK_STR(HAKMEM_VERSION_MAJOR) "." HK_STR(HAKMEM_VERSION_MINOR) "." HK_STR(HAKMEM_VERSION_PATCH)
 
 HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 

@@ -1,12 +1,12 @@
 #include "heap.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <string.h>
 
-#include "init.h"
 #include "knobs.h"
-#include "large.h"
-#include "learner.h"
 #include "lock.h"
 #include "os.h"
 #include "remote.h"
@@ -17,6 +17,16 @@
 __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec"))) = &hk_heap_empty;
 
 hk_slab_t hk_slab_empty;  /* all zero: free == NULL, owner == 0 */
+bool hk_heap_counting;
+
+static hk_heap_hooks_t hooks;  /* set once at start-up by init.c */
+
+void hk_heap_set_hooks(const hk_heap_hooks_t *h) {
+  HK_STORE_RELAXED(hooks.refill, h->refill);
+  HK_STORE_RELAXED(hooks.purge, h->purge);
+  HK_STORE_RELAXED(hooks.stats, h->stats);
+}
+#define CALL_HOOK(name) do { void (*fn_)(void) = HK_LOAD_RELAXED(hooks.name); if (fn_) fn_(); } while (0)
 
 #define E &hk_slab_empty
 #define E8 E, E, E, E, E, E, E, E
@@ -45,6 +55,18 @@ static hk_lock_t registry_lock = HK_LOCK_INIT;
 static hk_heap_t *registry_all;
 static hk_heap_t *registry_free;
 static atomic_size_t live_heaps;
+static hk_heap_stats_t retired;   /* counters of heaps that went away */
+
+/* A heap going away: its counters join the totals (registry lock held, or
+ * a fork child's only thread). */
+static void stats_retire(hk_heap_t *h) {
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    retired.handed[c] += h->st.handed[c];
+    retired.refills[c] += h->st.refills[c];
+    retired.remote[c] += h->st.remote[c];
+  }
+  memset(&h->st, 0, sizeof h->st);
+}
 
 /* A released heap struct, or the next never-used slot of the mapped chunk
  * (a slot is touched only when handed out: linking all of a fresh 64 KiB
@@ -74,6 +96,7 @@ static hk_heap_t *registry_alloc(void) {
 
 static void registry_release(hk_heap_t *h) {
   hk_lock(&registry_lock);
+  stats_retire(h);
   h->live = false;
   h->next_free = registry_free;
   registry_free = h;
@@ -81,8 +104,31 @@ static void registry_release(hk_heap_t *h) {
   atomic_fetch_sub_explicit(&live_heaps, 1, memory_order_relaxed);
 }
 
+/* ---- start-up: what the heap needs before its first slab ------------------ */
+
+static pthread_key_t exit_key;       /* its destructor hands the heap over */
+static atomic_int start_state;       /* 0 no, 1 running, 2 done */
+
+static void heap_thread_exit(void *arg) { hk_heap_thread_done((hk_heap_t *)arg); }
+
+/* Nothing here allocates, so no malloc can come back in; a second thread
+ * waits for the first. */
+void hk_heap_start(void) {
+  if (HK_LIKELY(atomic_load_explicit(&start_state, memory_order_acquire) == 2)) return;
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&start_state, &expected, 1)) {
+    hk_knobs_init();
+    hk_list_key_init();
+    hk_heap_counting = hk_knobs.stats != 0 || hk_knobs.stats_interval_ms != 0;
+    pthread_key_create(&exit_key, heap_thread_exit);
+    atomic_store_explicit(&start_state, 2, memory_order_release);
+    return;
+  }
+  while (atomic_load_explicit(&start_state, memory_order_acquire) != 2) sched_yield();
+}
+
 static hk_heap_t *heap_thread_init(void) {
-  hk_init_global();
+  hk_heap_start();
   hk_heap_t *h = registry_alloc();
   if (!h) return NULL;
   hk_heap_t *keep_all = h->next_all;
@@ -93,7 +139,7 @@ static hk_heap_t *heap_thread_init(void) {
   h->live = true;
   atomic_fetch_add_explicit(&live_heaps, 1, memory_order_relaxed);
   hk_tls_heap = h;
-  hk_thread_register(h);  /* may allocate: the heap is in place already */
+  pthread_setspecific(exit_key, h);  /* may allocate: the heap is in place already */
   return h;
 }
 
@@ -120,6 +166,11 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc) {
       acc->refills[c] += __atomic_load_n(&h->st.refills[c], __ATOMIC_RELAXED);
       acc->remote[c] += __atomic_load_n(&h->st.remote[c], __ATOMIC_RELAXED);
     }
+  }
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    acc->handed[c] += retired.handed[c];
+    acc->refills[c] += retired.refills[c];
+    acc->remote[c] += retired.remote[c];
   }
   hk_unlock(&registry_lock);
   /* our own current lists we can walk: those blocks are not out yet */
@@ -211,12 +262,21 @@ static void heap_local_slow(hk_heap_t *h, hk_slab_t *s) {
 
 void hk_heap_free_local_slow(hk_slab_t *s) { heap_local_slow(hk_tls_heap, s); }
 
-void hk_heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
+static void heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
   hk_block_t *head = atomic_load_explicit(&h->delayed, memory_order_relaxed);
   do {
     hk_gblock_set_next(b, head);
   } while (!atomic_compare_exchange_weak_explicit(&h->delayed, &head, b, memory_order_release,
                                                   memory_order_relaxed));
+}
+
+/* A remote free into a full slab whose owner asked to hear of it
+ * (hk_remote_push said so): the block goes to the owner heap's delayed
+ * list, which the owner drains in its slow path, bringing the slab back. */
+void hk_heap_notify(hk_slab_t *s, hk_block_t *b) {
+  hk_heap_t *h = atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_acquire);
+  if (HK_LIKELY(h != NULL)) heap_push_delayed(h, b);
+  hk_remote_notified(s, b, h != NULL);
 }
 
 static void heap_drain_delayed(hk_heap_t *h) {
@@ -225,7 +285,7 @@ static void heap_drain_delayed(hk_heap_t *h) {
     hk_block_t *next = hk_gblock_next(b);
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
     HK_ASSERT(s->owner == h->tid);
-    if (hk_stats_on) h->st.remote[s->cls]++;
+    if (hk_heap_counting) h->st.remote[s->cls]++;
     hk_sec_on_collected(s, b);
     hk_block_set_next(s, b, s->local_free);
     s->local_free = b;
@@ -248,7 +308,7 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     HK_STORE_RELAXED(s->owner, h->tid);
     s->next = s->prev = NULL;
     size_t got = hk_slab_collect_remote(s);
-    if (got && hk_stats_on) h->st.remote[s->cls] += got;
+    if (got && hk_heap_counting) h->st.remote[s->cls] += got;
     if (s->used == 0) {
       HK_STORE_RELAXED(s->state, HK_SLAB_PARTIAL);  /* so release finds it consistent */
       /* the whole superslab may go to the global cache, which may unmap
@@ -296,7 +356,7 @@ static hk_slab_t *heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   ss->dirty_old &= ~bit;
   if (ss->purged_mask & bit) {
     ss->purged_mask &= ~bit;
-    HK_LEARN_NOTE(refaults, 1);
+    hk_ss_note(HK_SS_REFAULTS);
   }
   ss->nused++;
   if (ss->free_mask == 0) {
@@ -364,13 +424,13 @@ static void heap_maybe_purge(hk_heap_t *h) {
   if ((++h->slow_count & 15) != 0) return;
   uint64_t now = hk_os_now_ms();
   if (now < h->next_purge_ms) return;
-  h->next_purge_ms = now + (uint64_t)hk_caps.purge_delay_ms;
+  h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
   heap_release_empty(h);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
     for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
       if (ss->dirty_old | ss->dirty_new) hk_ss_purge_unused(ss, false);
   hk_ss_collect(false);
-  hk_large_collect(false);
+  CALL_HOOK(purge);
 }
 
 size_t hk_heap_trim(hk_heap_t *h) {
@@ -395,11 +455,11 @@ size_t hk_heap_trim(hk_heap_t *h) {
 static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
   h->st.handed[s->cls] += HK_SEC_AGED(s) ? free_list_length(s) : (uint64_t)(s->carved - s->used);
   h->st.refills[s->cls]++;
-  if ((++h->st_ticks & 31) == 0) hk_stats_tick();  /* reads the clock: not every time */
+  if ((++h->st_ticks & 31) == 0) CALL_HOOK(stats);  /* reads the clock: not every time */
 }
 
 HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
-  if (HK_UNLIKELY(hk_stats_on)) stats_batch(h, s);
+  if (HK_UNLIKELY(hk_heap_counting)) stats_batch(h, s);
   hk_block_t *b = s->free;
   hk_block_t *nx = hk_block_next(s, b);
   if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
@@ -420,7 +480,7 @@ HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
 static void heap_collect(hk_heap_t *h, hk_slab_t *s) {
   if (s->local_free) return;
   size_t n = hk_slab_collect_remote(s);
-  if (n && hk_stats_on) h->st.remote[s->cls] += n;
+  if (n && hk_heap_counting) h->st.remote[s->cls] += n;
 }
 
 static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
@@ -516,7 +576,7 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
       return slab_pop(h, s);
     }
   }
-  if (HK_UNLIKELY(hk_learn_on)) hk_learner_small_tick();
+  CALL_HOOK(refill);
   for (;;) {
     while ((s = h->partial[cls]) != NULL) {
       partial_remove(h, s);
@@ -556,7 +616,7 @@ HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   hk_slab_t *s = h->cur[cls];
   uint32_t tick = h->slow_count + 1;
-  if ((tick & 15) == 0 || HK_UNLIKELY(hk_stats_on) || heap_other_richer(h, s) || !heap_leaf_refill(s))
+  if ((tick & 15) == 0 || HK_UNLIKELY(hk_heap_counting) || heap_other_richer(h, s) || !heap_leaf_refill(s))
     return heap_alloc_full(h, cls);
   h->slow_count = tick;
   return slab_pop(h, s);
@@ -620,7 +680,6 @@ static void heap_abandon(hk_heap_t *h) {
 void hk_heap_thread_done(hk_heap_t *h) {
   if (h == NULL || h == &hk_heap_empty || !h->live) return;
   heap_abandon(h);
-  hk_stats_fold(&h->st);
   if (hk_tls_heap == h) hk_tls_heap = &hk_heap_empty;
   registry_release(h);
 }
@@ -638,7 +697,7 @@ void hk_heap_fork_child(void) {
   hk_ss_orphan_foreign(self);
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {
     if (!h->live || h == self) continue;
-    hk_stats_fold(&h->st);
+    stats_retire(h);
     h->live = false;
     h->next_free = registry_free;
     registry_free = h;

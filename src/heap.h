@@ -6,10 +6,18 @@
 #define HK_HEAP_H
 
 #include <stdatomic.h>
-#include "stats.h"
+#include "freelist.h"
 #include "superslab.h"
 
 #define HK_DIRECT_N (HK_SMALL_MAX / 16 + 1)   /* sizes 0..1024 in 16-byte steps */
+
+/* Counters a heap keeps in its slow paths when counting (HAKMEM_STATS or
+ * HAKMEM_STATS_INTERVAL set); the stats read them (hk_heap_sum_stats). */
+typedef struct hk_heap_stats {
+  uint64_t handed[HK_NCLASS];   /* blocks given to the fast path  */
+  uint64_t refills[HK_NCLASS];  /* fast-path misses                */
+  uint64_t remote[HK_NCLASS];   /* remote frees collected          */
+} hk_heap_stats_t;
 
 typedef struct hk_heap {
   /* cur[] of the small classes again, indexed by (size + 15) / 16: malloc of
@@ -30,7 +38,7 @@ typedef struct hk_heap {
   bool live;
   struct hk_heap *next_all;             /* registry of every heap struct      */
   struct hk_heap *next_free;
-  hk_heap_stats_t st;                   /* slow-path counters (HAKMEM_STATS)  */
+  hk_heap_stats_t st;                   /* slow-path counters (hk_heap_counting) */
 } hk_heap_t;
 
 extern __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
@@ -48,12 +56,29 @@ HK_INLINE uintptr_t hk_thread_id(void) {
 #endif
 }
 
+extern bool hk_heap_counting;   /* slow paths keep hk_heap_stats_t counters */
+
+/* What the slow path lets the layers above the heap do, without calling
+ * them by name (docs/ARCHITECTURE.md, "Hooks"). Set once at start-up by
+ * init.c; a NULL hook is skipped. */
+typedef struct hk_heap_hooks {
+  void (*refill)(void);   /* each full slow path (the learner's small-tier tick) */
+  void (*purge)(void);    /* the heap's purge clock struck (the large tier's purge) */
+  void (*stats)(void);    /* each 32nd counted refill (the stats timeline) */
+} hk_heap_hooks_t;
+void hk_heap_set_hooks(const hk_heap_hooks_t *hooks);
+
+/* What the heap needs before its first slab: the knobs, the free-list key,
+ * the thread-exit key. Idempotent; the first heap of the process calls it. */
+void hk_heap_start(void);
+
 /* malloc slow path for class cls: refill, next partial slab, fresh slab. */
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls);
 /* free slow path: the owner freed into a full slab or emptied a slab. */
 void hk_heap_free_local_slow(hk_slab_t *s);
-/* Remote free protocol: block for a full slab of heap h. */
-void hk_heap_push_delayed(hk_heap_t *h, hk_block_t *b);
+/* Remote free of b into the full slab s whose owner asked to hear of it
+ * (hk_remote_push returned false): hand b to the owner heap. */
+void hk_heap_notify(hk_slab_t *s, hk_block_t *b) __attribute__((noinline));
 
 /* Thread exit: hand everything over. */
 void hk_heap_thread_done(hk_heap_t *h);
@@ -61,8 +86,9 @@ void hk_heap_thread_done(hk_heap_t *h);
 size_t hk_heap_trim(hk_heap_t *h);
 
 size_t hk_heap_count_live(void);
-/* Add every live heap's counters into acc (racy reads: a snapshot), less
- * the blocks the calling thread holds but has not handed out. */
+/* Add every heap's counters into acc, those gone included (racy reads of the
+ * live ones: a snapshot), less the blocks the calling thread holds but has
+ * not handed out. */
 void hk_heap_sum_stats(hk_heap_stats_t *acc);
 void hk_heap_fork_prepare(void);
 void hk_heap_fork_parent(void);

@@ -1,14 +1,12 @@
+/* Process start-up and exit: the one file that wires the layers together.
+ * The layers start themselves on first use (the knobs, the free-list key and
+ * the thread-exit key, by the first heap: hk_heap_start); what is left is
+ * what joins a layer to one above it: the policy's start-up, the hooks the
+ * heap and the large tier call (docs/ARCHITECTURE.md, "Hooks"), the fork
+ * handlers, and the exit report. */
 #define _GNU_SOURCE
-#include "init.h"
-
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "heap.h"
@@ -16,33 +14,12 @@
 #include "large.h"
 #include "learner.h"
 #include "os.h"
+#include "report.h"
 #include "stats.h"
-#include "slab.h"
 #include "superslab.h"
 
-static pthread_key_t thread_key;
-
-/* The free-list key: 8 of the 16 random bytes the kernel gives every
- * process (AT_RANDOM), mixed; no syscall, no file. */
-static void hk_list_key_init(void) {
-  const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
-  uint64_t k = (uint64_t)(uintptr_t)&thread_key * 0x9e3779b97f4a7c15ull;
-  if (r) memcpy(&k, r + 8, sizeof k);  /* no alignment promised */
-  k ^= k >> 29;
-  k *= 0xbf58476d1ce4e5b9ull;
-  k ^= k >> 32;
-  hk_list_key = (uintptr_t)(k | 1);
-}
 static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
                                           like sort close stderr before exit */
-static atomic_int init_state;          /* 0 no, 1 running, 2 done */
-static _Atomic uintptr_t init_thread;  /* who runs it                */
-
-static void hk_message_fd(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void thread_exit_hook(void *arg) {
-  hk_heap_thread_done((struct hk_heap *)arg);
-}
 
 static void fork_prepare(void) {
   hk_heap_fork_prepare();
@@ -60,35 +37,31 @@ static void fork_child(void) {
   hk_heap_fork_child();
 }
 
-void hk_init_global(void) {
-  if (HK_LIKELY(atomic_load_explicit(&init_state, memory_order_acquire) == 2)) return;
-  int expected = 0;
-  if (atomic_compare_exchange_strong(&init_state, &expected, 1)) {
-    atomic_store(&init_thread, hk_thread_id());
-    hk_knobs_init();
-    hk_learner_init();
-    hk_stats_init();
-    hk_list_key_init();
-    if (hk_knobs.verbose || hk_knobs.stats) {
-      int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
-      if (fd >= 0) report_fd = fd;
-    }
-    pthread_key_create(&thread_key, thread_exit_hook);
-    atomic_store_explicit(&init_state, 2, memory_order_release);
-    /* may allocate: everything it needs is ready */
-    pthread_atfork(fork_prepare, fork_parent, fork_child);
-    return;
+/* The heap's purge clock also purges the large tier's cache, so a program
+ * that stopped allocating large blocks still gets that memory back. */
+static void purge_large(void) { hk_large_collect(false); }
+
+/* Runs before main (and before the constructors of libraries that depend on
+ * hakmem). Mallocs made earlier are served: the heap starts itself; until
+ * here the learner does not tick and the stats timeline does not sample. */
+__attribute__((constructor(101))) static void hk_init(void) {
+  hk_heap_start();
+  hk_learner_init();
+  hk_stats_init();
+  bool learn = hk_knobs.learn != 0;
+  hk_heap_hooks_t hooks = {
+    .refill = learn ? hk_learner_small_tick : NULL,
+    .purge = purge_large,
+    .stats = hk_stats_tick,
+  };
+  hk_heap_set_hooks(&hooks);
+  if (learn) hk_large_set_alloc_hook(hk_learner_slow_tick);
+  if (hk_knobs.verbose || hk_knobs.stats) {
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
+    if (fd >= 0) report_fd = fd;
   }
-  /* reentered by the initialising thread itself: go on */
-  if (atomic_load(&init_thread) == hk_thread_id()) return;
-  while (atomic_load_explicit(&init_state, memory_order_acquire) != 2) sched_yield();
+  pthread_atfork(fork_prepare, fork_parent, fork_child);  /* allocates: all is ready */
 }
-
-void hk_thread_register(struct hk_heap *h) {
-  pthread_setspecific(thread_key, h);
-}
-
-__attribute__((constructor(101))) static void hk_constructor(void) { hk_init_global(); }
 
 /* the exit line names the secure build, so a test can prove which ran */
 #ifdef HK_SECURE
@@ -108,39 +81,4 @@ __attribute__((destructor)) static void hk_destructor(void) {
                (unsigned long)atomic_load(&hk_os_stats.madvise_calls),
                hk_os_peak_rss_bytes(0) / 1024);
   }
-}
-
-/* ---- messages without malloc ------------------------------------------------ */
-
-static void message_v(int fd, const char *fmt, va_list ap) {
-  char buf[512];
-  int n = vsnprintf(buf, sizeof buf, fmt, ap);
-  if (n < 0) return;
-  if ((size_t)n >= sizeof buf) n = sizeof buf - 1;
-  ssize_t w = write(fd, buf, (size_t)n);
-  (void)w;
-}
-
-void hk_message(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  message_v(STDERR_FILENO, fmt, ap);
-  va_end(ap);
-}
-
-static void hk_message_fd(int fd, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  message_v(fd, fmt, ap);
-  va_end(ap);
-}
-
-void hk_report_invalid(const char *what, const void *p, const char *reason) {
-  hk_message("hakmem: invalid %s(%p): %s\n", what, p, reason);
-  if (hk_knobs.abort_on_invalid) abort();
-}
-
-void hk_assert_fail(const char *expr, const char *file, int line) {
-  hk_message("hakmem: assertion failed: %s (%s:%d)\n", expr, file, line);
-  abort();
 }

@@ -1,6 +1,10 @@
 #include "knobs.h"
 
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
+
+#include "report.h"
 
 hk_knobs_t hk_knobs;
 
@@ -80,7 +84,7 @@ static void knobs_init_special(void) {
   }
 }
 
-void hk_knobs_init(void) {
+static void knobs_read(void) {
   hk_knobs.profile = HK_PROFILE_BALANCED;
   const char *p = getenv("HAKMEM_PROFILE");
   if (p) {
@@ -104,6 +108,22 @@ void hk_knobs_init(void) {
     }
   }
   knobs_init_special();
+  hk_report_set_abort(hk_knobs.abort_on_invalid != 0);
+}
+
+/* Once per process, by whoever comes first (the first heap, or init.c's
+ * constructor); a second thread waits for the first. Reading the knobs
+ * does not allocate, so no malloc comes back in. */
+void hk_knobs_init(void) {
+  static atomic_int state;  /* 0 no, 1 reading, 2 done */
+  if (HK_LIKELY(atomic_load_explicit(&state, memory_order_acquire) == 2)) return;
+  int expected = 0;
+  if (atomic_compare_exchange_strong(&state, &expected, 1)) {
+    knobs_read();
+    atomic_store_explicit(&state, 2, memory_order_release);
+    return;
+  }
+  while (atomic_load_explicit(&state, memory_order_acquire) != 2) sched_yield();
 }
 
 const char *hk_profile_name(void) { return profile_names[hk_knobs.profile]; }

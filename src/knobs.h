@@ -41,7 +41,7 @@ typedef struct hk_knobs {
 
 extern hk_knobs_t hk_knobs;
 
-/* Reads the environment (no malloc). Called once by hk_init_global. */
+/* Reads the environment (no malloc), once: later calls return at once. */
 void hk_knobs_init(void);
 const char *hk_profile_name(void);
 

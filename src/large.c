@@ -6,10 +6,9 @@
 
 #include "chunk_map.h"
 #include "knobs.h"
-#include "learner.h"
 #include "lock.h"
 #include "os.h"
-#include "secure.h"
+#include "report.h"
 #include "track.h"
 
 #define LARGE_MAGIC 0x68616b6d656d4c47ull  /* "hakmemLG" */
@@ -37,6 +36,40 @@ static hk_large_t *cache_head, *cache_tail;   /* newest first */
 static size_t cache_count, cache_bytes;
 static atomic_size_t live_count, live_bytes;
 static atomic_size_t total_allocs, total_frees;
+
+/* The cache's caps: the knobs' values until the learner sets others (-1). */
+static long cap_count = -1, cap_mb = -1, cap_delay_ms = -1;
+
+void hk_large_set_caps(long count, long mb, long purge_delay_ms) {
+  HK_STORE_RELAXED(cap_count, count);
+  HK_STORE_RELAXED(cap_mb, mb);
+  HK_STORE_RELAXED(cap_delay_ms, purge_delay_ms);
+}
+static long cache_cap_count(void) {
+  long v = HK_LOAD_RELAXED(cap_count);
+  return v >= 0 ? v : hk_knobs.large_cache_count;
+}
+static long cache_cap_mb(void) {
+  long v = HK_LOAD_RELAXED(cap_mb);
+  return v >= 0 ? v : hk_knobs.large_cache_mb;
+}
+static long purge_delay(void) {
+  long v = HK_LOAD_RELAXED(cap_delay_ms);
+  return v >= 0 ? v : hk_knobs.purge_delay_ms;
+}
+
+/* Events the learner reads (hk_large_take_events), only while it is on. */
+static _Atomic unsigned long events[HK_LARGE_NEVENTS];
+static void note(unsigned ev) {
+  if (HK_UNLIKELY(hk_knobs.learn)) atomic_fetch_add_explicit(&events[ev], 1, memory_order_relaxed);
+}
+void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]) {
+  for (unsigned i = 0; i < HK_LARGE_NEVENTS; i++)
+    out[i] = atomic_exchange_explicit(&events[i], 0, memory_order_relaxed);
+}
+
+static void (*alloc_hook)(unsigned weight);  /* set once by init.c */
+void hk_large_set_alloc_hook(void (*fn)(unsigned weight)) { HK_STORE_RELAXED(alloc_hook, fn); }
 
 /* Sizes of mappings recently evicted from the cache: a miss that one of
  * them would have served is a "ghost hit" (the learner grows the cache). */
@@ -126,21 +159,21 @@ static hk_large_t *cache_take(size_t need) {
   }
   if (best) cache_unlink(best);
   bool ghost_hit = false;
-  if (!best && hk_learn_on)
+  if (!best && hk_knobs.learn)
     for (unsigned i = 0; i < GHOSTS; i++)
       if (ghost[i] && fits(ghost[i], need)) { ghost_hit = true; ghost[i] = 0; break; }
   hk_unlock(&cache_lock);
-  HK_LEARN_NOTE(large_allocs, 1);
+  note(HK_LARGE_ALLOCS);
   if (best) {
-    HK_LEARN_NOTE(large_hits, 1);
-    if (best->purged) { HK_LEARN_NOTE(refaults, 1); best->purged = 0; }
+    note(HK_LARGE_HITS);
+    if (best->purged) { note(HK_LARGE_REFAULTS); best->purged = 0; }
     if (best_cost == 1 && !large_set_rw(best, need)) {
       best->state = 0;
       large_unmap(best);
       return NULL;
     }
   } else if (ghost_hit) {
-    HK_LEARN_NOTE(large_ghost_hits, 1);
+    note(HK_LARGE_GHOST_HITS);
   }
   return best;
 }
@@ -213,7 +246,7 @@ static hk_large_t *cache_take_resized(size_t need) {
   if (e) cache_unlink(e);
   hk_unlock(&cache_lock);
   if (!e) return NULL;
-  HK_LEARN_NOTE(large_hits, 1);  /* served from the cache, reshaped */
+  note(HK_LARGE_HITS);  /* served from the cache, reshaped */
   hk_large_t *n = large_reshape(e, need);
   if (n) return n;
   e->state = 0;
@@ -222,7 +255,8 @@ static hk_large_t *cache_take_resized(size_t need) {
 }
 
 void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
-  if (HK_UNLIKELY(hk_learn_on)) hk_learner_slow_tick((unsigned)(size >> 16) + 1);
+  void (*hook)(unsigned) = HK_LOAD_RELAXED(alloc_hook);
+  if (HK_UNLIKELY(hook != NULL)) hook((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
   if (size == 0) size = 1;
   if (align < HK_PAGE) align = HK_PAGE;
@@ -312,8 +346,9 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&live_bytes, h->rw_size, memory_order_relaxed);
-  size_t cap_bytes = (size_t)hk_caps.large_mb << 20;
-  if (ck != HK_CHUNK_LARGE || h->rw_size > cap_bytes / 2 || hk_caps.large_count == 0) {
+  long max_count = cache_cap_count();
+  size_t cap_bytes = (size_t)cache_cap_mb() << 20;
+  if (ck != HK_CHUNK_LARGE || h->rw_size > cap_bytes / 2 || max_count == 0) {
     h->state = 0;
     large_unmap(h);
     return;
@@ -328,10 +363,9 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   cache_head = h;
   cache_count++;
   cache_bytes += h->rw_size;
-  while ((long)cache_count > hk_caps.large_count || cache_bytes > cap_bytes) {
+  while ((long)cache_count > max_count || cache_bytes > cap_bytes) {
     hk_large_t *v = cache_tail;
-    if ((long)cache_count > hk_caps.large_count) HK_LEARN_NOTE(large_evict_count, 1);
-    else HK_LEARN_NOTE(large_evict_bytes, 1);
+    note((long)cache_count > max_count ? HK_LARGE_EVICT_COUNT : HK_LARGE_EVICT_BYTES);
     ghost[ghost_pos++ % GHOSTS] = v->rw_size;
     cache_unlink(v);
     v->next = victims;
@@ -401,7 +435,7 @@ size_t hk_large_collect(bool force) {
   static _Atomic uint64_t next_ms;
   uint64_t now = hk_os_now_ms();
   if (!force && now < atomic_load_explicit(&next_ms, memory_order_relaxed)) return 0;
-  uint64_t delay = (uint64_t)hk_caps.purge_delay_ms;
+  uint64_t delay = (uint64_t)purge_delay();
   atomic_store_explicit(&next_ms, now + delay / 2 + 1, memory_order_relaxed);
   size_t bytes = 0;
   hk_large_t *victims = NULL;
@@ -417,7 +451,7 @@ size_t hk_large_collect(bool force) {
       bytes += e->rw_size - HK_PAGE;
       e->zeroed = 1;
       e->purged = 1;
-      HK_LEARN_NOTE(purges, 1);
+      note(HK_LARGE_PURGES);
     }
   }
   hk_unlock(&cache_lock);

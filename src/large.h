@@ -8,7 +8,7 @@
 #include "config.h"
 
 /* align: 0 or a power of two. zero: contents must read as zero.
- * kind: HK_KIND_* (secure.h), checked at free in the secure build. */
+ * kind: HK_KIND_* (config.h), checked at free in the secure build. */
 void  *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind);
 /* ck: the chunk-map value of p's chunk (hk_chunk_is_large); kind and size:
  * what the caller expects (HK_KIND_ANY, 0: unknown). */
@@ -18,6 +18,22 @@ size_t hk_large_usable(const void *p, unsigned kind);
 void  *hk_large_realloc(void *p, unsigned kind, size_t size);
 /* Purge/unmap cached mappings (all when force). Bytes given back. */
 size_t hk_large_collect(bool force);
+
+/* The cache's caps (entries, MiB) and purge delay: the knobs' values until
+ * the learner sets others. */
+void hk_large_set_caps(long count, long mb, long purge_delay_ms);
+
+/* Events the learner reads, counted only while HAKMEM_LEARN is on; the
+ * evictions are by the entry cap or the byte cap; a ghost hit is a miss a
+ * mapping evicted lately would have served. */
+enum { HK_LARGE_ALLOCS, HK_LARGE_HITS, HK_LARGE_GHOST_HITS, HK_LARGE_EVICT_COUNT,
+       HK_LARGE_EVICT_BYTES, HK_LARGE_PURGES, HK_LARGE_REFAULTS, HK_LARGE_NEVENTS };
+/* The counts since the last call; zeroes them. */
+void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]);
+
+/* Called at each allocation with its weight (1 per 64 KiB, plus one): the
+ * learner's epoch clock. Set once by init.c (docs/ARCHITECTURE.md, "Hooks"). */
+void hk_large_set_alloc_hook(void (*fn)(unsigned weight));
 
 size_t hk_large_count_live(void);
 size_t hk_large_count_allocs(void);

@@ -1,17 +1,15 @@
 #include "learner.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "heap.h"
 #include "knobs.h"
 #include "large.h"
 #include "lock.h"
-#include "heap.h"
+#include "report.h"
 #include "superslab.h"
-
-hk_caps_t hk_caps;
-hk_learn_counters_t hk_learn_ctr;
-bool hk_learn_on;
 
 #define LARGE_WINDOW 128  /* large allocations per judgement */
 
@@ -211,17 +209,14 @@ static hk_learner_t learner;
 static hk_learn_bounds_t bounds;
 static hk_lock_t learn_lock = HK_LOCK_INIT;
 static atomic_ulong slow_units;
+static atomic_ulong small_refills;   /* small-tier slow paths, all threads */
 
 static void log_stderr(const char *cap, long from, long to, const char *why) {
   hk_message("hakmem-learn: %s %ld -> %ld (%s)\n", cap, from, to, why);
 }
 
 void hk_learner_init(void) {
-  hk_caps.large_count = hk_knobs.large_cache_count;
-  hk_caps.large_mb = hk_knobs.large_cache_mb;
-  hk_caps.purge_delay_ms = hk_knobs.purge_delay_ms;
-  hk_learn_on = hk_knobs.learn != 0;
-  if (!hk_learn_on) return;
+  if (!hk_knobs.learn) return;
   bounds.target_hit_large = (double)hk_knobs.target_hit_large / 1000.0;
   bounds.step_large = hk_knobs.cap_step_large;
   bounds.min_large = 2;
@@ -235,7 +230,10 @@ void hk_learner_init(void) {
   bounds.min_small_idle = hk_knobs.small_idle_epochs;
   bounds.max_small_idle = hk_knobs.cap_max_small_idle;
   if (bounds.max_small_idle < bounds.min_small_idle) bounds.max_small_idle = bounds.min_small_idle;
-  hk_learn_init(&learner, &hk_caps);
+  /* the caps start where the layers that own them start: at the knobs */
+  hk_caps_t start = { .large_count = hk_knobs.large_cache_count, .large_mb = hk_knobs.large_cache_mb,
+                      .purge_delay_ms = hk_knobs.purge_delay_ms };
+  hk_learn_init(&learner, &start);
 }
 
 static uint64_t take(atomic_ulong *c) { return atomic_exchange_explicit(c, 0, memory_order_relaxed); }
@@ -255,28 +253,35 @@ void hk_learner_slow_tick(unsigned weight) {
   weight = pending;
   pending = 0;
   if (small_pending) {
-    atomic_fetch_add_explicit(&hk_learn_ctr.small_refills, small_pending, memory_order_relaxed);
+    atomic_fetch_add_explicit(&small_refills, small_pending, memory_order_relaxed);
     small_pending = 0;
   }
   unsigned long e = (unsigned long)hk_knobs.learn_epoch;
   unsigned long n = atomic_fetch_add_explicit(&slow_units, weight, memory_order_relaxed);
   if ((n + weight) / e == n / e) return;  /* no epoch boundary crossed */
   if (!hk_trylock(&learn_lock)) return;
+  /* what the layers counted this epoch, read through their functions */
+  unsigned long ss[HK_SS_NEVENTS], lg[HK_LARGE_NEVENTS];
+  hk_ss_take_events(ss);
+  hk_large_take_events(lg);
   hk_learn_obs_t o;
-  o.large_allocs = take(&hk_learn_ctr.large_allocs);
-  o.large_hits = take(&hk_learn_ctr.large_hits);
-  o.large_ghost_hits = take(&hk_learn_ctr.large_ghost_hits);
-  o.large_evict_count = take(&hk_learn_ctr.large_evict_count);
-  o.large_evict_bytes = take(&hk_learn_ctr.large_evict_bytes);
+  o.large_allocs = lg[HK_LARGE_ALLOCS];
+  o.large_hits = lg[HK_LARGE_HITS];
+  o.large_ghost_hits = lg[HK_LARGE_GHOST_HITS];
+  o.large_evict_count = lg[HK_LARGE_EVICT_COUNT];
+  o.large_evict_bytes = lg[HK_LARGE_EVICT_BYTES];
   o.large_cached_bytes = hk_large_bytes_cached();
-  o.purges = take(&hk_learn_ctr.purges);
-  o.refaults = take(&hk_learn_ctr.refaults);
-  o.ss_cache_hits = take(&hk_learn_ctr.ss_cache_hits);
+  o.purges = ss[HK_SS_PURGES] + lg[HK_LARGE_PURGES];
+  o.refaults = ss[HK_SS_REFAULTS] + lg[HK_LARGE_REFAULTS];
+  o.ss_cache_hits = ss[HK_SS_CACHE_HITS];
   o.ss_cached_bytes = hk_ss_cached_unpurged_bytes();
-  o.ss_os_maps = take(&hk_learn_ctr.ss_os_maps);
-  o.small_refills = take(&hk_learn_ctr.small_refills);
+  o.ss_os_maps = ss[HK_SS_OS_MAPS];
+  o.small_refills = take(&small_refills);
   hk_learn_step(&learner, &o, &bounds, hk_knobs.learn_log ? log_stderr : NULL);
-  hk_caps = learner.caps;
+  /* the caps go back to the layers that own them */
+  hk_caps_t c = learner.caps;
+  hk_large_set_caps(c.large_count, c.large_mb, c.purge_delay_ms);
+  hk_ss_set_purge_delay_ms(c.purge_delay_ms);
   bool purge = learner.purge_large_now, purge_ss = learner.purge_ss_now;
   bool trim_small = learner.trim_small_now;
   hk_unlock(&learn_lock);

@@ -21,16 +21,17 @@
 #ifndef HK_LEARNER_H
 #define HK_LEARNER_H
 
-#include <stdatomic.h>
 #include "config.h"
 
-/* The caps the rest of hakmem reads (initialised from the knobs). */
+/* The caps the learner moves. Each is owned by the layer that reads it (the
+ * large tier: entries, MiB, its purge delay; the superslab layer: the purge
+ * delay), which starts it at the knob's value; the learner sets them
+ * through that layer's functions after each epoch. */
 typedef struct hk_caps {
   long large_count;       /* large cache entries           */
   long large_mb;          /* large cache MiB               */
   long purge_delay_ms;    /* unused memory kept this long  */
 } hk_caps_t;
-extern hk_caps_t hk_caps;
 
 /* One epoch of observations. */
 typedef struct hk_learn_obs {
@@ -90,14 +91,8 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
 /* The glue reports what a trim released (0: nothing to judge it by). */
 void hk_learn_trim_result(hk_learner_t *L, size_t bytes);
 
-/* ---- glue: counters fed by the slow paths, and the epoch driver ---------- */
-
-typedef struct hk_learn_counters {
-  atomic_ulong large_allocs, large_hits, large_ghost_hits, large_evict_count, large_evict_bytes;
-  atomic_ulong purges, refaults, ss_cache_hits, ss_os_maps, small_refills;
-} hk_learn_counters_t;
-extern hk_learn_counters_t hk_learn_ctr;
-extern bool hk_learn_on;
+/* ---- glue: the epoch driver, fed by the slow paths through the hooks
+ * init.c sets when HAKMEM_LEARN is on (docs/ARCHITECTURE.md, "Hooks") ---- */
 
 void hk_learner_init(void);          /* from the knobs */
 /* Every slow-path call when on; weight: units of work (a small refill is 1,
@@ -105,8 +100,5 @@ void hk_learner_init(void);          /* from the knobs */
 void hk_learner_slow_tick(unsigned weight);
 /* The small tier's slow path (a refill): one unit, counted as small traffic. */
 void hk_learner_small_tick(void);
-
-#define HK_LEARN_NOTE(field, n) \
-  do { if (HK_UNLIKELY(hk_learn_on)) atomic_fetch_add_explicit(&hk_learn_ctr.field, (n), memory_order_relaxed); } while (0)
 
 #endif

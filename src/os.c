@@ -9,6 +9,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "report.h"
+
 hk_os_counters_t hk_os_stats;
 
 /* mapped_now/peak: what hakmem holds mapped, whichever call changed it.

@@ -1,32 +1,19 @@
 #include "remote.h"
 
-#include "heap.h"
 #include "lock.h"
 #include "secure.h"
-#include "slab.h"
-
-#define XF_LIST(v)  ((hk_block_t *)((v) & ~(uintptr_t)HK_XF_MASK))
-#define XF_STATE(v) ((unsigned)((v) & HK_XF_MASK))
 
 static void wait_a_moment(unsigned *spins) {
   if (++*spins < 64) hk_cpu_relax();
   else sched_yield();
 }
 
-/* The slab is full and its owner asked to hear of this free: hand the block
- * to the owner heap's delayed list, then leave the NOTIFYING state. */
-static HK_NOINLINE void notify_owner(hk_slab_t *s, hk_block_t *b) {
-  hk_heap_t *h = atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_acquire);
-  bool delivered = false;
-  if (HK_LIKELY(h != NULL)) {
-    hk_heap_push_delayed(h, b);
-    delivered = true;
-  }
+void hk_remote_notified(hk_slab_t *s, hk_block_t *b, bool delivered) {
   uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
   for (;;) {
-    uintptr_t nv = (uintptr_t)XF_LIST(old) | HK_XF_NORMAL;
+    uintptr_t nv = (uintptr_t)HK_XF_LIST(old) | HK_XF_NORMAL;
     if (!delivered) {  /* no owner (cannot happen while NOTIFYING; be safe) */
-      hk_block_set_next(s, b, XF_LIST(old));
+      hk_block_set_next(s, b, HK_XF_LIST(old));
       nv = (uintptr_t)b | HK_XF_NORMAL;
     }
     if (atomic_compare_exchange_weak_explicit(&s->xfree, &old, nv, memory_order_release,
@@ -35,33 +22,13 @@ static HK_NOINLINE void notify_owner(hk_slab_t *s, hk_block_t *b) {
   }
 }
 
-void hk_free_remote(hk_slab_t *s, hk_block_t *b) {
-  uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
-  for (;;) {
-    if (HK_UNLIKELY(XF_STATE(old) == HK_XF_NOTIFY)) {
-      uintptr_t nv = (uintptr_t)XF_LIST(old) | HK_XF_NOTIFYING;
-      if (atomic_compare_exchange_weak_explicit(&s->xfree, &old, nv, memory_order_acquire,
-                                                memory_order_relaxed)) {
-        notify_owner(s, b);
-        return;
-      }
-      continue;
-    }
-    hk_block_set_next(s, b, XF_LIST(old));
-    uintptr_t nv = (uintptr_t)b | XF_STATE(old);
-    if (atomic_compare_exchange_weak_explicit(&s->xfree, &old, nv, memory_order_release,
-                                              memory_order_relaxed))
-      return;
-  }
-}
-
 size_t hk_slab_collect_remote(hk_slab_t *s) {
   uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
-  if (XF_LIST(old) == NULL) return 0;
+  if (HK_XF_LIST(old) == NULL) return 0;
   while (!atomic_compare_exchange_weak_explicit(&s->xfree, &old, old & HK_XF_MASK,
                                                 memory_order_acquire, memory_order_relaxed)) {
   }
-  hk_block_t *list = XF_LIST(old);
+  hk_block_t *list = HK_XF_LIST(old);
   size_t n = 1;
   hk_block_t *tail = list;
   hk_sec_on_collected(s, tail);
@@ -81,8 +48,8 @@ bool hk_slab_want_notify(hk_slab_t *s) {
   unsigned spins = 0;
   uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
   for (;;) {
-    if (XF_LIST(old) != NULL) return false;
-    unsigned st = XF_STATE(old);
+    if (HK_XF_LIST(old) != NULL) return false;
+    unsigned st = HK_XF_STATE(old);
     if (st == HK_XF_NOTIFY) return true;
     if (st == HK_XF_NOTIFYING) {
       wait_a_moment(&spins);
@@ -99,7 +66,7 @@ void hk_slab_cancel_notify(hk_slab_t *s) {
   unsigned spins = 0;
   uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
   for (;;) {
-    unsigned st = XF_STATE(old);
+    unsigned st = HK_XF_STATE(old);
     if (st == HK_XF_NORMAL) return;
     if (st == HK_XF_NOTIFYING) {
       wait_a_moment(&spins);

@@ -3,15 +3,14 @@
  * The per-call checks are inline (secure.h): one trailer word per block holds
  * the canary, the block's state, the requested size and the kind. What is
  * here is out of line: the reports, fill on free (HAKMEM_FREE_FILL, off by
- * default), carving, remote frees and their collection. */
+ * default), carving, remote frees and their collection. The free's own
+ * slow half, which pushes the block, is the API layer's (alloc.c). */
 #include "secure.h"
 
 #ifdef HK_SECURE
 #include <stdatomic.h>
 #include <string.h>
 
-#include "alloc.h"
-#include "heap.h"
 #include "knobs.h"
 
 #define FILL_WORD  0xDFDFDFDFDFDFDFDFull   /* freed memory (HAKMEM_FREE_FILL=2) */
@@ -105,19 +104,12 @@ void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   return p;
 }
 
-/* malloc found the current slab's free list empty */
-void *hk_sec_alloc_refill(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
-  void *b = hk_heap_alloc_slow(h, cls);
-  if (b == NULL) return NULL;
-  return hk_sec_on_alloc(hk_slab_of(hk_ss_of(b), b), b, n, kind);
-}
-
 void hk_sec_free_race(void *p) { hk_report_invalid("free", p, "block already freed (double free)"); }
 
 /* free's fast check failed, or fill on free is on: report what is wrong,
- * then (unless it was a double free) finish the free as hk_free_checked
- * would: mark, fill, push onto local_free or hand to the remote path. */
-void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner) {
+ * then (unless it was a double free) mark and fill the block for the rest
+ * of the free (alloc.c's hk_sec_free_slow pushes it). */
+bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner) {
   uint8_t *b = p;
   size_t avail = s->avail;
   uint32_t c = hk_sec_canary(s, p);
@@ -125,7 +117,7 @@ void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool ow
   uint32_t lo = (uint32_t)t, n = hk_sec_trailer_n(t);
   if (hk_sec_is_free(s, p)) {
     hk_report_invalid("free", p, "block already freed (double free)");
-    return;
+    return false;
   }
   if ((lo != (c ^ HK_SEC_LIVE) && lo != (c ^ HK_SEC_LIVE_FILL)) || n > avail) {
     hk_report_invalid("free", p, "heap overflow: the canary after this block was overwritten");
@@ -148,20 +140,15 @@ void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool ow
   if (owner) {
     if (hk_sec_fill) fill_range(b, avail);
     hk_sec_trailer_store(b, avail, keep | (c ^ freed_tag()));
-    /* as hk_free_checked's owner path */
-    hk_block_set_next(s, (hk_block_t *)p, s->local_free);
-    s->local_free = (hk_block_t *)p;
-    s->used--;
-    if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
-    return;
+    return true;
   }
   if (!__atomic_compare_exchange_n((uint64_t *)(b + avail), &t, keep | (c ^ HK_SEC_REMOTE), false,
                                    __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
     hk_sec_free_race(p);
-    return;
+    return false;
   }
   if (hk_sec_fill) fill_range(b, avail);  /* after the swap: the block is ours */
-  hk_free_remote_checked(s, p);
+  return true;
 }
 
 /* ---- frees by other threads ------------------------------------------------

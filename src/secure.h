@@ -21,9 +21,7 @@
 #ifndef HK_SECURE_H
 #define HK_SECURE_H
 
-#include "slab.h"
-
-enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY = 255 };
+#include "freelist.h"
 
 #ifdef HK_SECURE
 /* The last 8 bytes of every small block are its trailer word, written by
@@ -78,8 +76,11 @@ HK_INLINE uint32_t hk_sec_trailer_n(uint64_t t) { return (uint32_t)(t >> 32) & 0
 /* The out-of-line halves: they finish the call (report, fill, check, and
  * for free the push onto the free list) */
 void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) __attribute__((noinline));
-void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner)
-    __attribute__((noinline));
+/* free's check failed, or fill on free is on: report what is wrong and
+ * leave a sound trailer (owner: "freed", filled when asked; else "remote").
+ * True: the caller finishes the free (pushes p); false: nothing more to do
+ * (a double free, reported). */
+bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner);
 void hk_sec_free_race(void *p) __attribute__((cold, noinline));
 void hk_sec_on_collected(hk_slab_t *s, void *p);  /* the owner took p back from xfree */
 bool hk_sec_is_free(hk_slab_t *s, const void *p);
@@ -117,45 +118,6 @@ HK_INLINE bool hk_sec_free_ok(const hk_slab_t *s, const uint8_t *b, uint32_t lo,
          (kind == HK_KIND_ANY || b[avail + 6] == kind) && (size == 0 || size == n);
 }
 
-/* The checks every free of p makes; false: the call was finished by
- * hk_sec_free_slow (reported, or fill on free). *lo: the trailer's low word. */
-HK_INLINE bool hk_sec_free_begin(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner,
-                                 uint32_t *lo) {
-  size_t avail = s->avail;
-  __builtin_memcpy(lo, (uint8_t *)p + avail, 4);
-  if (HK_UNLIKELY(!hk_sec_free_ok(s, p, *lo, avail, kind, size))) {
-    hk_sec_free_slow(s, p, kind, size, owner);
-    return false;
-  }
-  return true;
-}
-
-/* A free by the owner: checks p and marks it freed. true: the caller pushes
- * p onto local_free; false: the call was finished (reported, or done by
- * hk_sec_free_slow). A block just freed is "freed": the state check also
- * catches the immediate double free. */
-HK_INLINE bool hk_sec_on_free_owner(hk_slab_t *s, void *p, unsigned kind, size_t size) {
-  uint32_t lo;
-  if (!hk_sec_free_begin(s, p, kind, size, true, &lo)) return false;
-  lo ^= HK_SEC_LIVE ^ HK_SEC_FREED;
-  __builtin_memcpy((uint8_t *)p + s->avail, &lo, 4);
-  return true;
-}
-
-/* A free by another thread: the same checks, then the trailer goes from
- * "live" to "remote" by one compare-and-swap, so that two racing frees
- * cannot both pass (the owner turns REMOTE into FREED when it collects). */
-HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_t size) {
-  uint32_t lo;
-  if (!hk_sec_free_begin(s, p, kind, size, false, &lo)) return false;
-  if (HK_UNLIKELY(!__atomic_compare_exchange_n((uint32_t *)((uint8_t *)p + s->avail), &lo,
-                                               lo ^ (HK_SEC_LIVE ^ HK_SEC_REMOTE), false,
-                                               __ATOMIC_RELAXED, __ATOMIC_RELAXED))) {
-    hk_sec_free_race(p);
-    return false;
-  }
-  return true;
-}
 /* the slab has blocks waiting for reuse (src/slab.c, delayed reuse) */
 #define HK_SEC_AGED(s) ((s)->aged != NULL)
 #else
@@ -164,10 +126,6 @@ HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_
 HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   (void)s; (void)n; (void)kind;
   return p;
-}
-HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_t size) {
-  (void)s; (void)p; (void)kind; (void)size;
-  return true;
 }
 HK_INLINE void hk_sec_on_collected(hk_slab_t *s, void *p) { (void)s; (void)p; }
 HK_INLINE bool hk_sec_is_free(hk_slab_t *s, const void *p) { (void)s; (void)p; return false; }

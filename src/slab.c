@@ -5,14 +5,6 @@
 #include "secure.h"
 #include "size_class.h"
 
-uintptr_t hk_list_key;
-
-void hk_report_list_corrupt(const void *block) {
-  hk_report_invalid("malloc", block,
-                    "free list corrupted (heap overflow or write after free) next to this block");
-  __builtin_trap();  /* a corrupted list cannot be followed, whatever the knob says */
-}
-
 #ifdef HK_DEBUG
 /* Blocks on one of s's lists; asserts each is a block of s. */
 static unsigned check_list_len(const hk_slab_t *s, const hk_block_t *b) {

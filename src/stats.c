@@ -13,13 +13,10 @@
 #include "large.h"
 #include "lock.h"
 #include "os.h"
+#include "report.h"
 #include "size_class.h"
 #include "superslab.h"
 
-bool hk_stats_on;
-
-static hk_lock_t fold_lock = HK_LOCK_INIT;
-static hk_heap_stats_t folded;            /* heaps that went away            */
 static uint64_t peak_blocks[HK_NCLASS];   /* sampled                         */
 static size_t peak_live_bytes;
 static hk_lock_t tick_lock = HK_LOCK_INIT;
@@ -29,7 +26,6 @@ static int timeline_fd = -1;
 
 void hk_stats_init(void) {
   start_ms = hk_os_now_ms();
-  hk_stats_on = hk_knobs.stats != 0 || hk_knobs.stats_interval_ms != 0;
   if (hk_knobs.stats_interval_ms && hk_knobs.stats_file[0]) {
     timeline_fd = open(hk_knobs.stats_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (timeline_fd < 0)
@@ -38,26 +34,12 @@ void hk_stats_init(void) {
   }
 }
 
-void hk_stats_fold(hk_heap_stats_t *st) {
-  hk_lock(&fold_lock);
-  for (unsigned c = 0; c < HK_NCLASS; c++) {
-    folded.handed[c] += st->handed[c];
-    folded.refills[c] += st->refills[c];
-    folded.remote[c] += st->remote[c];
-  }
-  hk_unlock(&fold_lock);
-  memset(st, 0, sizeof *st);
-}
-
 void hk_stats_collect(struct hak_stats *o) {
   memset(o, 0, sizeof *o);
-  o->counting = hk_stats_on;
+  o->counting = hk_heap_counting;
   uint64_t lv[HK_NCLASS] = {0}, sl[HK_NCLASS] = {0};
   hk_ss_census(lv, sl);
-  hk_heap_stats_t acc;
-  hk_lock(&fold_lock);
-  acc = folded;
-  hk_unlock(&fold_lock);
+  hk_heap_stats_t acc = {0};
   hk_heap_sum_stats(&acc);
 
   uint64_t small_allocs = 0, small_refills = 0;
@@ -68,7 +50,7 @@ void hk_stats_collect(struct hak_stats *o) {
     k->live_blocks = lv[c];
     k->live_bytes = lv[c] * k->block_size;
     k->slabs = sl[c];
-    if (hk_stats_on) {
+    if (hk_heap_counting) {
       k->allocs = acc.handed[c];
       k->frees = acc.handed[c] > lv[c] ? acc.handed[c] - lv[c] : 0;
       k->refills = acc.refills[c];
@@ -148,7 +130,7 @@ static void out(sink_t *k, const char *fmt, ...) {
 }
 
 static void print_text(sink_t *k, const struct hak_stats *s) {
-  out(k, "hakmem %s statistics (pid %d)\n", hak_version(), (int)getpid());
+  out(k, "hakmem %s statistics (pid %d)\n", HK_VERSION_STRING, (int)getpid());
   out(k, "  live: %zu bytes (peak %zu)   mapped: %zu bytes (peak %zu)   RSS: %zu (peak %zu)\n",
       s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes, s->rss_bytes,
       s->peak_rss_bytes);
@@ -227,7 +209,7 @@ void hk_stats_tick(void) {
 }
 
 void hk_stats_at_exit(int report_fd) {
-  if (!hk_stats_on) return;
+  if (!hk_heap_counting) return;
   hk_lock(&tick_lock);
   hk_stats_collect(&tick_snap);
   uint64_t now = hk_os_now_ms();

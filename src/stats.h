@@ -9,17 +9,6 @@
 
 struct hak_stats;
 
-/* Counters a heap keeps in its slow paths when HAKMEM_STATS is on. */
-typedef struct hk_heap_stats {
-  uint64_t handed[HK_NCLASS];   /* blocks given to the fast path  */
-  uint64_t refills[HK_NCLASS];  /* fast-path misses                */
-  uint64_t remote[HK_NCLASS];   /* remote frees collected          */
-} hk_heap_stats_t;
-
-extern bool hk_stats_on;        /* HAKMEM_STATS or a stats file set */
-
-/* Counters of a heap that goes away join the process totals. */
-void hk_stats_fold(hk_heap_stats_t *st);
 /* From slow paths: sample peaks and write the timeline when due. */
 void hk_stats_tick(void);
 /* Fill the public struct (hakmem.h). */

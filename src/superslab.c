@@ -4,9 +4,9 @@
 
 #include "chunk_map.h"
 #include "knobs.h"
-#include "learner.h"
 #include "lock.h"
 #include "os.h"
+#include "report.h"
 
 /* Global lists, each under its own lock; a thread takes one of them at most
  * once per superslab it acquires, releases or adopts. */
@@ -20,6 +20,20 @@ static hk_superslab_t *all_head;
 static _Atomic uint64_t next_collect_ms;
 
 enum { LIST_NONE = 0, LIST_CACHE = 100, LIST_ABANDONED = 101 };
+
+_Atomic unsigned long hk_ss_events[HK_SS_NEVENTS];
+static long purge_delay_ms = -1;           /* -1: the knob's */
+
+long hk_ss_purge_delay_ms(void) {
+  long d = HK_LOAD_RELAXED(purge_delay_ms);
+  return d >= 0 ? d : hk_knobs.purge_delay_ms;
+}
+void hk_ss_set_purge_delay_ms(long ms) { HK_STORE_RELAXED(purge_delay_ms, ms); }
+
+void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]) {
+  for (unsigned i = 0; i < HK_SS_NEVENTS; i++)
+    out[i] = atomic_exchange_explicit(&hk_ss_events[i], 0, memory_order_relaxed);
+}
 
 void hk_ss_list_push(hk_ss_list_t *l, hk_superslab_t *ss, uint8_t id) {
   ss->prev = NULL;
@@ -65,11 +79,11 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
   ss = cache.head;
   if (ss) hk_ss_list_remove(&cache, ss);
   hk_unlock(&cache_lock);
-  if (ss) HK_LEARN_NOTE(ss_cache_hits, 1);
+  if (ss) hk_ss_note(HK_SS_CACHE_HITS);
   if (!ss) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!ss) return NULL;
-    HK_LEARN_NOTE(ss_os_maps, 1);
+    hk_ss_note(HK_SS_OS_MAPS);
 #ifdef HK_SECURE
     hk_os_protect_none((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_HDR_SIZE - HK_SS_META_SIZE);
 #endif
@@ -81,7 +95,7 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     all_head = ss;
     hk_unlock(&all_lock);
   }
-  if (ss->purged) HK_LEARN_NOTE(refaults, 1);
+  if (ss->purged) hk_ss_note(HK_SS_REFAULTS);
   ss->purged = false;
   ss->dirty_new = ss->dirty_old = 0;
   ss->purged_mask = 0;
@@ -151,7 +165,7 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
     uint8_t *to = (uint8_t *)ss + ((size_t)(j + 1) << ss->slab_shift);
     hk_os_purge(from, (size_t)(to - from));
     bytes += (size_t)(to - from);
-    HK_LEARN_NOTE(purges, 1);
+    hk_ss_note(HK_SS_PURGES);
     uint32_t run = (j - i + 1 == 32) ? 0xffffffffu : (((1u << (j - i + 1)) - 1) << i);
     due &= ~run;
     ss->purged_mask |= run;
@@ -164,7 +178,7 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
 size_t hk_ss_collect(bool force) {
   uint64_t now = hk_os_now_ms();
   if (!force && now < atomic_load_explicit(&next_collect_ms, memory_order_relaxed)) return 0;
-  uint64_t delay = (uint64_t)hk_caps.purge_delay_ms;
+  uint64_t delay = (uint64_t)hk_ss_purge_delay_ms();
   atomic_store_explicit(&next_collect_ms, now + (delay ? delay / 2 + 1 : 0), memory_order_relaxed);
   size_t bytes = 0;
   /* purged after the delay; unmapped after 8 delays (or at once on trim) */
@@ -182,7 +196,7 @@ size_t hk_ss_collect(bool force) {
       hk_os_purge(hk_ss_slab_area(ss, 0), HK_SS_SIZE - HK_SS_HDR_SIZE);
       bytes += HK_SS_SIZE - HK_SS_HDR_SIZE;
       ss->purged = true;
-      HK_LEARN_NOTE(purges, 1);
+      hk_ss_note(HK_SS_PURGES);
     }
   }
   hk_unlock(&cache_lock);

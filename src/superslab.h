@@ -14,9 +14,10 @@
 
 #include <stdatomic.h>
 #include "config.h"
+#include "knobs.h"
 
 /* A free block's first word: the link to the next free block, encoded
- * (see hk_block_next in slab.h). */
+ * (see hk_block_next in freelist.h). */
 typedef struct hk_block { uintptr_t enc; } hk_block_t;
 
 enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
@@ -150,6 +151,22 @@ void hk_ss_check_lists(void);
 /* The same for one heap's superslab list, and each superslab on it. */
 void hk_ss_check_owned(const hk_ss_list_t *l, uint8_t id, unsigned kind, const struct hk_heap *h);
 #endif
+
+/* How long unused memory is kept before it is purged: HAKMEM_PURGE_DELAY_MS
+ * until the learner sets another value (the heap's purge clock reads it too). */
+long hk_ss_purge_delay_ms(void);
+void hk_ss_set_purge_delay_ms(long ms);
+
+/* Events the learner reads, counted only while HAKMEM_LEARN is on:
+ * superslabs taken from the cache or mapped fresh, purges, and purged
+ * memory used again (a refault; the heap notes its slabs' own). */
+enum { HK_SS_CACHE_HITS, HK_SS_OS_MAPS, HK_SS_PURGES, HK_SS_REFAULTS, HK_SS_NEVENTS };
+extern _Atomic unsigned long hk_ss_events[HK_SS_NEVENTS];
+HK_INLINE void hk_ss_note(unsigned ev) {
+  if (HK_UNLIKELY(hk_knobs.learn)) atomic_fetch_add_explicit(&hk_ss_events[ev], 1, memory_order_relaxed);
+}
+/* The counts since the last call; zeroes them. */
+void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]);
 
 /* Live blocks and slabs in use per class, over every mapped superslab
  * (racy reads of other threads' counts: a snapshot). */
