@@ -176,6 +176,12 @@ fi
 echo "== tests/planted_bugs.sh"
 run_test "planted_bugs" 1200 bash "$HERE/planted_bugs.sh"
 
+# every file of src/ uses only files of a lower rank (docs/ARCHITECTURE.md),
+# and the check fails on an upward call or include planted in a copy
+echo "== tests/layers.sh"
+run_test "layers" 300 bash "$HERE/layers.sh"
+run_test "layers/plant" 300 bash "$HERE/layers.sh" --plant
+
 if [ -f "$ROOT/bench/selftest.sh" ]; then
   echo "== bench/selftest.sh"
   run_test "bench/selftest" 600 bash -c 'cd "$1" && bash bench/selftest.sh' _ "$ROOT"
