@@ -6,8 +6,9 @@
  * the last DEPTH messages and frees the oldest. Defaults 3000 16 256 5.
  *
  * No freed buffer ever fits a later request, so a large-block cache only
- * holds memory: with a fixed 32-entry / 64 MiB cache the process carries up
- * to 64 MiB of dead buffers next to its live set. The learner
+ * holds memory: with a fixed cache (by default 128 entries / 64 MiB,
+ * src/knobs.c) the process carries up to 64 MiB of dead buffers next to its
+ * live set. The learner
  * (HAKMEM_LEARN=1) should see the cache serve nothing and shrink it. One op
  * = one malloc or free. */
 #include "bench_common.h"

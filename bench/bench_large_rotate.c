@@ -5,9 +5,11 @@
  * every page of each, then frees them all. Defaults 200 48 2560 7: 48
  * buffers of ~2.5 MiB, 120 MiB per round.
  *
- * With a fixed large-block cache smaller than a round (hakmem's default 32
- * entries / 64 MiB) most buffers are fresh mappings every round: mmap,
- * munmap and a page fault per page. The learner (HAKMEM_LEARN=1) should grow
+ * With a fixed large-block cache smaller than a round (hakmem's default, the
+ * balanced profile's 128 entries / 64 MiB, holds about half of one; lowmem's
+ * 8 / 8 MiB almost nothing; fast's 256 / 256 MiB all of it: src/knobs.c)
+ * the other buffers are fresh mappings every round: mmap, munmap and a page
+ * fault per page. The learner (HAKMEM_LEARN=1) should grow
  * the cache to hold a round. One op = one malloc or free. */
 #include "bench_common.h"
 

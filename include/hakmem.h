@@ -22,7 +22,9 @@ void  *hak_malloc(size_t size);
 void   hak_free(void *ptr);
 void  *hak_calloc(size_t count, size_t size);
 void  *hak_realloc(void *ptr, size_t size);
-/* alignment: a power of two; otherwise NULL with errno = EINVAL. */
+/* alignment: a power of two; otherwise NULL with errno = EINVAL. Alignments
+ * up to 128 MiB are honoured; 256 MiB and above give NULL with
+ * errno = ENOMEM. */
 void  *hak_aligned_alloc(size_t alignment, size_t size);
 /* Bytes usable at ptr (>= the size requested); 0 for NULL. */
 size_t hak_usable_size(const void *ptr);

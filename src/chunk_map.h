@@ -12,7 +12,8 @@
 enum {
   HK_CHUNK_NONE = 0,
   HK_CHUNK_LARGE = 3,       /* a large block's header is k chunks back:   */
-  /* value 3 + k, k in [0, 124]: alignments up to 248 MiB                  */
+  /* value 3 + k, k in [0, 124]: alignments up to 248 MiB (powers of two:
+   * 128 MiB; hk_large_alloc refuses more with ENOMEM)                     */
   HK_CHUNK_SS = 0x80,       /* a superslab starts here: 0x80 | slab shift */
   HK_CHUNK_SS_SMALL = HK_CHUNK_SS | 16,  /* 64 KiB slabs                  */
   HK_CHUNK_SS_MID = HK_CHUNK_SS | 18,    /* 256 KiB slabs                 */
