@@ -54,4 +54,86 @@ enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY =
 
 HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1); }
 
+/* ==== Slow-path constants =================================================
+ * The batch sizes, scan depths, epoch masks and thresholds of the slow paths
+ * of heap.c, learner.c, superslab.c and large.c, in this one place. Each
+ * says why it is there, and which section of docs/BENCHMARKS.md measured its
+ * value (docs/SECURITY.md for the secure build's), or "not measured".
+ * Tunables a user may set are HAKMEM_* knobs (knobs.c), not these. */
+
+/* -- thread heaps (heap.c) -- */
+/* Every 16th slow call takes the full path (delayed frees, purge clock), the rest the leaf (no other value tried): docs/BENCHMARKS.md#what-changed-since-65b4e5d-mallocs-slow-path */
+#define HK_SLOW_FULL_EVERY 16
+/* A swap to another slab needs this many freed blocks there (small classes), else the current one carves: docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
+#define HK_MIN_BATCH_SMALL 32u
+/* ... or, when fewer blocks make them, this many bytes (small classes), for RSS: docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
+#define HK_MIN_BATCH_SMALL_BYTES 8192u
+/* A swap to another slab needs this many freed blocks there (mid classes): docs/BENCHMARKS.md#what-changed-since-65b4e5d-mallocs-slow-path */
+#define HK_MIN_BATCH_MID 8u
+/* ... or, when fewer blocks make them, this many bytes (mid; 8 blocks alone cost random_mixed_4096 RSS): docs/BENCHMARKS.md#what-changed-since-65b4e5d-mallocs-slow-path */
+#define HK_MIN_BATCH_MID_BYTES 4096u
+/* A refill of this many of its own freed blocks is kept, not switched for a richer slab (warm in cache): docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
+#define HK_RICH_ENOUGH 16
+/* ... as is one of capacity >> this (an eighth of the slab; mid slabs hold 8 to 100 blocks): docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
+#define HK_RICH_SLAB_SHIFT 3
+/* How many partial slabs a swap looks at for freed blocks before carving: not measured */
+#define HK_REUSE_SCAN 4
+/* The stats hook (it reads the clock) runs every 32nd counted refill: not measured */
+#define HK_STATS_TICK_EVERY 32
+/* Heap structs are mapped this many bytes at a time: not measured (handing them out one at a time was: docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving) */
+#define HK_HEAP_CHUNK_BYTES (64 * 1024)
+_Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
+               (HK_STATS_TICK_EVERY & (HK_STATS_TICK_EVERY - 1)) == 0,
+               "used as masks (& (N - 1)): powers of two");
+
+/* -- learner (learner.c) -- */
+/* Waits, purge delays and a useless large cache move by this factor per step (doubled or halved): not measured */
+#define HK_LEARN_STEP 2
+/* Large allocations per judgement of the large cache's hit rate: not measured */
+#define HK_LEARN_LARGE_WINDOW 128
+/* Slow-path units a thread gathers before it touches the shared epoch counter: not measured */
+#define HK_LEARN_TICK_BATCH 16
+/* Epochs with no cache hit (superslabs) or no large allocation before that cache is purged: not measured */
+#define HK_LEARN_IDLE_EPOCHS 2
+/* A trim is judged over this many times the small-tier wait (refaulted sooner: wait longer): not measured */
+#define HK_LEARN_TRIM_JUDGE 4
+/* Epochs after a trim whose purges are the trim's own, not judged against the purge delay: not measured */
+#define HK_LEARN_SHADOW_TRIM 1
+/* Epochs after small traffic resumes whose refaults are the trim's, not the delay's: not measured */
+#define HK_LEARN_SHADOW_RESUME 3
+/* A cache growth is kept only if the hit rate rose by more than this: not measured */
+#define HK_LEARN_MIN_GAIN 0.01
+/* Windows without a cache change after a growth was backed off: not measured */
+#define HK_LEARN_COOLDOWN 8
+/* Below this hit rate, with no ghost hits, the large cache only holds memory (shrink it): not measured */
+#define HK_LEARN_USELESS_HIT 0.1
+/* The large cache grows by a quarter (count: at least the step knob; MiB: + 1): not measured */
+#define HK_LEARN_GROW_DIV 4
+/* Weight of the past in the purge and refault averages (halved every epoch): not measured */
+#define HK_LEARN_DECAY 0.5
+/* Epochs of purges with no refault before the purge delay is shortened: not measured */
+#define HK_LEARN_QUIET_EPOCHS 4
+/* The learner never shrinks the large cache below this many entries: not measured */
+#define HK_LEARN_MIN_LARGE 2
+/* ... nor below this many MiB: not measured */
+#define HK_LEARN_MIN_LARGE_MB 4
+
+/* -- purging (superslab.c, large.c) -- */
+/* Caches are scanned every purge delay / this (+ 1 ms): a purge comes at most that late: not measured */
+#define HK_COLLECT_DIV 2
+/* A cached empty superslab is unmapped after this many purge delays: not measured */
+#define HK_SS_UNMAP_DELAYS 8
+
+/* -- large blocks (large.c) -- */
+/* Sizes of recently evicted mappings remembered, to tell ghost hits (the learner grows the cache): not measured */
+#define HK_LARGE_GHOSTS 64
+/* A realloc shrinking a large block gives its tail back (a syscall) from this many bytes on: not measured */
+#define HK_LARGE_SHRINK_MIN ((size_t)1 << 20)
+/* Secure build: room reserved past a block, times its size (four times in all; twice and eight times measured): docs/SECURITY.md#against-the-default-build-of-1c27930 */
+#define HK_LARGE_RESERVE_TIMES 3
+/* ... for blocks under this size; from it on the room is HK_LARGE_RESERVE_MAX: not measured */
+#define HK_LARGE_RESERVE_BIG ((size_t)1 << 28)
+/* ... at most 1 GiB of room (address space only): not measured */
+#define HK_LARGE_RESERVE_MAX ((size_t)1 << 30)
+
 #endif

@@ -79,7 +79,7 @@ static hk_heap_t *registry_alloc(void) {
     registry_free = h->next_free;
   } else {
     if ((size_t)(chunk_end - chunk_next) < sizeof(hk_heap_t)) {
-      size_t chunk = 64 * 1024;
+      size_t chunk = HK_HEAP_CHUNK_BYTES;
       uint8_t *mem = hk_os_map_aligned(chunk, HK_PAGE);
       if (mem) chunk_next = mem, chunk_end = mem + chunk;
     }
@@ -421,7 +421,7 @@ HK_INLINE void hk_hook_heap_check(hk_heap_t *h) { (void)h; }
 
 /* Purge slabs that stayed unused for a whole purge-delay epoch. */
 static void heap_maybe_purge(hk_heap_t *h) {
-  if ((++h->slow_count & 15) != 0) return;
+  if ((++h->slow_count & (HK_SLOW_FULL_EVERY - 1)) != 0) return;
   uint64_t now = hk_os_now_ms();
   if (now < h->next_purge_ms) return;
   h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
@@ -455,7 +455,8 @@ size_t hk_heap_trim(hk_heap_t *h) {
 static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
   h->st.handed[s->cls] += HK_SEC_AGED(s) ? free_list_length(s) : (uint64_t)(s->carved - s->used);
   h->st.refills[s->cls]++;
-  if ((++h->st_ticks & 31) == 0) CALL_HOOK(stats);  /* reads the clock: not every time */
+  /* the hook reads the clock: not every time */
+  if ((++h->st_ticks & (HK_STATS_TICK_EVERY - 1)) == 0) CALL_HOOK(stats);
 }
 
 HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
@@ -496,7 +497,8 @@ static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
  * 4 KiB: random_mixed_4096 kept mimalloc's RSS only with that). */
 HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
   bool mid = s->cls >= HK_NCLASS_SMALL;
-  unsigned n = (mid ? 4096u : 8192u) / s->block_size, most = mid ? 8u : 32u;
+  unsigned n = (mid ? HK_MIN_BATCH_MID_BYTES : HK_MIN_BATCH_SMALL_BYTES) / s->block_size,
+           most = mid ? HK_MIN_BATCH_MID : HK_MIN_BATCH_SMALL;
   return n < 1u ? 1u : n > most ? most : n;
 }
 
@@ -508,17 +510,14 @@ HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
  * mallocs). A batch of HK_RICH_ENOUGH blocks, or an eighth of the slab
  * (mid slabs hold 8 to 100 blocks), is kept: its blocks were freed lately
  * and are warm in cache (switching at any size cost the python3 workload
- * 5%; at under 16 blocks, the secure build's bench_mid 6%). */
-#define HK_RICH_ENOUGH 16
+ * 5%; at under 16 blocks, the secure build's bench_mid 6%). HK_RICH_ENOUGH
+ * and HK_RICH_SLAB_SHIFT: config.h. */
 HK_INLINE bool heap_other_richer(const hk_heap_t *h, const hk_slab_t *s) {
-  unsigned mine = (unsigned)(s->carved - s->used), enough = (unsigned)s->capacity >> 3;
+  unsigned mine = (unsigned)(s->carved - s->used), enough = (unsigned)s->capacity >> HK_RICH_SLAB_SHIFT;
   if (mine >= HK_RICH_ENOUGH || mine >= enough) return false;
   const hk_slab_t *o = h->partial[s->cls];
   return o != NULL && (unsigned)(o->carved - o->used) > mine;
 }
-
-/* How many partial slabs a swap looks at for freed blocks (heap_alloc_full) */
-#define HK_REUSE_SCAN 4
 
 /* Freed blocks only, no carving: memory already touched is reused before
  * fresh pages are (the secure build keeps its fresh-first order). */
@@ -616,7 +615,8 @@ HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   hk_slab_t *s = h->cur[cls];
   uint32_t tick = h->slow_count + 1;
-  if ((tick & 15) == 0 || HK_UNLIKELY(hk_heap_counting) || heap_other_richer(h, s) || !heap_leaf_refill(s))
+  if ((tick & (HK_SLOW_FULL_EVERY - 1)) == 0 || HK_UNLIKELY(hk_heap_counting) || heap_other_richer(h, s) ||
+      !heap_leaf_refill(s))
     return heap_alloc_full(h, cls);
   h->slow_count = tick;
   return slab_pop(h, s);

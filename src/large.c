@@ -73,8 +73,7 @@ void hk_large_set_alloc_hook(void (*fn)(unsigned weight)) { HK_STORE_RELAXED(all
 
 /* Sizes of mappings recently evicted from the cache: a miss that one of
  * them would have served is a "ghost hit" (the learner grows the cache). */
-#define GHOSTS 64
-static size_t ghost[GHOSTS];
+static size_t ghost[HK_LARGE_GHOSTS];
 static unsigned ghost_pos;
 
 /* A cached mapping serves a request as it is when it is at most twice the
@@ -100,7 +99,7 @@ static bool fits(size_t have, size_t need) { return have >= need && have - need 
  * default build with twice, 0.87 with four times, 0.89 with eight. */
 static size_t reserve_for(size_t need) {
   if (!GUARD) return need;
-  size_t room = need < ((size_t)1 << 28) ? 3 * need : (size_t)1 << 30;
+  size_t room = need < HK_LARGE_RESERVE_BIG ? HK_LARGE_RESERVE_TIMES * need : HK_LARGE_RESERVE_MAX;
   return hk_align_up(need + room + GUARD, HK_SS_SIZE);
 }
 
@@ -160,7 +159,7 @@ static hk_large_t *cache_take(size_t need) {
   if (best) cache_unlink(best);
   bool ghost_hit = false;
   if (!best && hk_knobs.learn)
-    for (unsigned i = 0; i < GHOSTS; i++)
+    for (unsigned i = 0; i < HK_LARGE_GHOSTS; i++)
       if (ghost[i] && fits(ghost[i], need)) { ghost_hit = true; ghost[i] = 0; break; }
   hk_unlock(&cache_lock);
   note(HK_LARGE_ALLOCS);
@@ -366,7 +365,7 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   while ((long)cache_count > max_count || cache_bytes > cap_bytes) {
     hk_large_t *v = cache_tail;
     note((long)cache_count > max_count ? HK_LARGE_EVICT_COUNT : HK_LARGE_EVICT_BYTES);
-    ghost[ghost_pos++ % GHOSTS] = v->rw_size;
+    ghost[ghost_pos++ % HK_LARGE_GHOSTS] = v->rw_size;
     cache_unlink(v);
     v->next = victims;
     victims = v;
@@ -396,7 +395,7 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
   if (size <= h->usable) {
     /* shrink in place; give the tail back when it is worth a syscall */
     size_t old_rw = h->rw_size;
-    if (old_rw - need >= (size_t)1 << 20 && kind == HK_CHUNK_LARGE && large_reshape(h, need)) {
+    if (old_rw - need >= HK_LARGE_SHRINK_MIN && kind == HK_CHUNK_LARGE && large_reshape(h, need)) {
       atomic_fetch_sub_explicit(&live_bytes, old_rw - need, memory_order_relaxed);
       hk_track_resize(p, h->usable, need - off);
       h->usable = need - off;
@@ -436,7 +435,7 @@ size_t hk_large_collect(bool force) {
   uint64_t now = hk_os_now_ms();
   if (!force && now < atomic_load_explicit(&next_ms, memory_order_relaxed)) return 0;
   uint64_t delay = (uint64_t)purge_delay();
-  atomic_store_explicit(&next_ms, now + delay / 2 + 1, memory_order_relaxed);
+  atomic_store_explicit(&next_ms, now + delay / HK_COLLECT_DIV + 1, memory_order_relaxed);
   size_t bytes = 0;
   hk_large_t *victims = NULL;
   hk_lock(&cache_lock);

@@ -11,7 +11,7 @@
 #include "report.h"
 #include "superslab.h"
 
-#define LARGE_WINDOW 128  /* large allocations per judgement */
+/* The constants below (HK_LEARN_*) are in config.h's slow-path section. */
 
 void hk_learn_init(hk_learner_t *L, const hk_caps_t *start) {
   memset(L, 0, sizeof *L);
@@ -45,7 +45,7 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
       L->trim_small_now = true;
       L->small_trimmed = true;
       L->small_trim_empty = false;
-      L->trim_shadow = 1;  /* the next epoch counts the trim's own purges */
+      L->trim_shadow = HK_LEARN_SHADOW_TRIM;  /* the next epoch counts the trim's own purges */
       L->small_after_trim = 0;
       if (log) {
         snprintf(why, sizeof why, "no small refills for %d epochs", L->small_idle);
@@ -57,18 +57,21 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
       /* judge the trim: if the small tier had to fault or map memory back
        * as soon as it resumed, the trim cost more than it saved: wait
        * longer next time; after a long idle spell, wait less */
-      if (o->refaults + o->ss_os_maps > 0 && L->small_after_trim < 4 * L->small_idle_wait) {
+      if (o->refaults + o->ss_os_maps > 0 &&
+          L->small_after_trim < HK_LEARN_TRIM_JUDGE * L->small_idle_wait) {
         snprintf(why, sizeof why, "small traffic resumed %d epochs after a trim and refaulted: wait longer",
                  L->small_after_trim);
-        set_cap(&L->small_idle_wait, clampl(L->small_idle_wait * 2, b->min_small_idle, b->max_small_idle),
+        set_cap(&L->small_idle_wait,
+                clampl(L->small_idle_wait * HK_LEARN_STEP, b->min_small_idle, b->max_small_idle),
                 "small_idle_wait", why, log);
-      } else if (L->small_after_trim >= 4 * L->small_idle_wait) {
+      } else if (L->small_after_trim >= HK_LEARN_TRIM_JUDGE * L->small_idle_wait) {
         snprintf(why, sizeof why, "small tier stayed idle %d epochs after a trim: wait less",
                  L->small_after_trim);
-        set_cap(&L->small_idle_wait, clampl(L->small_idle_wait / 2, b->min_small_idle, b->max_small_idle),
+        set_cap(&L->small_idle_wait,
+                clampl(L->small_idle_wait / HK_LEARN_STEP, b->min_small_idle, b->max_small_idle),
                 "small_idle_wait", why, log);
       }
-      L->trim_shadow = 3;  /* its refaults are not the purge delay's doing */
+      L->trim_shadow = HK_LEARN_SHADOW_RESUME;  /* its refaults are not the purge delay's doing */
     }
     L->small_trimmed = false;
     L->small_idle = 0;
@@ -76,10 +79,11 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
 
   /* -- empty-superslab cache: drop it when nobody has taken from it ------- */
   if (o->ss_cache_hits == 0) {
-    if (++L->ss_idle_epochs == 2 && o->ss_cached_bytes > 0) {
+    if (++L->ss_idle_epochs == HK_LEARN_IDLE_EPOCHS && o->ss_cached_bytes > 0) {
       L->purge_ss_now = true;
       if (log) {
-        snprintf(why, sizeof why, "superslab cache unused for 2 epochs, %llu bytes unpurged",
+        snprintf(why, sizeof why,
+                 "superslab cache unused for " HK_STR(HK_LEARN_IDLE_EPOCHS) " epochs, %llu bytes unpurged",
                  (unsigned long long)o->ss_cached_bytes);
         log("ss_cache_purge", 0, 1, why);
       }
@@ -92,10 +96,11 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
   if (o->large_allocs == 0) {
     L->idle_epochs++;
     L->pending = 0;
-    if (L->idle_epochs == 2 && o->large_cached_bytes > 0) {
+    if (L->idle_epochs == HK_LEARN_IDLE_EPOCHS && o->large_cached_bytes > 0) {
       L->purge_large_now = true;  /* large traffic stopped: give its memory back */
       if (log) {
-        snprintf(why, sizeof why, "no large allocations for 2 epochs, %llu bytes cached",
+        snprintf(why, sizeof why,
+                 "no large allocations for " HK_STR(HK_LEARN_IDLE_EPOCHS) " epochs, %llu bytes cached",
                  (unsigned long long)o->large_cached_bytes);
         log("large_cache_purge", 0, 1, why);
       }
@@ -108,7 +113,7 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
     L->w_evict_count += o->large_evict_count;
     L->w_evict_bytes += o->large_evict_bytes;
   }
-  if (L->w_allocs >= LARGE_WINDOW) {
+  if (L->w_allocs >= HK_LEARN_LARGE_WINDOW) {
     const hk_learn_obs_t *epoch = o;
     hk_learn_obs_t w = *o;
     w.large_allocs = L->w_allocs;
@@ -122,31 +127,32 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
     if (L->pending) {
       /* judge the last growth: keep it only if the hit rate went up */
       L->pending = 0;
-      if (hit <= L->hit_before + 0.01) {
+      if (hit <= L->hit_before + HK_LEARN_MIN_GAIN) {
         snprintf(why, sizeof why, "hit rate %.3f did not improve on %.3f: back off", hit,
                  L->hit_before);
         set_cap(&L->caps.large_count, L->count_before, "large_cache_count", why, log);
         set_cap(&L->caps.large_mb, L->mb_before, "large_cache_mb", why, log);
-        L->cooldown = 8;
+        L->cooldown = HK_LEARN_COOLDOWN;
       }
     } else if (L->cooldown > 0) {
       L->cooldown--;
-    } else if (hit < 0.1 && o->large_ghost_hits == 0 &&
+    } else if (hit < HK_LEARN_USELESS_HIT && o->large_ghost_hits == 0 &&
                (L->caps.large_count > b->min_large || L->caps.large_mb > b->min_large_mb)) {
       /* the cache serves nothing and a bigger one would not either: it only
        * holds memory. Shrink it and give its contents back. */
       snprintf(why, sizeof why, "hit rate %.3f and no ghost hits: the cache only holds memory", hit);
-      set_cap(&L->caps.large_count, clampl(L->caps.large_count / 2, b->min_large, b->max_large),
+      set_cap(&L->caps.large_count, clampl(L->caps.large_count / HK_LEARN_STEP, b->min_large, b->max_large),
               "large_cache_count", why, log);
-      set_cap(&L->caps.large_mb, clampl(L->caps.large_mb / 2, b->min_large_mb, b->max_large_mb),
+      set_cap(&L->caps.large_mb,
+              clampl(L->caps.large_mb / HK_LEARN_STEP, b->min_large_mb, b->max_large_mb),
               "large_cache_mb", why, log);
       L->purge_large_now = true;
     } else if (hit < b->target_hit_large && o->large_ghost_hits > 0) {
       long count = L->caps.large_count, mb = L->caps.large_mb;
       /* grow both caps: raising one alone just makes the other bind */
-      long step = b->step_large > count / 4 ? b->step_large : count / 4;
+      long step = b->step_large > count / HK_LEARN_GROW_DIV ? b->step_large : count / HK_LEARN_GROW_DIV;
       long ncount = clampl(count + step, b->min_large, b->max_large);
-      long nmb = clampl(mb + mb / 4 + 1, b->min_large_mb, b->max_large_mb);
+      long nmb = clampl(mb + mb / HK_LEARN_GROW_DIV + 1, b->min_large_mb, b->max_large_mb);
       if (ncount != count || nmb != mb) {
         snprintf(why, sizeof why, "hit rate %.3f < target %.3f, %llu ghost hits", hit,
                  b->target_hit_large, (unsigned long long)o->large_ghost_hits);
@@ -171,23 +177,23 @@ void hk_learn_step(hk_learner_t *L, const hk_learn_obs_t *o, const hk_learn_boun
     L->quiet_epochs = 0;
     goto bounds;
   }
-  L->purge_acc = L->purge_acc * 0.5 + (double)o->purges;
-  L->refault_acc = L->refault_acc * 0.5 + (double)o->refaults;
+  L->purge_acc = L->purge_acc * HK_LEARN_DECAY + (double)o->purges;
+  L->refault_acc = L->refault_acc * HK_LEARN_DECAY + (double)o->refaults;
   if (o->refaults > 0 && L->purge_acc > 0) {
     double kept = 1.0 - L->refault_acc / (L->purge_acc > L->refault_acc ? L->purge_acc : L->refault_acc);
     if (kept < b->target_hit_purge) {
       L->quiet_epochs = 0;
-      long d = clampl(L->caps.purge_delay_ms * 2 + 1, b->min_purge_ms, b->max_purge_ms);
+      long d = clampl(L->caps.purge_delay_ms * HK_LEARN_STEP + 1, b->min_purge_ms, b->max_purge_ms);
       snprintf(why, sizeof why, "purged memory reused soon after (recent refaults %.1f, purges %.1f)",
                L->refault_acc, L->purge_acc);
       set_cap(&L->caps.purge_delay_ms, d, "purge_delay_ms", why, log);
     }
   } else if (o->purges > 0) {
-    if (o->refaults == 0 && ++L->quiet_epochs >= 4) {
+    if (o->refaults == 0 && ++L->quiet_epochs >= HK_LEARN_QUIET_EPOCHS) {
       L->quiet_epochs = 0;
-      long d = clampl(L->caps.purge_delay_ms / 2, b->min_purge_ms, b->max_purge_ms);
-      set_cap(&L->caps.purge_delay_ms, d, "purge_delay_ms", "purged memory stayed unused for 4 epochs",
-              log);
+      long d = clampl(L->caps.purge_delay_ms / HK_LEARN_STEP, b->min_purge_ms, b->max_purge_ms);
+      set_cap(&L->caps.purge_delay_ms, d, "purge_delay_ms",
+              "purged memory stayed unused for " HK_STR(HK_LEARN_QUIET_EPOCHS) " epochs", log);
     }
   }
 bounds:
@@ -219,9 +225,9 @@ void hk_learner_init(void) {
   if (!hk_knobs.learn) return;
   bounds.target_hit_large = (double)hk_knobs.target_hit_large / 1000.0;
   bounds.step_large = hk_knobs.cap_step_large;
-  bounds.min_large = 2;
+  bounds.min_large = HK_LEARN_MIN_LARGE;
   bounds.max_large = hk_knobs.cap_max_large;
-  bounds.min_large_mb = 4;
+  bounds.min_large_mb = HK_LEARN_MIN_LARGE_MB;
   bounds.max_large_mb = hk_knobs.cap_max_large_mb;
   bounds.target_hit_purge = (double)hk_knobs.target_hit_purge / 1000.0;
   bounds.min_purge_ms = hk_knobs.cap_min_purge_ms;
@@ -246,10 +252,11 @@ void hk_learner_small_tick(void) {
 }
 
 void hk_learner_slow_tick(unsigned weight) {
-  /* gather units per thread; the shared counter is touched 1 time in 16 */
+  /* gather units per thread; the shared counter is touched 1 time in
+   * HK_LEARN_TICK_BATCH */
   static __thread unsigned pending __attribute__((tls_model("initial-exec")));
   pending += weight;
-  if (pending < 16) return;
+  if (pending < HK_LEARN_TICK_BATCH) return;
   weight = pending;
   pending = 0;
   if (small_pending) {

@@ -179,14 +179,16 @@ size_t hk_ss_collect(bool force) {
   uint64_t now = hk_os_now_ms();
   if (!force && now < atomic_load_explicit(&next_collect_ms, memory_order_relaxed)) return 0;
   uint64_t delay = (uint64_t)hk_ss_purge_delay_ms();
-  atomic_store_explicit(&next_collect_ms, now + (delay ? delay / 2 + 1 : 0), memory_order_relaxed);
+  atomic_store_explicit(&next_collect_ms, now + (delay ? delay / HK_COLLECT_DIV + 1 : 0),
+                        memory_order_relaxed);
   size_t bytes = 0;
-  /* purged after the delay; unmapped after 8 delays (or at once on trim) */
+  /* purged after the delay; unmapped after HK_SS_UNMAP_DELAYS (8) delays (or
+   * at once on trim) */
   hk_superslab_t *victims = NULL;
   hk_lock(&cache_lock);
   for (hk_superslab_t *ss = cache.head, *next; ss; ss = next) {
     next = ss->next;
-    if (force || now - ss->stamp_ms >= 8 * delay) {
+    if (force || now - ss->stamp_ms >= HK_SS_UNMAP_DELAYS * delay) {
       hk_ss_list_remove(&cache, ss);
       ss->next = victims;
       victims = ss;
