@@ -3,7 +3,7 @@
 JOBS    ?= $(shell nproc)
 CMAKE   ?= cmake
 
-.PHONY: all release debug secure valgrind install test test-release test-debug bench bench-full soak clean
+.PHONY: all release debug secure valgrind install check test test-release test-debug bench bench-full soak clean
 
 all: release
 
@@ -30,7 +30,13 @@ PREFIX  ?= /usr/local
 install: release
 	@DESTDIR=$(DESTDIR) $(CMAKE) --install build --prefix $(PREFIX)
 
-# The whole suite, on the release build and again on the debug build.
+# The quick loop: unit, API, stress and attack tests of the release build
+# (ctest label quick; docs/TESTING.md).
+check: release
+	@env -u LD_PRELOAD ctest --test-dir build -j $(JOBS) -L quick --output-on-failure
+
+# The whole suite, what CI runs: every ctest of the release build (sanitizer
+# builds included) and of the debug build, one summary line at the end.
 test: release debug
 	@HAKMEM_TEST_SANITIZE=1 bash tests/run_tests.sh build build-debug
 

@@ -23,7 +23,7 @@ if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage; fi
 B=$1
 CONFIG=${2:-default}
 OPS=${OPS:-100000}
-TIMEOUT=${TIMEOUT:-120}  # below run_tests.sh's guard of the whole script
+TIMEOUT=${TIMEOUT:-120}  # below the ctest TIMEOUT of the whole script (300 s)
 here=$(cd "$(dirname "$0")" && pwd)
 SEEDS=${SEEDS:-$here/random_seeds.txt}
 
@@ -61,7 +61,7 @@ while read -r seed _; do
   s0=$SECONDS
   # (the braces take bash's own "Segmentation fault" line into $out)
   { env "${ENV[@]}" timeout -k 10 "$TIMEOUT" "$T" "$seed" "$OPS" >"$out" 2>&1; rc=$?; } 2>>"$out"
-  # knobs inherited from the caller (run_tests.sh's torture configurations) too
+  # knobs inherited from the caller (the torture configurations of tests/CMakeLists.txt) too
   inherited=$(env | grep -E '^HAKMEM_[A-Z_]+=' | sort | tr '\n' ' ')
   replay="$inherited${ENV[*]}${ENV[*]:+ }$T $seed $OPS"
   if [ $rc -eq 0 ] && grep -q "^test_random: seed $seed, .* 0 failed$" "$out"; then

@@ -10,7 +10,8 @@
 # Each runs twice: on the default build and on the secure one (build-*-secure,
 # -DHK_SECURE: the hardening measures, whose trailer swaps and collections
 # are cross-thread code of their own).
-# Slow: run_tests.sh runs it only when HAKMEM_TEST_SANITIZE=1.
+# Slow: the ctests sanitize/ubsan and sanitize/tsan (label sanitize);
+# tests/run_tests.sh runs them only when HAKMEM_TEST_SANITIZE=1 (make test).
 set -u
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 JOBS=$(nproc 2>/dev/null || echo 2)

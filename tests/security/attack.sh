@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# attack.sh LIB PROGDIR EXPECT PATTERN ENV PROG [ARGS...]
+#
+# Runs one attack program of tests/security/ (built by CMake into
+# BUILD/security/) under LD_PRELOAD=LIB and checks what happened. One line of
+# attacks.txt is one call; ctest runs one per line and build.
+#
+#   EXPECT   abort: SIGABRT;  trap: SIGABRT, SIGILL or SIGTRAP (a corrupted free
+#            list traps when HAKMEM_ABORT_ON_INVALID=0);  segv: SIGSEGV (guard
+#            pages);  these need PATTERN's report line on stderr.
+#            ok: exit 0 and no "hakmem:" line on stderr.
+#            report: exit 0 and PATTERN's line (HAKMEM_ABORT_ON_INVALID=0).
+#   PATTERN  a name below (the "hakmem: invalid ..." line expected), or -
+#   ENV      VAR=VALUE[,VAR=VALUE] for the program, or -
+# Prints what happened in one line; exits 0 when it was what EXPECT says.
+set -u
+if [ $# -lt 6 ]; then
+  echo "usage: $0 LIB PROGDIR EXPECT PATTERN ENV PROG [ARGS...]" >&2
+  exit 2
+fi
+lib=$1 dir=$2 expect=$3 pattern=$4 envs=$5 prog=$6
+shift 6
+unset LD_PRELOAD HAKMEM_FREE_FILL HAKMEM_ABORT_ON_INVALID HAKMEM_VERBOSE HAKMEM_STATS
+ulimit -c 0  # the attacks abort: no core files
+
+HEX='0x[0-9a-f]+'
+INTERIOR="invalid free\\($HEX\\): not the start of a hakmem block"
+MISALIGNED="$INTERIOR \\(interior or misaligned\\)"
+# a debug build checks every free first with hk_debug_check_free, whose
+# reason for an interior or misaligned pointer is "not a live hakmem block"
+if grep -q '^HAKMEM_DEBUG:BOOL=ON' "$(dirname "$lib")/CMakeCache.txt" 2>/dev/null; then
+  MISALIGNED="invalid free\\($HEX\\): (not the start of a hakmem block \\(interior or misaligned\\)|not a live hakmem block)"
+fi
+case $pattern in
+  -)              regex=- ;;
+  DF)             regex="invalid free\\($HEX\\): block already freed \\(double free\\)" ;;
+  FOREIGN)        regex="invalid free\\($HEX\\): not allocated by hakmem" ;;
+  INTERIOR)       regex=$INTERIOR ;;
+  MISALIGNED)     regex=$MISALIGNED ;;
+  METADATA)       regex="invalid free\\($HEX\\): (not the start of a hakmem block|not a live hakmem block)" ;;
+  OVERFLOW)       regex="invalid free\\($HEX\\): heap overflow" ;;
+  UAF)            regex="invalid malloc\\($HEX\\): block was written after it was freed" ;;
+  SIZED)          regex="invalid free\\($HEX\\): sized delete/free_sized with a size" ;;
+  FREE_ANY)       regex="invalid free\\($HEX\\): " ;;
+  MALLOC_ANY)     regex="invalid malloc\\($HEX\\): " ;;
+  LIST)           regex="invalid malloc\\($HEX\\): free list corrupted" ;;
+  REALLOC_FOREIGN) regex="invalid realloc\\($HEX\\): not allocated by hakmem" ;;
+  REALLOC_FREED)  regex="invalid (free|realloc)\\($HEX\\): block already freed" ;;
+  REALLOC_DF)     regex="invalid realloc\\($HEX\\): block already freed \\(double free\\)" ;;
+  DELETE_NEW)     regex="invalid free\\($HEX\\): delete of memory not from new" ;;
+  DELETE_ARRAY)   regex="invalid free\\($HEX\\): delete\\[\\] of memory not from new\\[\\]" ;;
+  *) echo "attack.sh: unknown pattern $pattern" >&2; exit 2 ;;
+esac
+
+if [ ! -x "$dir/$prog" ]; then echo "program $dir/$prog not built (run make)"; exit 1; fi
+if [ ! -f "$lib" ]; then echo "library $lib not built (run make)"; exit 1; fi
+e=()
+[ "$envs" != - ] && IFS=, read -r -a e <<<"$envs"
+err=$(mktemp "${TMPDIR:-/tmp}/hakmem-attack.XXXXXX")
+trap 'rm -f "$err"' EXIT
+# the braces keep bash's "Aborted"/"Segmentation fault" notes off our output
+{ timeout -k 5 30 env "${e[@]}" LD_PRELOAD="$lib" "$dir/$prog" "$@" >/dev/null 2>"$err"; } 2>/dev/null
+rc=$?
+sed -e 's/^/  stderr: /' "$err" | head -n 20
+sig=""
+[ $rc -gt 128 ] && sig=$(kill -l $((rc - 128)) 2>/dev/null)
+line=$(grep -m1 -E '^hakmem: ' "$err")
+if [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "timed out"; exit 1; fi
+if [ -n "$sig" ]; then result="SIG$sig"; else result="exit $rc"; fi
+[ -n "$line" ] && result="$result, $line"
+want=$expect
+[ "$regex" != - ] && want="$want, /$regex/"
+echo "got: $result; expected: $want"
+case $expect in
+  ok)     [ $rc -eq 0 ] && [ -z "$line" ] && exit 0; exit 1 ;;
+  report) [ $rc -eq 0 ] || exit 1 ;;
+  abort)  [ "$sig" = ABRT ] || exit 1 ;;
+  trap)   [ "$sig" = ABRT ] || [ "$sig" = ILL ] || [ "$sig" = TRAP ] || exit 1 ;;
+  segv)   [ "$sig" = SEGV ] || exit 1 ;;
+  *)      echo "attack.sh: unknown expectation $expect" >&2; exit 2 ;;
+esac
+[ "$regex" = - ] && exit 0
+grep -qE "^hakmem: $regex" "$err"
