@@ -60,7 +60,6 @@ ROOT = Path(__file__).resolve().parent.parent
 BENCH_SRC = ROOT / "bench"
 BUILD = ROOT / "build"
 BIN = BUILD / "bench"
-FALLBACK_BIN = BUILD / "bench-fallback"
 RESULTS = BENCH_SRC / "results"
 LIBDIRS = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
 
@@ -68,8 +67,6 @@ PROGRAMS = ["bench_tiny", "bench_random_mixed", "bench_mid", "larson", "bench_xt
             "bench_large", "bench_false_sharing", "bench_app", "bench_soak",
             "bench_large_rotate", "bench_phase", "bench_shift", "bench_drift", "bench_burst"]
 OS_CALLS = ["mmap", "munmap", "madvise", "brk", "mremap"]
-CFLAGS = ["-O2", "-g", "-Wall", "-Wextra", "-Wno-unused-parameter", "-fno-builtin-malloc",
-          "-fno-builtin-free", "-fno-builtin-calloc", "-fno-builtin-realloc"]
 
 # --------------------------------------------------------------- allocators
 
@@ -209,45 +206,19 @@ def discover_allocators(args, log):
 # ----------------------------------------------------------------- building
 
 def bin_dir():
-    if (BIN / "bench_tiny").exists():
-        return BIN
-    return FALLBACK_BIN
+    return BIN
 
 
 def ensure_built(log):
-    """The CMake build (make) puts the programs in build/bench. If it has not
-    run (e.g. the allocator does not build yet), compile the plain programs and
-    the probe directly into build/bench-fallback."""
-    if all((BIN / p).exists() for p in PROGRAMS) and (BIN / "libbenchprobe.so").exists():
-        return True
-    cc = os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        log("no C compiler and no build/bench: run `make` first")
+    """The programs are CMake's (bench/CMakeLists.txt, built by `make` into
+    BUILD/bench): the harness builds nothing itself, so what it measures is
+    what the project's one build system made."""
+    missing = [p for p in PROGRAMS if not (BIN / p).exists()]
+    if not (BIN / "libbenchprobe.so").exists():
+        missing.append("libbenchprobe.so")
+    if missing:
+        log("%s lacks %s: run `make` (or `cmake --build %s`) first" % (BIN, ", ".join(missing), BUILD))
         return False
-    FALLBACK_BIN.mkdir(parents=True, exist_ok=True)
-    log("build/bench incomplete: compiling the benchmarks into %s" % FALLBACK_BIN.relative_to(ROOT))
-    jobs = []
-    for p in PROGRAMS:
-        src, out = BENCH_SRC / (p + ".c"), FALLBACK_BIN / p
-        if not out.exists() or out.stat().st_mtime < max(src.stat().st_mtime,
-                                                            (BENCH_SRC / "bench_common.h").stat().st_mtime):
-            jobs.append([cc] + CFLAGS + [str(src), "-o", str(out), "-pthread", "-ldl"])
-        lib = BUILD / "libhakmem.a"
-        sout = FALLBACK_BIN / (p + "_hakmem_static")
-        if lib.exists() and (not sout.exists() or sout.stat().st_mtime < lib.stat().st_mtime):
-            jobs.append([cc] + CFLAGS + [str(src), "-o", str(sout), str(lib), "-pthread", "-ldl",
-                         "-Wl,-u,hak_version", "-Wl,-u,hak_is_active",
-                         "-Wl,--export-dynamic-symbol=hak_version",
-                         "-Wl,--export-dynamic-symbol=hak_is_active",
-                         "-Wl,--export-dynamic-symbol=malloc"])
-    probe = FALLBACK_BIN / "libbenchprobe.so"
-    if not probe.exists() or probe.stat().st_mtime < (BENCH_SRC / "probe.c").stat().st_mtime:
-        jobs.append([cc, "-O2", "-Wall", "-shared", "-fPIC", str(BENCH_SRC / "probe.c"), "-o", str(probe), "-ldl"])
-    for j in jobs:
-        r = subprocess.run(j, capture_output=True, text=True)
-        if r.returncode != 0:
-            log("compile failed: %s\n%s" % (" ".join(j), r.stderr[-2000:]))
-            return False
     return True
 
 
@@ -1795,10 +1766,9 @@ def main():
         global RESULTS
         RESULTS = Path(args.out).resolve()
     if args.build:
-        global BUILD, BIN, FALLBACK_BIN
+        global BUILD, BIN
         BUILD = Path(args.build).resolve()
         BIN = BUILD / "bench"
-        FALLBACK_BIN = BUILD / "bench-fallback"
     if args.render:
         p = Path(args.render)
         res = rejudge(json.loads(p.read_text()))

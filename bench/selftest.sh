@@ -19,8 +19,8 @@
 #      "not reproduced"; a row with no crash beside it keeps its median;
 #   9. a crash on every start is "reproduced" under gdb, with a backtrace;
 #  10. the same verdict for the soak (--soak): a soak that died is FAIL.
-# Exit status 0 when all checks pass. Takes a few seconds; needs no hakmem
-# build (the harness compiles the benchmarks itself if build/bench is missing).
+# Exit status 0 when all checks pass. Takes a few seconds; needs the build's
+# benchmark programs (`make`: the harness compiles nothing itself).
 # BENCH_BUILD=DIR runs it against a copy of the build directory (--build).
 set -u
 cd "$(dirname "$0")/.."
@@ -41,14 +41,23 @@ json() { "$PY" -c 'import json,sys; r=json.load(open(sys.argv[2])); print(eval(s
 result() { json "[b for b in r['benchmarks'] if b['name']=='$1'][0]['results'].get('$2',{}).get('status')" "$3"; }
 reason() { json "[b for b in r['benchmarks'] if b['name']=='$1'][0]['results']['$2']['runs'][0].get('reason','')" "$3"; }
 
-# --- 0. make sure the programs exist (builds build/bench-fallback if needed)
+# --- 0. the programs are CMake's (make): the harness builds nothing, and
+# refuses a build directory without them, saying what to run
+BIN=$BUILD/bench
+if [ ! -x "$BIN/bench_tiny" ]; then
+    bad "no benchmark binaries in $BIN: run make first"; exit 1
+fi
+mkdir -p "$TMP/empty-build"
+"$PY" bench/harness.py --quick --runs 1 --no-count --build "$TMP/empty-build" --out "$TMP" \
+    --allocators glibc --only tiny --tag empty >"$TMP/empty.log" 2>&1
+rc=$?
+if [ $rc -ne 0 ] && grep -q 'run `make`' "$TMP/empty.log" && [ ! -e "$TMP/empty-build/bench" ]; then
+    pass "a build directory without the programs is refused (exit $rc), nothing built"
+else
+    bad "harness on an empty build directory: exit $rc, log: $(tail -n 2 "$TMP/empty.log")"
+fi
 H --allocators glibc --only tiny --tag t0 >"$TMP/t0.log" 2>&1
 rc=$?
-BIN=$BUILD/bench
-[ -x "$BIN/bench_tiny" ] || BIN=$BUILD/bench-fallback
-if [ ! -x "$BIN/bench_tiny" ]; then
-    bad "no benchmark binaries (harness log follows)"; cat "$TMP/t0.log"; exit 1
-fi
 
 # --- 6. (first, as it is the control) a clean glibc run is accepted, exit 0
 if [ $rc -eq 0 ] && [ "$(result tiny glibc "$TMP/t0.json")" = ok ]; then

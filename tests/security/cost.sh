@@ -27,7 +27,7 @@ if [ -n "$REF" ]; then
     { echo "COST_REF=$REF: no libmimalloc.so / libmimalloc-secure.so (bench/mimalloc_secure.sh)" >&2; exit 2; }
   LIBS+=(mi "$REF/libmimalloc.so" mi_secure "$REF/libmimalloc-secure.so")
 fi
-[ -f "$B/libhakmem-secure.so" ] || cmake --build "$B" --target hakmem-secure >/dev/null || exit 2
+[ -f "$B/libhakmem-secure.so" ] || { echo "$B/libhakmem-secure.so not built: run make" >&2; exit 2; }
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-cost.XXXXXX") || exit 2
 trap 'rm -rf "$WORK"' EXIT
 unset LD_PRELOAD HAKMEM_FREE_FILL HAKMEM_STATS HAKMEM_VERBOSE
@@ -119,19 +119,8 @@ EOF
 
 # ---- instruction counts (callgrind) -----------------------------------------
 if command -v valgrind >/dev/null; then
-  cat >"$WORK/loop.c" <<'EOF'
-#include <stdlib.h>
-int main(int argc, char **argv) {
-  size_t n = argc > 1 ? strtoul(argv[1], 0, 10) : 16;
-  void *p[100];
-  for (int r = 0; r < 2000; r++) {
-    for (int i = 0; i < 100; i++) p[i] = malloc(n);
-    for (int i = 0; i < 100; i++) free(p[i]);
-  }
-  return 0;
-}
-EOF
-  gcc -O2 -fno-builtin -o "$WORK/loop" "$WORK/loop.c" || exit 1
+  LOOP=$B/bench/cost_loop   # bench/cost_loop.c, built by make
+  [ -x "$LOOP" ] || { echo "$LOOP not built: run make" >&2; exit 2; }
   echo
   echo "callgrind: 2000 rounds of 100 malloc(SIZE) then 100 free = 200000 + 200000 calls"
   echo "(instructions inside malloc / free, callees included: --toggle-collect)"
@@ -142,7 +131,7 @@ EOF
     n=()
     for f in malloc free; do
       LD_PRELOAD="$lib" valgrind --tool=callgrind --toggle-collect=$f \
-        --callgrind-out-file="$WORK/cg.$build.$f" "$WORK/loop" "$size" >/dev/null 2>"$WORK/cg.$build.$f.log"
+        --callgrind-out-file="$WORK/cg.$build.$f" "$LOOP" "$size" >/dev/null 2>"$WORK/cg.$build.$f.log"
       n+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/cg.$build.$f.log")")
     done
     awk -v b="$build" -v s="$size" -v m="${n[0]}" -v f="${n[1]}" \
