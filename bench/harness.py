@@ -27,6 +27,13 @@ runs that survived. A run killed by a signal is re-run once under gdb
 (address randomisation on, as in the timed runs) and labelled "reproduced" or
 "not reproduced"; the row stays FAIL either way.
 
+Every row also gets a verdict against the best peer (bench/verdict.py): the
+ratio of hakmem's median to the best peer's (highest median throughput;
+separately lowest median peak RSS), oriented so that > 1 means hakmem is
+better, with a 95% bootstrap interval: ahead (interval above 1), behind
+(below 1) or tie; FAIL for a FAIL row; n/a with fewer than 2 runs a side.
+In the JSON: benchmarks[].verdicts and verdict_counts.
+
 Results: bench/results/<date>-<mode>.json, .md (tables) and .svg (ratio chart).
 Exit status: 0 when every run was accepted, 1 when some row is FAIL (a run
 failed or was rejected; the reports are written either way), 2 on usage errors.
@@ -55,6 +62,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import verdict  # noqa: E402  (bench/verdict.py: ratios to the best peer with bootstrap intervals)
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCH_SRC = ROOT / "bench"
@@ -1117,6 +1127,78 @@ def variant_table(res):
     return L
 
 
+def add_verdicts(res):
+    """Each benchmark row's verdicts against the best peer (bench/verdict.py),
+    from the runs the JSON holds: b["verdicts"] = {"subject", "throughput",
+    "rss"}, and res["verdict_counts"] (ahead/tie/behind/FAIL/n/a per metric).
+    Skipped benchmarks get none."""
+    vs = []
+    for b in res.get("benchmarks", []):
+        if b.get("skipped") or not b.get("results"):
+            b.pop("verdicts", None)
+            continue
+        b["verdicts"] = verdict.row_verdicts(b["results"])
+        vs.append(b["verdicts"])
+    res["verdict_counts"] = {m: verdict.counts(vs, m) for m in ("throughput", "rss")}
+    return res
+
+
+def fmt_vratio(x):
+    if x is None:
+        return "-"
+    if 0.1 <= x < 100:
+        return "%.3f" % x
+    return fmt_ratio(x)
+
+
+def verdict_cells(v):
+    """(best peer, ratio [CI], verdict) cells of one metric's verdict."""
+    if v["verdict"] == "FAIL":
+        return [v.get("peer") or "-", "-", "**FAIL**"]
+    ratio = fmt_vratio(v.get("ratio"))
+    if v.get("ci"):
+        ratio += " [%s, %s]" % (fmt_vratio(v["ci"][0]), fmt_vratio(v["ci"][1]))
+    word = verdict.verdict_text(v)
+    return [v.get("peer") or "-", ratio, "**%s**" % word if word in ("ahead", "behind") else word]
+
+
+def verdict_table(res, legend=True):
+    subj = verdict.SUBJECT
+    L = ["### Verdicts against the best peer", ""]
+    if legend:
+        L += ["Best peer: among the allocators that are not hakmem or a hakmem variant (glibc counts) "
+              "and whose row passed, the one with the highest median throughput, and separately the one "
+              "with the lowest median peak RSS. Both ratios are oriented so that **> 1 means %s is "
+              "better**: throughput is %s ÷ best peer, peak RSS is best peer ÷ %s. The interval is a "
+              "%d%% percentile bootstrap of the ratio of medians (%d resamples of each side's runs, "
+              "independently, with replacement; seed %d). **ahead**: the interval's low end > 1; "
+              "**behind**: its high end < 1; tie: it contains 1. A row where %s is FAIL stays FAIL; "
+              "with fewer than %d runs a side there is no interval (n/a)." % (
+                  subj, subj, subj, round(100 * verdict.CONF), verdict.N_BOOT, verdict.SEED, subj,
+                  verdict.MIN_RUNS), ""]
+    L += ["| benchmark | best peer (throughput) | %s ÷ best [95%% CI] | verdict | best peer (RSS) | "
+          "best ÷ %s (RSS) [95%% CI] | verdict |" % (subj, subj),
+          "|---|---|---:|---|---|---:|---|"]
+    for b in res.get("benchmarks", []):
+        v = b.get("verdicts")
+        if not v:
+            if b.get("skipped"):
+                L.append("| %s | skipped | | | | | |" % b["name"])
+            continue
+        L.append("| %s | %s |" % (b["name"], " | ".join(verdict_cells(v["throughput"]) + verdict_cells(v["rss"]))))
+    return L
+
+
+def verdict_summary(res):
+    c = res.get("verdict_counts") or {}
+
+    def one(m):
+        d = c.get(m) or {}
+        return ", ".join("%d %s" % (d.get(k, 0), k) for k in ("ahead", "tie", "behind", "FAIL", "n/a"))
+    return "verdicts against the best peer (%s; 95%% bootstrap CI): throughput: %s; peak RSS: %s" % (
+        verdict.SUBJECT, one("throughput"), one("rss"))
+
+
 def markdown(res, svg_name):
     m = res["machine"]
     L = ["# hakmem benchmarks: %s (%s mode)" % (res["date"], res["mode"]), ""]
@@ -1160,6 +1242,11 @@ def markdown(res, svg_name):
     else:
         L.append("**Verdict: PASS**: every run of every row was accepted.")
     L.append("")
+    if any(b.get("verdicts") for b in res["benchmarks"]):
+        L += verdict_table(res)
+        L.append("")
+        L.append(verdict_summary(res)[0].upper() + verdict_summary(res)[1:] + ".")
+        L.append("")
     L += ratio_table(res, "ratio_mimalloc", "Ratio to mimalloc", "mimalloc")
     L.append("")
     L += ratio_table(res, "ratio_glibc", "Ratio to glibc", "glibc")
@@ -1496,6 +1583,7 @@ def finish(res, args, mode, t_start, skipped, log):
     res["verdict"] = "FAIL" if any(r.get("verdict") != "PASS" for b in res["benchmarks"]
                                    for r in b["results"].values()) else "PASS"
     stem = args.tag or (datetime.datetime.now().strftime("%Y-%m-%d-%H%M") + "-" + mode)
+    add_verdicts(res)
     jp, mp, sp = write_reports(res, stem)
     log("")
     log("\n".join(ratio_table(res, "ratio_mimalloc", "Ratio to mimalloc (median throughput)", "mimalloc")))
@@ -1505,6 +1593,9 @@ def finish(res, args, mode, t_start, skipped, log):
     vt = variant_table(res)
     if vt:
         log("\n".join(vt))
+        log("")
+    if any(b.get("verdicts") for b in res["benchmarks"]):
+        log("\n".join(verdict_table(res, legend=False)))
         log("")
     if res["problems"]:
         log("PROBLEMS (%d runs failed or rejected; their rows are FAIL):" % len(res["problems"]))
@@ -1526,6 +1617,7 @@ def finish(res, args, mode, t_start, skipped, log):
             log("  " + f)
     else:
         log("VERDICT: PASS (every run of every row was accepted)")
+    log(verdict_summary(res))
     log("wrote %s, %s, %s (%.0f s)" % (rel(jp), rel(mp), rel(sp), res["elapsed_s"]))
 
 
@@ -1771,7 +1863,7 @@ def main():
         BIN = BUILD / "bench"
     if args.render:
         p = Path(args.render)
-        res = rejudge(json.loads(p.read_text()))
+        res = add_verdicts(rejudge(json.loads(p.read_text())))
         p.with_suffix(".md").write_text(markdown(res, p.with_suffix(".svg").name))
         p.with_suffix(".svg").write_text(svg_chart(res))
         print("wrote %s and %s" % (p.with_suffix(".md"), p.with_suffix(".svg")))

@@ -19,6 +19,12 @@
 #      "not reproduced"; a row with no crash beside it keeps its median;
 #   9. a crash on every start is "reproduced" under gdb, with a backtrace;
 #  10. the same verdict for the soak (--soak): a soak that died is FAIL.
+#  11. verdicts against the best peer (bench/verdict.py) on synthetic runs
+#      with a known answer: ahead, tie, behind, a deterministic bootstrap,
+#      n/a with one run a side, lower RSS is ahead, FAIL stays FAIL, the best
+#      peer skips hakmem variants and FAIL rows;
+#  12. a real glibc,hakmem run writes the verdicts (JSON, report, log), and
+#      --render adds them to a results file that has none.
 # Exit status 0 when all checks pass. Takes a few seconds; needs the build's
 # benchmark programs (`make`: the harness compiles nothing itself).
 # BENCH_BUILD=DIR runs it against a copy of the build directory (--build).
@@ -211,6 +217,99 @@ if [ $rc -ne 0 ] && [ "$v" = FAIL ] && [ "$sig" = SIGSEGV ] && grep -q "VERDICT:
     pass "a soak killed by SIGSEGV is FAIL (exit $rc)"
 else
     bad "a crashed soak: exit $rc, verdict $v, signal $sig"; tail -20 "$TMP/t10.log"
+fi
+
+# --- 11. verdicts against the best peer (bench/verdict.py) on synthetic runs
+# with a known answer. vchk PYTHON-EXPR: prints the expression's value; the
+# module is imported as v, and row(h, p, key) builds a results row with hakmem
+# runs h and glibc runs p of key (throughput or rss_kib), PASS with >= 1 run
+V() { "$PY" -c '
+import sys; sys.path.insert(0, "bench"); import verdict as v
+def row(h, p, key="throughput", hs="ok"):
+    def s(runs, st="ok"):
+        d = {"status": st, "verdict": "PASS" if st == "ok" else "FAIL", "runs": [{"status": "ok", key: x} for x in runs]}
+        if st == "ok":
+            import statistics
+            d["median" if key == "throughput" else "rss_kib"] = statistics.median(runs)
+        return d
+    return {"hakmem": s(h, hs), "glibc": s(p)}
+print(eval(sys.argv[1]))' "$1"; }
+HI="[100,101,99,100,102]"; LO="[50,51,49,50,52]"
+out=$(V "(lambda c: '%.3f %.4f %.4f %s' % (c['ratio'], c['ci'][0], c['ci'][1], c['verdict']))(v.compare(row($HI, $LO)))")
+read -r ratio lo hi word <<<"$out"
+if awk -v r="$ratio" -v l="$lo" 'BEGIN{exit !(r > 1.99 && r < 2.01 && l > 1)}' && [ "$word" = ahead ]; then
+    pass "verdict: runs $HI vs $LO: ratio $ratio [$lo, $hi], ahead"
+else
+    bad "verdict on $HI vs $LO: '$out', expected ratio ~2, interval > 1, ahead"
+fi
+out=$(V "(lambda c: '%.3f %.4f %.4f %s' % (c['ratio'], c['ci'][0], c['ci'][1], c['verdict']))(v.compare(row($HI, $HI)))")
+read -r ratio lo hi word <<<"$out"
+if awk -v l="$lo" -v h="$hi" 'BEGIN{exit !(l <= 1 && h >= 1)}' && [ "$word" = tie ]; then
+    pass "verdict: identical runs: ratio $ratio [$lo, $hi] contains 1, tie"
+else
+    bad "verdict on identical runs: '$out', expected an interval containing 1, tie"
+fi
+out=$(V "(lambda c: '%.3f %.4f %.4f %s' % (c['ratio'], c['ci'][0], c['ci'][1], c['verdict']))(v.compare(row($LO, $HI)))")
+read -r ratio lo hi word <<<"$out"
+if awk -v h="$hi" 'BEGIN{exit !(h < 1)}' && [ "$word" = behind ]; then
+    pass "verdict: runs $LO vs $HI: ratio $ratio [$lo, $hi], behind"
+else
+    bad "verdict on reversed runs: '$out', expected interval < 1, behind"
+fi
+out=$(V "v.bootstrap_ratio($HI, $LO, seed=7) == v.bootstrap_ratio($HI, $LO, seed=7) and v.compare(row($HI, $LO)) == v.compare(row($HI, $LO))")
+out2=$(V "v.bootstrap_ratio($HI, $LO, seed=7)"); out3=$(V "v.bootstrap_ratio($HI, $LO, seed=7)")
+if [ "$out" = True ] && [ "$out2" = "$out3" ]; then
+    pass "verdict: the bootstrap is deterministic (seed 7, twice, two processes: $out2)"
+else
+    bad "verdict: the bootstrap is not deterministic: '$out', '$out2' vs '$out3'"
+fi
+out=$(V "(lambda c: '%s|%s|%s' % (c['verdict'], c['ci'], v.verdict_text(c)))(v.compare(row([100], [50])))")
+if [ "$out" = "n/a|None|n/a (need ≥ 2 runs)" ]; then
+    pass "verdict: one run a side: no interval, $(echo "$out" | cut -d'|' -f3)"
+else
+    bad "verdict on one run a side: '$out', expected n/a (need ≥ 2 runs), no interval"
+fi
+out=$(V "(lambda c: '%.3f %.4f %.4f %s %s' % (c['ratio'], c['ci'][0], c['ci'][1], c['verdict'], c['orientation'].replace(' ', '')))(v.compare(row([1000,1010,990,1000,1020], [2000,2020,1980,2000,2040], 'rss_kib'), 'rss'))")
+read -r ratio lo hi word orient <<<"$out"
+if awk -v r="$ratio" -v l="$lo" 'BEGIN{exit !(r > 1.99 && r < 2.01 && l > 1)}' && [ "$word" = ahead ]; then
+    pass "verdict: hakmem with half the peer's peak RSS: $orient $ratio [$lo, $hi], ahead"
+else
+    bad "verdict on lower hakmem RSS: '$out', expected peer/hakmem ~2, ahead"
+fi
+out=$(V "(lambda c: '%s %s' % (c['verdict'], c['ci']))(v.compare(row($HI, $LO, hs='failed')))")
+if [ "$out" = "FAIL None" ]; then
+    pass "verdict: a FAIL hakmem row stays FAIL, with no interval"
+else
+    bad "verdict on a FAIL hakmem row: '$out', expected FAIL with no interval"
+fi
+out=$(V "v.best_peer({'hakmem': {'status':'ok','median':9e9,'rss_kib':1}, 'hakmem-static': {'status':'ok','median':8e9,'rss_kib':1}, 'glibc': {'status':'ok','median':5,'rss_kib':300}, 'mimalloc': {'status':'ok','median':7,'rss_kib':200}, 'jemalloc': {'status':'failed','verdict':'FAIL'}}, 'throughput') + ',' + v.best_peer({'glibc': {'status':'ok','median':5,'rss_kib':300}, 'mimalloc': {'status':'ok','median':7,'rss_kib':200}, 'tcmalloc': {'status':'ok','median':1,'rss_kib':100}, 'hakmem': {'status':'ok','median':1,'rss_kib':1}}, 'rss')")
+if [ "$out" = "mimalloc,tcmalloc" ]; then
+    pass "verdict: best peer skips hakmem variants and FAIL rows (throughput mimalloc, RSS tcmalloc)"
+else
+    bad "best_peer: '$out', expected mimalloc,tcmalloc"
+fi
+
+# --- 12. a real run writes verdicts into its JSON, the report and the log
+H --allocators glibc,hakmem --only tiny --runs 3 --tag t12 >"$TMP/t12.log" 2>&1
+rc=$?
+vt=$(json "[b for b in r['benchmarks'] if b['name']=='tiny'][0]['verdicts']['throughput']" "$TMP/t12.json" 2>/dev/null)
+vw=$(json "[b for b in r['benchmarks'] if b['name']=='tiny'][0]['verdicts']['throughput']['verdict']" "$TMP/t12.json" 2>/dev/null)
+vp=$(json "[b for b in r['benchmarks'] if b['name']=='tiny'][0]['verdicts']['throughput']['peer']" "$TMP/t12.json" 2>/dev/null)
+vr=$(json "[b for b in r['benchmarks'] if b['name']=='tiny'][0]['verdicts']['rss']['verdict']" "$TMP/t12.json" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$vp" = glibc ] && [[ "$vw" =~ ^(ahead|tie|behind)$ ]] && [[ "$vr" =~ ^(ahead|tie|behind)$ ]] \
+   && grep -q "^### Verdicts against the best peer" "$TMP/t12.md" && grep -q "^| tiny | glibc | " "$TMP/t12.md" \
+   && grep -q "^verdicts against the best peer" "$TMP/t12.log"; then
+    pass "a 3-run glibc,hakmem harness run writes verdicts: throughput $vw vs $vp, RSS $vr (JSON, report, log)"
+else
+    bad "harness run without verdicts (exit $rc): $vt"; tail -20 "$TMP/t12.log"
+fi
+cp "$TMP/t12.json" "$TMP/t12r.json"
+"$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); [b.pop("verdicts",None) for b in r["benchmarks"]]; r.pop("verdict_counts",None); json.dump(r,open(sys.argv[1],"w"))' "$TMP/t12r.json"
+"$PY" bench/harness.py --render "$TMP/t12r.json" >/dev/null 2>&1
+if grep -q "^| tiny | glibc | " "$TMP/t12r.md"; then
+    pass "--render of a results file without verdicts adds the verdict table"
+else
+    bad "--render did not add verdicts to an old results file"
 fi
 
 if [ $fails -eq 0 ]; then

@@ -1,0 +1,171 @@
+"""Verdicts against the best peer (issue 20), Python 3 standard library only.
+
+For every benchmark row the harness compares hakmem with the *best peer* on
+that row: among the installed allocators that are not hakmem or one of its
+variants (every label that starts with "hakmem"; glibc counts as a peer) and
+whose row produced a valid result (verdict PASS), the one with the best
+median: the highest median throughput, and, separately, the lowest median
+peak RSS.
+
+The comparison is a ratio of medians with a 95% percentile bootstrap interval:
+the runs of each side are resampled independently, with replacement
+(bootstrap_ratio), n_boot times with a fixed seed, so the same runs always
+give the same interval.
+
+Both ratios are oriented so that a ratio above 1 means hakmem is better:
+
+    throughput:  hakmem / best peer     (median ops/s; higher is better)
+    peak RSS:    best peer / hakmem     (median peak RSS; lower is better,
+                                         so the peer's is the numerator)
+
+and one rule (judge) gives the verdict for both:
+
+    ahead   the interval's low end > 1    (hakmem is better)
+    behind  the interval's high end < 1   (hakmem is worse)
+    tie     the interval contains 1
+
+A row where hakmem's result is FAIL (some run crashed, timed out or was
+rejected) keeps FAIL, with no ratio and no interval. With fewer than 2 runs
+on either side there is no interval: the verdict is "n/a (need >= 2 runs)".
+"""
+
+import random
+import statistics
+
+SEED = 20          # issue 20; any fixed value makes the bootstrap reproducible
+N_BOOT = 2000
+CONF = 0.95
+MIN_RUNS = 2
+NEED_RUNS = "n/a (need \u2265 %d runs)" % MIN_RUNS
+SUBJECT = "hakmem"
+
+# metric -> (key of the row's median, key of a run's value, higher is better)
+METRICS = {"throughput": ("median", "throughput", True),
+           "rss": ("rss_kib", "rss_kib", False)}
+
+
+def bootstrap_ratio(a_runs, b_runs, n_boot=N_BOOT, seed=SEED, conf=CONF):
+    """median(a) / median(b) and its `conf` percentile bootstrap interval:
+    each of the n_boot replicates resamples a and b independently, with
+    replacement, and takes the ratio of their medians. Deterministic given
+    the seed. Returns (ratio, (low, high)); (ratio, None) when either side
+    has fewer than MIN_RUNS runs. Raises ValueError on an empty side or a
+    value <= 0 (a ratio of medians needs positive values)."""
+    a, b = [float(x) for x in a_runs], [float(x) for x in b_runs]
+    if not a or not b:
+        raise ValueError("bootstrap_ratio: no runs on one side")
+    if min(a) <= 0 or min(b) <= 0:
+        raise ValueError("bootstrap_ratio: values must be > 0")
+    ratio = statistics.median(a) / statistics.median(b)
+    if len(a) < MIN_RUNS or len(b) < MIN_RUNS:
+        return ratio, None
+    rng = random.Random(seed)
+    na, nb = len(a), len(b)
+    reps = sorted(statistics.median([a[rng.randrange(na)] for _ in range(na)]) /
+                  statistics.median([b[rng.randrange(nb)] for _ in range(nb)]) for _ in range(n_boot))
+    alpha = (1.0 - conf) / 2
+    return ratio, (_quantile(reps, alpha), _quantile(reps, 1.0 - alpha))
+
+
+def _quantile(sorted_vals, q):
+    """Linear interpolation between closest ranks (numpy's default)."""
+    pos = q * (len(sorted_vals) - 1)
+    lo = int(pos)
+    hi = min(lo + 1, len(sorted_vals) - 1)
+    return sorted_vals[lo] + (sorted_vals[hi] - sorted_vals[lo]) * (pos - lo)
+
+
+def judge(ci):
+    """ahead / behind / tie from an interval of a ratio oriented so that > 1
+    means hakmem is better."""
+    lo, hi = ci
+    if lo > 1.0:
+        return "ahead"
+    if hi < 1.0:
+        return "behind"
+    return "tie"
+
+
+def is_hakmem(label):
+    return label.startswith("hakmem")
+
+
+def _ok(s):
+    return bool(s) and s.get("status") == "ok" and s.get("verdict", "PASS") == "PASS"
+
+
+def run_values(s, metric):
+    """The accepted runs' values of a row for a metric (throughput or rss)."""
+    key = METRICS[metric][1]
+    return [r[key] for r in (s.get("runs") or []) if r.get("status") == "ok" and r.get(key)]
+
+
+def best_peer(row, metric="throughput"):
+    """The label of the best peer on a row (dict label -> result summary, a
+    benchmark's "results" in the JSON): the non-hakmem allocator with a valid
+    result and the highest median throughput (metric "throughput") or the
+    lowest median peak RSS (metric "rss"). None when no peer has one."""
+    med, _, higher = METRICS[metric]
+    cand = [(s[med], l) for l, s in row.items() if not is_hakmem(l) and _ok(s) and s.get(med)]
+    if not cand:
+        return None
+    # ties on the median: the first label in alphabetical order, so the
+    # choice does not depend on the order of the dict
+    return sorted(cand, key=lambda c: (-c[0] if higher else c[0], c[1]))[0][1]
+
+
+def compare(row, metric="throughput", subject=SUBJECT, n_boot=N_BOOT, seed=SEED, conf=CONF):
+    """The verdict of `subject` (hakmem) against the best peer on a row for
+    one metric: a dict with peer, ratio, ci [low, high], verdict (ahead, tie,
+    behind, FAIL or n/a), n [subject runs, peer runs], orientation and, for
+    FAIL or n/a, reason."""
+    med, _, higher = METRICS[metric]
+    out = {"metric": metric, "orientation": "hakmem / peer" if higher else "peer / hakmem",
+           "conf": conf, "n_boot": n_boot, "seed": seed, "peer": best_peer(row, metric),
+           "ratio": None, "ci": None}
+    s = row.get(subject)
+    if not s:
+        out.update(verdict="n/a", reason="no %s result" % subject)
+        return out
+    if not _ok(s):
+        out.update(verdict="FAIL", reason=s.get("verdict_reason") or "the %s row is FAIL" % subject)
+        return out
+    if out["peer"] is None:
+        out.update(verdict="n/a", reason="no peer with a valid result")
+        return out
+    h, p = run_values(s, metric), run_values(row[out["peer"]], metric)
+    out["n"] = [len(h), len(p)]
+    if not h or not p:
+        out.update(verdict="n/a", reason="no %s values" % metric)
+        return out
+    num, den = (h, p) if higher else (p, h)
+    ratio, ci = bootstrap_ratio(num, den, n_boot=n_boot, seed=seed, conf=conf)
+    out["ratio"] = ratio
+    if ci is None:
+        out.update(verdict="n/a", reason=NEED_RUNS)
+        return out
+    out["ci"] = [ci[0], ci[1]]
+    out["verdict"] = judge(ci)
+    return out
+
+
+def row_verdicts(row, subject=SUBJECT, **kw):
+    """Both verdicts of a row: {"subject", "throughput": compare(...), "rss": compare(...)}."""
+    return {"subject": subject, "throughput": compare(row, "throughput", subject, **kw),
+            "rss": compare(row, "rss", subject, **kw)}
+
+
+def verdict_text(v):
+    """The verdict as the report prints it: ahead/tie/behind, FAIL, or n/a (why)."""
+    if v["verdict"] == "n/a":
+        return v.get("reason", "n/a") if v.get("reason", "").startswith("n/a") else "n/a (%s)" % v.get(
+            "reason", "?")
+    return v["verdict"]
+
+
+def counts(verdicts, metric):
+    """How many rows are ahead / tie / behind / FAIL / n/a for a metric."""
+    c = {"ahead": 0, "tie": 0, "behind": 0, "FAIL": 0, "n/a": 0}
+    for v in verdicts:
+        c[v[metric]["verdict"]] = c.get(v[metric]["verdict"], 0) + 1
+    return c
