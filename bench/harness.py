@@ -34,6 +34,16 @@ better, with a 95% bootstrap interval: ahead (interval above 1), behind
 (below 1) or tie; FAIL for a FAIL row; n/a with fewer than 2 runs a side.
 In the JSON: benchmarks[].verdicts and verdict_counts.
 
+Two or more hakmem builds can share one interleaved run: --build NAME=DIR
+(repeatable) adds the allocator hakmem:NAME, LD_PRELOAD of DIR/libhakmem.so
+(the only file it needs from DIR), whose every run must print that very file
+(realpath) or is rejected; the benchmark programs come from the default build
+(plain --build DIR, default build/). The report then gets "Builds compared":
+per row, each named build ÷ the first named build (with a single named build:
+÷ the default hakmem), throughput and peak RSS, with the same bootstrap
+interval: faster/slower (RSS: larger/smaller) beyond noise, or within noise.
+In the JSON: benchmarks[].builds_compared and builds.
+
 Results: bench/results/<date>-<mode>.json, .md (tables) and .svg (ratio chart).
 Exit status: 0 when every run was accepted, 1 when some row is FAIL (a run
 failed or was rejected; the reports are written either way), 2 on usage errors.
@@ -85,7 +95,7 @@ class Allocator:
     """How one allocator is realised for a run, and what the run must print."""
 
     def __init__(self, label, expect, preload=None, static=False, package=None, note="", env=None,
-                 expect_file=None, base=None):
+                 expect_file=None, base=None, build=None, expect_path=None):
         self.label = label        # name in the reports
         self.expect = expect      # name the program must print
         self.preload = preload    # library to LD_PRELOAD (None: none)
@@ -96,6 +106,8 @@ class Allocator:
         self.env = dict(env or {})  # variant knobs (HAKMEM_PROFILE=fast, ...)
         self.expect_file = expect_file  # the printed library's file name must start so
         self.base = base          # a variant: the label it is compared with (hakmem)
+        self.build = build        # --build NAME=DIR: NAME ("default" for the plain hakmem)
+        self.expect_path = expect_path  # --build NAME=DIR: malloc must be in this very file
 
     def child_env(self):
         """Environment of a run of this allocator: --hakmem-env, then the
@@ -150,13 +162,29 @@ VARIANTS = [
 ]
 VARIANT_LABELS = [v[0] for v in VARIANTS]
 
+# --build NAME=DIR (repeatable): more hakmem builds in the same interleaved
+# run, each labelled hakmem:NAME and served by DIR/libhakmem.so (the benchmark
+# programs always come from the default build: they are plain malloc programs)
+BUILDS = []   # [(NAME, Path DIR)] in command-line order
+
+
+def build_label(name):
+    return "hakmem:" + name
+
+
+def build_allocators():
+    return [Allocator(build_label(n), "hakmem", preload=str(d / "libhakmem.so"), expect_file="libhakmem.so",
+                      build=n, expect_path=str(d / "libhakmem.so"), note="build %s: %s" % (n, d))
+            for n, d in BUILDS]
+
 
 def discover_allocators(args, log):
     """Returns (allocators, skipped) in run order."""
     allocs, skipped = [], []
     so = hakmem_so()
     if so:
-        allocs.append(Allocator("hakmem", "hakmem", preload=so, note="preloaded", expect_file="libhakmem.so"))
+        allocs.append(Allocator("hakmem", "hakmem", preload=so, note="preloaded", expect_file="libhakmem.so",
+                                build="default" if BUILDS else None))
     else:
         skipped.append({"allocator": "hakmem", "reason": "build/libhakmem.so not found: run `make` first"})
     if args.variants:
@@ -168,6 +196,7 @@ def discover_allocators(args, log):
             else:
                 skipped.append({"allocator": label, "reason": "build/%s not found: run `make%s` first" % (
                     lib, " secure" if "secure" in lib else "")})
+    allocs += build_allocators()
     if (bin_dir() / "bench_tiny_hakmem_static").exists():
         allocs.append(Allocator("hakmem-static", "hakmem", static=True, note="static link"))
     else:
@@ -201,13 +230,16 @@ def discover_allocators(args, log):
         a.expect_file, a.env = vfile, dict(venv)
         if label in known:
             a.base = "hakmem"
+        named = {b.label: b for b in build_allocators()}
+        if label in named:   # hakmem:NAME must be served by NAME's own library
+            a.build, a.expect_path, a.expect_file = named[label].build, named[label].expect_path, "libhakmem.so"
         allocs.insert(0, a)
     if args.allocators:
         want = [w.strip() for w in args.allocators.split(",") if w.strip()]
         for w in want:
             if not any(a.label == w for a in allocs) and not any(s["allocator"] == w for s in skipped):
                 log("unknown allocator %r (known: hakmem, hakmem-static, glibc, mimalloc, jemalloc, tcmalloc, "
-                    "and with --variants %s)" % (w, ", ".join(VARIANT_LABELS)))
+                    "with --variants %s, and hakmem:NAME for each --build NAME=DIR)" % (w, ", ".join(VARIANT_LABELS)))
         allocs = [a for a in allocs if a.label in want]
         skipped = [s for s in skipped if s["allocator"] in want]
     return allocs, skipped
@@ -381,6 +413,9 @@ def check_allocator(alloc, printed, binary=None):
         return "printed allocator %s (%s) but %s was requested" % (name, path, alloc.label)
     if alloc.preload and os.path.realpath(alloc.preload) != os.path.realpath(path):
         return "malloc is defined in %s, not in the preloaded %s" % (path, alloc.preload)
+    if alloc.expect_path and os.path.realpath(path) != os.path.realpath(alloc.expect_path):
+        return "malloc is defined in %s, but %s must be served by its build's %s" % (
+            path, alloc.label, alloc.expect_path)
     if alloc.expect_file and not alloc.static and \
             not os.path.basename(os.path.realpath(path)).startswith(alloc.expect_file):
         return "malloc is defined in %s, but %s must be served by %s" % (path, alloc.label, alloc.expect_file)
@@ -1143,6 +1178,90 @@ def add_verdicts(res):
     return res
 
 
+def add_build_comparisons(res):
+    """--build NAME=DIR: each row's builds compared (verdict.compare_build),
+    b["builds_compared"] = [{"a", "b", "throughput", "rss"}], and res["builds"]
+    (reference, compared, directories, printed versions, counts). Nothing
+    when the run has fewer than two hakmem builds."""
+    ref, others = verdict.build_pairs(res.get("allocators", []))
+    if not ref:
+        res.pop("builds", None)
+        for b in res.get("benchmarks", []):
+            b.pop("builds_compared", None)
+        return res
+    cnt = {(o, m): {} for o in others for m in ("throughput", "rss")}
+    for b in res.get("benchmarks", []):
+        if b.get("skipped") or not b.get("results"):
+            b.pop("builds_compared", None)
+            continue
+        b["builds_compared"] = []
+        for o in others:
+            c = {"a": ref, "b": o}
+            for m in ("throughput", "rss"):
+                c[m] = verdict.compare_build(b["results"], ref, o, m)
+                w = c[m]["verdict"]
+                cnt[(o, m)][w] = cnt[(o, m)].get(w, 0) + 1
+            b["builds_compared"].append(c)
+    dirs = {a["label"]: a.get("build_dir") for a in res["allocators"] if a.get("build")}
+    res["builds"] = {"reference": ref, "compared": others, "dirs": dirs,
+                     "versions": res.get("build_versions", {}),
+                     "counts": {o: {m: cnt[(o, m)] for m in ("throughput", "rss")} for o in others}}
+    return res
+
+
+def builds_table(res, legend=True):
+    bl = res.get("builds")
+    if not bl:
+        return []
+    ref = bl["reference"]
+    L = ["### Builds compared: each build ÷ %s" % ref, ""]
+    if legend:
+        L += ["Builds: " + "; ".join("**%s** = `%s`%s" % (l, d, " (%s)" % bl["versions"][l]
+                                                          if bl.get("versions", {}).get(l) else "")
+                                    for l, d in bl["dirs"].items() if l == ref or l in bl["compared"]) + ".",
+              "",
+              "Every run of every build is interleaved with the others and proved to be served by its own "
+              "`libhakmem.so`. Reference: the first `--build NAME=DIR` on the command line (with only one "
+              "named build: the default hakmem). Ratios are build ÷ reference of the medians "
+              "(throughput: > 1 is faster; peak RSS: > 1 is more memory), with a %d%% percentile "
+              "bootstrap interval (%d resamples, seed %d): **faster/slower beyond noise** (RSS: **larger/"
+              "smaller beyond noise**) when the interval excludes 1, else within noise; FAIL when either "
+              "row is FAIL; n/a with fewer than %d runs a side." % (
+                  round(100 * verdict.CONF), verdict.N_BOOT, verdict.SEED, verdict.MIN_RUNS), ""]
+    L += ["| benchmark | build | %s ops/s | build ops/s | throughput ÷ %s [95%% CI] | verdict | "
+          "peak RSS ÷ %s [95%% CI] | verdict |" % (ref, ref, ref), "|---|---|---:|---:|---:|---|---:|---|"]
+    for b in res.get("benchmarks", []):
+        for c in b.get("builds_compared") or []:
+            ra, rb = b["results"].get(c["a"], {}), b["results"].get(c["b"], {})
+            cells = [b["name"], c["b"], result_cell(ra, lambda r: fmt_tp(r.get("median"))),
+                     result_cell(rb, lambda r: fmt_tp(r.get("median")))]
+            for m in ("throughput", "rss"):
+                v = c[m]
+                if v["verdict"] == "FAIL":
+                    cells += ["-", "**FAIL**"]
+                    continue
+                r = fmt_vratio(v.get("ratio"))
+                if v.get("ci"):
+                    r += " [%s, %s]" % (fmt_vratio(v["ci"][0]), fmt_vratio(v["ci"][1]))
+                w = verdict.verdict_text(v)
+                cells += [r, "**%s**" % w if "beyond" in w else w]
+            L.append("| " + " | ".join(cells) + " |")
+    return L
+
+
+def builds_summary(res):
+    bl = res.get("builds")
+    if not bl:
+        return ""
+    out = []
+    for o in bl["compared"]:
+        c = bl["counts"][o]
+        out.append("%s vs %s: throughput %s; peak RSS %s" % (o, bl["reference"], ", ".join(
+            "%d %s" % (n, w) for w, n in sorted(c["throughput"].items())), ", ".join(
+            "%d %s" % (n, w) for w, n in sorted(c["rss"].items()))))
+    return "builds compared (95% bootstrap CI): " + "; ".join(out)
+
+
 def fmt_vratio(x):
     if x is None:
         return "-"
@@ -1247,6 +1366,9 @@ def markdown(res, svg_name):
         L.append("")
         L.append(verdict_summary(res)[0].upper() + verdict_summary(res)[1:] + ".")
         L.append("")
+    bt = builds_table(res)
+    if bt:
+        L += bt + ["", builds_summary(res)[0].upper() + builds_summary(res)[1:] + ".", ""]
     L += ratio_table(res, "ratio_mimalloc", "Ratio to mimalloc", "mimalloc")
     L.append("")
     L += ratio_table(res, "ratio_glibc", "Ratio to glibc", "glibc")
@@ -1324,6 +1446,15 @@ PALETTE = {"hakmem": "#d62728", "hakmem-static": "#ff7f0e", "glibc": "#7f7f7f", 
            "hakmem:learn": "#bcbd22", "hakmem-secure": "#17becf"}
 
 
+EXTRA_COLOURS = ["#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354"]
+
+
+def colour(label):
+    """A label's colour: the palette's, else one of EXTRA_COLOURS picked by
+    the label's characters (stable from run to run)."""
+    return PALETTE.get(label) or EXTRA_COLOURS[sum(map(ord, label)) % len(EXTRA_COLOURS)]
+
+
 def svg_chart(res):
     """Horizontal bars of the throughput ratio to mimalloc (or glibc when
     mimalloc is missing), log2 scale centred on 1.0."""
@@ -1373,7 +1504,7 @@ def svg_chart(res):
                 continue
             x = xpos(v)
             o.append('<rect x="%.1f" y="%d" width="%.1f" height="%d" fill="%s"><title>%s %s: %.3fx</title></rect>' % (
-                min(x, x1), yy, max(abs(x - x1), 1), bar_h - 2, PALETTE.get(l, "#333"),
+                min(x, x1), yy, max(abs(x - x1), 1), bar_h - 2, colour(l),
                 html.escape(b["name"]), html.escape(l), v))
             if v < 2 ** lo:   # clipped on the left: write the value inside the bar
                 o.append('<text x="%.1f" y="%d" font-size="9" fill="white" text-anchor="end">%.2f &lt;</text>' % (
@@ -1386,7 +1517,7 @@ def svg_chart(res):
     ly = top
     for l in labels:
         o.append('<rect x="%d" y="%d" width="12" height="10" fill="%s"/>' % (left + width + 30, ly,
-                                                                             PALETTE.get(l, "#333")))
+                                                                             colour(l)))
         o.append('<text x="%d" y="%d">%s</text>' % (left + width + 48, ly + 9, html.escape(l)))
         ly += 16
     o.append("</svg>")
@@ -1438,9 +1569,7 @@ def main_bench(args):
 
     res = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "mode": mode, "runs": runs,
            "command": "python3 bench/harness.py " + shlex.join(sys.argv[1:]),
-           "machine": machine_info(), "allocators": [{"label": a.label, "expect": a.expect, "how": a.describe()
-                                                       + (" (%s)" % a.note if a.note else ""), "base": a.base}
-                                                      for a in allocs],
+           "machine": machine_info(), "allocators": [allocator_entry(a) for a in allocs],
            "skipped": list(skipped), "benchmarks": [], "problems": [], "hakmem_version": None,
            "hakmem_env": dict(HAKMEM_ENV), "note": args.note}
 
@@ -1468,6 +1597,16 @@ def main_bench(args):
         log("\ninterrupted: writing the results so far")
     finish(res, args, mode, t_start, skipped, log)
     return 1 if res["verdict"] == "FAIL" or res["problems"] or res.get("interrupted") else 0
+
+
+def allocator_entry(a):
+    e = {"label": a.label, "expect": a.expect, "how": a.describe() + (" (%s)" % a.note if a.note else ""),
+         "base": a.base}
+    if a.build:
+        names = [n for n, _ in BUILDS]
+        e.update(build=a.build, build_dir=str(BUILD) if a.build == "default" else str(dict(BUILDS)[a.build]),
+                 build_order=names.index(a.build) + 1 if a.build in names else 0)
+    return e
 
 
 def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
@@ -1498,8 +1637,10 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
                     if r.get("gdb"):
                         msg += "; re-run under gdb: %s" % r["gdb"]
                 log("[%3d/%d] %-18s %-14s run %2d  %s" % (done, total, b.name, a.label, i + 1, msg))
-                if r.get("hakmem_version") and not res["hakmem_version"]:
+                if r.get("hakmem_version") and not res["hakmem_version"] and a.build in (None, "default"):
                     res["hakmem_version"] = r["hakmem_version"]
+                if r.get("hakmem_version") and a.build:
+                    res.setdefault("build_versions", {}).setdefault(a.label, r["hakmem_version"])
         for a in todo:
             s = summarize(per[a.label])
             s["runs"] = per[a.label]
@@ -1584,6 +1725,7 @@ def finish(res, args, mode, t_start, skipped, log):
                                    for r in b["results"].values()) else "PASS"
     stem = args.tag or (datetime.datetime.now().strftime("%Y-%m-%d-%H%M") + "-" + mode)
     add_verdicts(res)
+    add_build_comparisons(res)
     jp, mp, sp = write_reports(res, stem)
     log("")
     log("\n".join(ratio_table(res, "ratio_mimalloc", "Ratio to mimalloc (median throughput)", "mimalloc")))
@@ -1596,6 +1738,9 @@ def finish(res, args, mode, t_start, skipped, log):
         log("")
     if any(b.get("verdicts") for b in res["benchmarks"]):
         log("\n".join(verdict_table(res, legend=False)))
+        log("")
+    if res.get("builds"):
+        log("\n".join(builds_table(res, legend=False)))
         log("")
     if res["problems"]:
         log("PROBLEMS (%d runs failed or rejected; their rows are FAIL):" % len(res["problems"]))
@@ -1618,6 +1763,8 @@ def finish(res, args, mode, t_start, skipped, log):
     else:
         log("VERDICT: PASS (every run of every row was accepted)")
     log(verdict_summary(res))
+    if res.get("builds"):
+        log(builds_summary(res))
     log("wrote %s, %s, %s (%.0f s)" % (rel(jp), rel(mp), rel(sp), res["elapsed_s"]))
 
 
@@ -1820,8 +1967,13 @@ def main():
     ap.add_argument("--tag", help="file name stem for the results (default: DATE-TIME-MODE)")
     ap.add_argument("--out", help="directory for the results (default: bench/results)")
     ap.add_argument("--note", help="a line of text for the report (e.g. which commit hakmem was built from)")
-    ap.add_argument("--build", help="build directory holding libhakmem.so and bench/ (default: build); "
-                    "e.g. a copy, so that a rebuild during a long run cannot mix versions")
+    ap.add_argument("--build", action="append", metavar="DIR | NAME=DIR",
+                    help="DIR: the default build directory, holding libhakmem.so (label hakmem) and the "
+                    "benchmark programs in bench/ (default: build); e.g. a copy, so that a rebuild during a "
+                    "long run cannot mix versions. NAME=DIR (repeatable; NAME of letters, digits, _ . -): one "
+                    "more hakmem build in the same interleaved run, labelled hakmem:NAME, preloading "
+                    "DIR/libhakmem.so (only that file is needed) and proved to be served by it; the report "
+                    "then gets a 'Builds compared' table")
     ap.add_argument("--pretend", action="append", metavar="LABEL=HOW",
                     help="testing aid: realise allocator LABEL differently (HOW: none = no preload, plain = the "
                          "non-static binary, or a library path to preload). The run must then be rejected; "
@@ -1857,13 +2009,29 @@ def main():
     if args.out:
         global RESULTS
         RESULTS = Path(args.out).resolve()
-    if args.build:
-        global BUILD, BIN
-        BUILD = Path(args.build).resolve()
+    global BUILD, BIN
+    plain = []
+    for spec in args.build or []:
+        m = re.fullmatch(r"([A-Za-z0-9_.-]+)=(.+)", spec)
+        if not m:
+            plain.append(spec)
+            continue
+        name, d = m.group(1), Path(m.group(2)).resolve()
+        if build_label(name) in VARIANT_LABELS or name in ("default", "static", "secure"):
+            ap.error("--build %s: the name %s is taken (a variant's or the default build's)" % (spec, name))
+        if any(n == name for n, _ in BUILDS):
+            ap.error("--build %s: build %s given twice" % (spec, name))
+        if not (d / "libhakmem.so").exists():
+            ap.error("--build %s: %s not found (run `make` there, or copy the library)" % (spec, d / "libhakmem.so"))
+        BUILDS.append((name, d))
+    if len(plain) > 1:
+        ap.error("--build DIR given %d times: one default build (use NAME=DIR for the others)" % len(plain))
+    if plain:
+        BUILD = Path(plain[0]).resolve()
         BIN = BUILD / "bench"
     if args.render:
         p = Path(args.render)
-        res = add_verdicts(rejudge(json.loads(p.read_text())))
+        res = add_build_comparisons(add_verdicts(rejudge(json.loads(p.read_text()))))
         p.with_suffix(".md").write_text(markdown(res, p.with_suffix(".svg").name))
         p.with_suffix(".svg").write_text(svg_chart(res))
         print("wrote %s and %s" % (p.with_suffix(".md"), p.with_suffix(".svg")))

@@ -25,6 +25,9 @@
 #      peer skips hakmem variants and FAIL rows;
 #  12. a real glibc,hakmem run writes the verdicts (JSON, report, log), and
 #      --render adds them to a results file that has none.
+#  13. two hakmem builds in one run (--build A=DIR --build B=COPY): both
+#      labels, each run proved by its own library, a "Builds compared" table;
+#      hakmem:B served by A's library is rejected.
 # Exit status 0 when all checks pass. Takes a few seconds; needs the build's
 # benchmark programs (`make`: the harness compiles nothing itself).
 # BENCH_BUILD=DIR runs it against a copy of the build directory (--build).
@@ -310,6 +313,51 @@ if grep -q "^| tiny | glibc | " "$TMP/t12r.md"; then
     pass "--render of a results file without verdicts adds the verdict table"
 else
     bad "--render did not add verdicts to an old results file"
+fi
+
+# --- 13. two hakmem builds in one interleaved run (--build NAME=DIR): both
+# labels, every run proved to be served by its own build's library, and a
+# "Builds compared" table (JSON, report, log); B is a copy of the library in
+# a directory of its own (named builds need only DIR/libhakmem.so)
+if [ -e "$BUILD/libhakmem.so" ]; then
+    mkdir -p "$TMP/buildB" && cp -L "$BUILD/libhakmem.so" "$TMP/buildB/libhakmem.so"
+    H --runs 2 --build A="$BUILD" --build B="$TMP/buildB" --allocators hakmem:A,hakmem:B --only tiny \
+      --tag t13 >"$TMP/t13.log" 2>&1
+    rc=$?
+    pa=$(row tiny hakmem:A "['runs'][0]['printed_allocator'][1]" "$TMP/t13.json" 2>/dev/null)
+    pb=$(row tiny hakmem:B "['runs'][1]['printed_allocator'][1]" "$TMP/t13.json" 2>/dev/null)
+    nok=$(json "sum(b['results'][l]['runs_ok'] for b in r['benchmarks'] for l in ('hakmem:A','hakmem:B'))" "$TMP/t13.json" 2>/dev/null)
+    bc=$(json "(lambda c: c['a']+' '+c['b']+' '+c['throughput']['verdict'].replace(' ','_')+' '+c['rss']['verdict'].replace(' ','_'))(r['benchmarks'][0]['builds_compared'][0])" "$TMP/t13.json" 2>/dev/null)
+    if [ $rc -eq 0 ] && [ "$nok" = 4 ] && [ "$(realpath "$pa")" = "$(realpath "$BUILD/libhakmem.so")" ] \
+       && [ "$(realpath "$pb")" = "$(realpath "$TMP/buildB/libhakmem.so")" ] \
+       && [[ "$bc" =~ ^hakmem:A\ hakmem:B\ (faster|slower|within)_.*noise\ (larger|smaller|within)_.*noise$ ]] \
+       && grep -q "^### Builds compared: each build ÷ hakmem:A" "$TMP/t13.md" && grep -q "^| tiny | hakmem:B | " "$TMP/t13.md" \
+       && grep -q "^builds compared (95% bootstrap CI): hakmem:B vs hakmem:A" "$TMP/t13.log"; then
+        pass "--build A=DIR --build B=COPY: 2+2 runs, each proved by its own library; builds compared: ${bc//_/ }"
+    else
+        bad "two builds in one run (exit $rc, runs ok $nok, A '$pa', B '$pb', compared '$bc')"; tail -20 "$TMP/t13.log"
+    fi
+    # hakmem:B really served by A's library is rejected (the same file name,
+    # another file)
+    H --build A="$BUILD" --build B="$TMP/buildB" --allocators hakmem:A,hakmem:B --only tiny \
+      --pretend hakmem:B="$BUILD/libhakmem.so" --tag t13b >"$TMP/t13b.log" 2>&1
+    rc=$?
+    st=$(result tiny hakmem:B "$TMP/t13b.json"); why=$(reason tiny hakmem:B "$TMP/t13b.json")
+    if [ $rc -ne 0 ] && [ "$st" = rejected ] && [[ "$why" == *"$TMP/buildB/libhakmem.so"* ]] \
+       && [ "$(result tiny hakmem:A "$TMP/t13b.json")" = ok ]; then
+        pass "a 'hakmem:B' run served by build A's library is rejected: $why"
+    else
+        bad "a run of the wrong build was not caught (exit $rc, status $st, '$why')"; tail -20 "$TMP/t13b.log"
+    fi
+    "$PY" bench/harness.py --build A="$TMP/nowhere" --only tiny --out "$TMP" >"$TMP/t13c.log" 2>&1
+    rc=$?
+    if [ $rc -eq 2 ] && grep -q "nowhere/libhakmem.so not found" "$TMP/t13c.log"; then
+        pass "--build NAME=DIR without DIR/libhakmem.so is a usage error (exit 2)"
+    else
+        bad "--build NAME=missing: exit $rc: $(tail -n 1 "$TMP/t13c.log")"
+    fi
+else
+    echo "skip - build/libhakmem.so not built: two-build check"
 fi
 
 if [ $fails -eq 0 ]; then

@@ -169,3 +169,68 @@ def counts(verdicts, metric):
     for v in verdicts:
         c[v[metric]["verdict"]] = c.get(v[metric]["verdict"], 0) + 1
     return c
+
+
+# --------------------------------------------------------- builds compared
+# --build NAME=DIR puts two or more hakmem builds in one interleaved run; each
+# row then compares build B with build A, B / A for both metrics (not
+# oriented: throughput > 1 is faster, peak RSS > 1 is more memory), with the
+# same bootstrap interval and these words:
+BUILD_WORDS = {"throughput": ("faster beyond noise", "slower beyond noise", "within noise"),
+               "rss": ("larger beyond noise", "smaller beyond noise", "within noise")}
+
+
+def build_word(ci, metric):
+    """The words for an interval of B / A: above 1, below 1, or containing 1."""
+    above, below, within = BUILD_WORDS[metric]
+    if ci[0] > 1.0:
+        return above
+    if ci[1] < 1.0:
+        return below
+    return within
+
+
+def compare_build(row, a, b, metric, n_boot=N_BOOT, seed=SEED, conf=CONF):
+    """Build b against build a on one row for one metric: ratio b / a of the
+    medians with its bootstrap interval and verdict (build_word, FAIL when
+    either row is FAIL, n/a without runs or with fewer than MIN_RUNS a side)."""
+    out = {"metric": metric, "a": a, "b": b, "orientation": "%s / %s" % (b, a), "conf": conf,
+           "n_boot": n_boot, "seed": seed, "ratio": None, "ci": None}
+    sa, sb = row.get(a), row.get(b)
+    if not sa or not sb:
+        out.update(verdict="n/a", reason="no %s result" % (a if not sa else b))
+        return out
+    bad = [l for l, s in ((a, sa), (b, sb)) if not _ok(s)]
+    if bad:
+        out.update(verdict="FAIL", reason="the %s row is FAIL" % " and ".join(bad))
+        return out
+    va, vb = run_values(sa, metric), run_values(sb, metric)
+    out["n"] = [len(va), len(vb)]
+    if not va or not vb:
+        out.update(verdict="n/a", reason="no %s values" % metric)
+        return out
+    ratio, ci = bootstrap_ratio(vb, va, n_boot=n_boot, seed=seed, conf=conf)
+    out["ratio"] = ratio
+    if ci is None:
+        out.update(verdict="n/a", reason=NEED_RUNS)
+        return out
+    out["ci"] = [ci[0], ci[1]]
+    out["verdict"] = build_word(ci, metric)
+    return out
+
+
+def build_pairs(allocators):
+    """(reference, [compared]) from the run's allocators (the JSON's list of
+    {"label", "build", "build_order", ...}): with two or more named builds
+    (--build NAME=DIR) the reference is the first named build on the command
+    line and every other named build is
+    compared with it; with one named build, it is compared with the default
+    hakmem (label hakmem). (None, []) when there is nothing to compare."""
+    named = [a["label"] for a in sorted((a for a in allocators if a.get("build") and a["build"] != "default"),
+                                        key=lambda a: a.get("build_order", 0))]
+    labels = [a["label"] for a in allocators]
+    if len(named) >= 2:
+        return named[0], named[1:]
+    if len(named) == 1 and SUBJECT in labels:
+        return SUBJECT, named
+    return None, []
