@@ -602,8 +602,16 @@ class Redis(RealProgram):
         self.cli = shutil.which("redis-cli")
 
     def available(self):
-        if not (self.server and self.client and self.cli):
-            return "redis not installed: apt-get install -y redis-server redis-tools"
+        # redis-server is in the Debian package redis-server; redis-benchmark
+        # and redis-cli in redis-tools
+        missing = [c for c, p in (("redis-server", self.server), ("redis-benchmark", self.client),
+                                  ("redis-cli", self.cli)) if not p]
+        if missing:
+            pk = (["redis-server"] if "redis-server" in missing else []) + \
+                 (["redis-tools"] if set(missing) & {"redis-benchmark", "redis-cli"} else [])
+            self.packages = pk
+            return "%s not found: install the Debian package%s %s (apt-get install -y %s)" % (
+                ", ".join(missing), "s" if len(pk) > 1 else "", " and ".join(pk), " ".join(pk))
         return None
 
     def params(self, mode):
@@ -760,11 +768,15 @@ class Python(RealProgram):
         super().__init__("python3", "one work item (see bench/workloads/py_alloc.py)",
                          "python3 running bench/workloads/py_alloc.py (dicts, lists, strings, JSON, "
                          "sorting) with PYTHONMALLOC=malloc so every object goes through the allocator")
-        self.exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else sys.executable
+        self.exe = "/usr/bin/python3" if os.path.exists("/usr/bin/python3") else (
+            shutil.which("python3") or sys.executable)
         self.deterministic = True
 
     def available(self):
-        return None if self.exe else "python3 not found"
+        if not self.exe:
+            self.packages = ["python3"]
+            return "python3 not found: install the Debian package python3 (apt-get install -y python3)"
+        return None
 
     def params(self, mode):
         return ["4" if mode == "quick" else "12"]
@@ -815,7 +827,10 @@ class Compile(RealProgram):
         self.cc = shutil.which("cc") or shutil.which("gcc")
 
     def available(self):
-        return None if self.cc else "no C compiler: apt-get install -y gcc"
+        if not self.cc:
+            self.packages = ["gcc"]
+            return "no C compiler (cc, gcc) found: install the Debian package gcc (apt-get install -y gcc)"
+        return None
 
     def params(self, mode):
         return ["-O2", "-c"]
@@ -1302,10 +1317,20 @@ def verdict_table(res, legend=True):
         v = b.get("verdicts")
         if not v:
             if b.get("skipped"):
-                L.append("| %s | skipped | | | | | |" % b["name"])
+                L.append("| %s | skipped: %s | | | | | |" % (b["name"], skip_text(b)))
             continue
         L.append("| %s | %s |" % (b["name"], " | ".join(verdict_cells(v["throughput"]) + verdict_cells(v["rss"]))))
     return L
+
+
+def skip_text(b, long=False):
+    """Why a benchmark was skipped, naming the Debian packages to install."""
+    pk = b.get("skipped_packages")
+    if not pk:
+        return b.get("skipped") or "skipped"
+    if long:
+        return "%s" % b["skipped"]
+    return "install %s" % " ".join("`%s`" % p for p in pk)
 
 
 def verdict_summary(res):
@@ -1417,7 +1442,16 @@ def markdown(res, svg_name):
     for a in res["allocators"]:
         L.append("- **%s**: %s" % (a["label"], a["how"]))
     for s in res["skipped"]:
+        if s.get("bench"):
+            continue
         L.append("- %s: skipped, %s" % (s["allocator"], s["reason"]))
+    sb = [b for b in res["benchmarks"] if b.get("skipped")]
+    if sb:
+        L.append("")
+        L.append("### Skipped benchmarks")
+        L.append("")
+        for b in sb:
+            L.append("- **%s**: %s" % (b["name"], skip_text(b, long=True)))
     bad = res["problems"]
     L.append("")
     L.append("### Failed and rejected runs")
@@ -1619,7 +1653,13 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
         res["benchmarks"].append(entry)
         if why:
             log("SKIP %s: %s" % (b.name, why))
-            res["skipped"].append({"allocator": "*", "bench": b.name, "reason": why})
+            sk = {"allocator": "*", "bench": b.name, "reason": why}
+            pk = getattr(b, "packages", None)
+            if pk:   # the Debian packages that would bring the row back
+                sk["packages"] = list(pk)
+                sk["install"] = "apt-get install -y " + " ".join(pk)
+                entry["skipped_packages"] = list(pk)
+            res["skipped"].append(sk)
             entry["skipped"] = why
             continue
         todo = [a for a in allocs if b.applies(a)]

@@ -28,6 +28,8 @@
 #  13. two hakmem builds in one run (--build A=DIR --build B=COPY): both
 #      labels, each run proved by its own library, a "Builds compared" table;
 #      hakmem:B served by A's library is rejected.
+#  14. a real-program row skipped for a missing tool (redis, cc) names the
+#      Debian package to install, in the JSON, the report and the log.
 # Exit status 0 when all checks pass. Takes a few seconds; needs the build's
 # benchmark programs (`make`: the harness compiles nothing itself).
 # BENCH_BUILD=DIR runs it against a copy of the build directory (--build).
@@ -358,6 +360,24 @@ if [ -e "$BUILD/libhakmem.so" ]; then
     fi
 else
     echo "skip - build/libhakmem.so not built: two-build check"
+fi
+
+# --- 14. a real-program row skipped for a missing tool names the Debian
+# package to install (JSON and report): redis and cc with an empty PATH
+REALPY=$("$PY" -c 'import sys; print(sys.executable)')
+mkdir -p "$TMP/nobin"
+env PATH="$TMP/nobin" "$REALPY" bench/harness.py --quick --runs 1 --no-count --build "$BUILD" --out "$TMP" \
+    --allocators glibc --only redis,cc --tag t14 >"$TMP/t14.log" 2>&1
+rc=$?
+pr=$(json "[s.get('install') for s in r['skipped'] if s.get('bench')=='redis']" "$TMP/t14.json" 2>/dev/null)
+pc=$(json "[s.get('packages') for s in r['skipped'] if s.get('bench')=='cc']" "$TMP/t14.json" 2>/dev/null)
+if [ "$pr" = "['apt-get install -y redis-server redis-tools']" ] && [ "$pc" = "[['gcc']]" ] \
+   && grep -q "^- \*\*redis\*\*: .*install the Debian packages redis-server and redis-tools" "$TMP/t14.md" \
+   && grep -q "^- \*\*cc\*\*: .*install the Debian package gcc" "$TMP/t14.md" \
+   && grep -q "^SKIP redis: .*redis-server" "$TMP/t14.log"; then
+    pass "skipped rows name the package: redis -> $pr, cc -> $pc (JSON, report, log)"
+else
+    bad "skip reasons without the package (exit $rc): redis '$pr', cc '$pc'"; tail -5 "$TMP/t14.log"
 fi
 
 if [ $fails -eq 0 ]; then
