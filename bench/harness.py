@@ -1623,7 +1623,6 @@ def main_bench(args):
 
     total = sum((runs + (1 if count else 0)) * sum(1 for a in allocs if b.applies(a)) for b in benches
                 if b.available() is None)
-    done = 0
     try:
         run_all(benches, allocs, mode, runs, count, baseline, res, total, log)
     except KeyboardInterrupt:
@@ -1643,8 +1642,54 @@ def allocator_entry(a):
     return e
 
 
+def fmt_dur(sec):
+    """4m12s, 1h05m, 37s."""
+    sec = int(round(max(0.0, sec)))
+    if sec >= 3600:
+        return "%dh%02dm" % (sec // 3600, sec % 3600 // 60)
+    if sec >= 60:
+        return "%dm%02ds" % (sec // 60, sec % 60)
+    return "%ds" % sec
+
+
+class Progress:
+    """The `[ 37/420 runs, 4m12s elapsed, ~41m left]` prefix of every run's log
+    line. Time left: the runs left in the current row at that row's time per
+    run so far, plus the runs of the rows after it at the whole run's time per
+    run so far (rows differ in cost, so the estimate settles as rows finish)."""
+
+    def __init__(self, total, clock=time.monotonic):
+        self.total, self.done, self.clock = total, 0, clock
+        self.t0 = clock()
+        self.row_t0, self.row_done, self.row_total = self.t0, 0, 0
+
+    def start_row(self, n):
+        self.row_t0, self.row_done, self.row_total = self.clock(), 0, n
+
+    def step(self):
+        self.done += 1
+        self.row_done += 1
+        return self.text()
+
+    def left_s(self):
+        now = self.clock()
+        if not self.done:
+            return None
+        per = (now - self.t0) / self.done
+        row_per = (now - self.row_t0) / self.row_done if self.row_done else per
+        in_row = max(0, self.row_total - self.row_done)
+        after = max(0, self.total - self.done - in_row)
+        return in_row * row_per + after * per
+
+    def text(self):
+        left = self.left_s()
+        w = len(str(self.total))
+        return "[%*d/%d runs, %s elapsed, ~%s left]" % (w, self.done, self.total, fmt_dur(self.clock() - self.t0),
+                                                          "?" if left is None else fmt_dur(left))
+
+
 def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
-    done = 0
+    prog = Progress(total)
     for b in benches:
         why = b.available()
         entry = {"name": b.name, "kind": b.kind, "desc": b.desc, "op": b.op, "results": {},
@@ -1664,9 +1709,9 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
             continue
         todo = [a for a in allocs if b.applies(a)]
         per = {a.label: [] for a in todo}
+        prog.start_row(len(todo) * (runs + (1 if count else 0)))
         for i in range(runs):
             for a in todo:
-                done += 1
                 r = b.run(a, mode)
                 r["run"] = i + 1
                 per[a.label].append(r)
@@ -1676,7 +1721,7 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
                     msg = "%s: %s" % (r["status"].upper(), r["reason"])
                     if r.get("gdb"):
                         msg += "; re-run under gdb: %s" % r["gdb"]
-                log("[%3d/%d] %-18s %-14s run %2d  %s" % (done, total, b.name, a.label, i + 1, msg))
+                log("%s %-18s %-14s run %2d  %s" % (prog.step(), b.name, a.label, i + 1, msg))
                 if r.get("hakmem_version") and not res["hakmem_version"] and a.build in (None, "default"):
                     res["hakmem_version"] = r["hakmem_version"]
                 if r.get("hakmem_version") and a.build:
@@ -1705,7 +1750,6 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
         # OS calls: one strace-counted run per allocator
         if count:
             for a in todo:
-                done += 1
                 with tempfile.TemporaryDirectory() as td:
                     f = Path(td) / "strace.txt"
                     r = b.run(a, mode, count_file=f)
@@ -1713,7 +1757,7 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
                 s = entry["results"][a.label]
                 if c is None:
                     s["os_calls_error"] = "%s: %s" % (r["status"], r.get("reason", "no strace output"))
-                    log("[%3d/%d] %-18s %-14s count   %s" % (done, total, b.name, a.label, s["os_calls_error"]))
+                    log("%s %-18s %-14s count   %s" % (prog.step(), b.name, a.label, s["os_calls_error"]))
                     if r["status"] != "ok":
                         # a counting run that died fails the row too, though
                         # it never enters the throughput statistics
@@ -1730,8 +1774,8 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
                 s["os_calls_raw"] = c
                 s["os_calls_ops"] = r["ops"]
                 s["os_calls_per_op"] = sum(net.values()) / r["ops"] if r["ops"] else None
-                log("[%3d/%d] %-18s %-14s count   %s" % (done, total, b.name, a.label, " ".join(
-                    "%s=%d" % (k, v) for k, v in net.items() if v)) or "no OS calls")
+                log("%s %-18s %-14s count   %s" % (prog.step(), b.name, a.label, " ".join(
+                    "%s=%d" % (k, v) for k, v in net.items() if v) or "no OS calls"))
         # ratios
         for ref, key in (("mimalloc", "ratio_mimalloc"), ("glibc", "ratio_glibc")):
             rr = entry["results"].get(ref)

@@ -30,6 +30,8 @@
 #      hakmem:B served by A's library is rejected.
 #  14. a real-program row skipped for a missing tool (redis, cc) names the
 #      Debian package to install, in the JSON, the report and the log.
+#  15. every run's log line starts with [N/TOTAL runs, elapsed, ~time left],
+#      and the estimate is right on a fake clock.
 # Exit status 0 when all checks pass. Takes a few seconds; needs the build's
 # benchmark programs (`make`: the harness compiles nothing itself).
 # BENCH_BUILD=DIR runs it against a copy of the build directory (--build).
@@ -378,6 +380,23 @@ if [ "$pr" = "['apt-get install -y redis-server redis-tools']" ] && [ "$pc" = "[
     pass "skipped rows name the package: redis -> $pr, cc -> $pc (JSON, report, log)"
 else
     bad "skip reasons without the package (exit $rc): redis '$pr', cc '$pc'"; tail -5 "$TMP/t14.log"
+fi
+
+# --- 15. a progress line with the time left: every run's log line starts
+# [N/TOTAL runs, ELAPSED elapsed, ~LEFT left]; the estimate (a fake clock):
+# 5 runs of 2 s fill row 1, then 1 run of 4 s in row 2 (5 runs): 4 left at
+# that row's 4 s a run = 16 s
+n=$(grep -cE '^\[ ?[0-9]+/[0-9]+ runs, [0-9hms]+ elapsed, ~[0-9hms?]+ left\] ' "$TMP/t13.log")
+est=$("$PY" -c '
+import sys; sys.path.insert(0, "bench"); import harness as h
+t = [0.0]; p = h.Progress(10, clock=lambda: t[0]); p.start_row(5)
+for _ in range(5):
+    t[0] += 2; p.step()
+p.start_row(5); t[0] += 4; print(p.step(), h.fmt_dur(3725), h.fmt_dur(252))')
+if [ "$n" = 4 ] && [ "$est" = "[ 6/10 runs, 14s elapsed, ~16s left] 1h02m 4m12s" ]; then
+    pass "progress: 4 of 4 run lines carry [N/TOTAL runs, elapsed, ~left]; estimate $est"
+else
+    bad "progress lines: $n of 4 in the log; estimate '$est'"; grep runs, "$TMP/t13.log" | head -3
 fi
 
 if [ $fails -eq 0 ]; then
