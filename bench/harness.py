@@ -44,7 +44,14 @@ per row, each named build ÷ the first named build (with a single named build:
 interval: faster/slower (RSS: larger/smaller) beyond noise, or within noise.
 In the JSON: benchmarks[].builds_compared and builds.
 
-Results: bench/results/<date>-<mode>.json, .md (tables) and .svg (ratio chart).
+Results: bench/results/<date>-<mode>.json, .md (tables) and .svg (ratio chart),
+and for the docs -table.md (the compact verdicts table) and -verdicts.svg
+(hakmem ÷ best peer with its interval per row). --publish RESULTS.json puts
+that table, and a link to the chart copied to docs/bench-latest.svg, between
+the lines <!-- bench-table:begin --> and <!-- bench-table:end --> of
+docs/BENCHMARKS.md and README.md (--publish-to FILE, --publish-svg FILE to
+choose), touching nothing outside them; a file without the markers: exit 2,
+nothing written.
 Exit status: 0 when every run was accepted, 1 when some row is FAIL (a run
 failed or was rejected; the reports are written either way), 2 on usage errors.
 See docs/BENCHMARKS.md.
@@ -1119,9 +1126,23 @@ def write_reports(res, stem):
     RESULTS.mkdir(parents=True, exist_ok=True)
     jpath, mpath, spath = (RESULTS / (stem + ext) for ext in (".json", ".md", ".svg"))
     jpath.write_text(json.dumps(res, indent=1, sort_keys=False) + "\n")
-    mpath.write_text(markdown(res, spath.name))
-    spath.write_text(svg_chart(res))
+    write_rendered(res, jpath)
     return jpath, mpath, spath
+
+
+def write_rendered(res, jpath):
+    """Everything drawn from a results .json, beside it: STEM.md (the report),
+    STEM.svg (ratio chart), STEM-table.md (the compact verdicts table that the
+    docs include) and STEM-verdicts.svg (hakmem ÷ best peer with intervals)."""
+    jpath = Path(jpath)
+    stem = jpath.name[:-len(".json")] if jpath.name.endswith(".json") else jpath.stem
+    d = jpath.parent
+    out = [d / (stem + ".md"), d / (stem + ".svg"), d / (stem + "-table.md"), d / (stem + "-verdicts.svg")]
+    out[0].write_text(markdown(res, out[1].name))
+    out[1].write_text(svg_chart(res))
+    out[2].write_text("\n".join(compact_table(res, source=jpath.name)) + "\n")
+    out[3].write_text(verdicts_svg(res))
+    return out
 
 
 def fail_word(r):
@@ -1473,6 +1494,161 @@ def markdown(res, svg_name):
             L.append("  ```")
     L.append("")
     return "\n".join(L)
+
+
+def compact_table(res, source=None):
+    """The compact verdicts table that the docs include (STEM-table.md,
+    --publish): one line per benchmark: hakmem ÷ mimalloc, the best peer,
+    hakmem ÷ best peer [95% CI], the throughput verdict and the peak RSS
+    verdict (ahead/tie/behind; FAIL; n/a)."""
+    m = res.get("machine", {})
+    L = ["hakmem against the best peer, %s mode, %s runs each, %s (%s CPUs), %s%s. Ratios > 1 mean hakmem is "
+         "better; [95%% bootstrap interval]; **ahead**/**behind** only when the interval excludes 1." % (
+             res.get("mode"), res.get("runs"), m.get("cpu", "?"), m.get("cpus"), res.get("date"),
+             ", from `%s`" % source if source else ""), "",
+         "| benchmark | hakmem ÷ mimalloc | best peer | hakmem ÷ best [95% CI] | verdict | RSS verdict |",
+         "|---|---:|---|---:|---|---|"]
+    for b in res.get("benchmarks", []):
+        v = b.get("verdicts")
+        if not v:
+            if b.get("skipped"):
+                L.append("| %s | skipped: %s | | | | |" % (b["name"], skip_text(b)))
+            continue
+        h = b["results"].get(verdict.SUBJECT)
+        mi = result_cell(h, lambda r: fmt_ratio(r.get("ratio_mimalloc"))) if h else "-"
+        peer, ratio, word = verdict_cells(v["throughput"])
+        rv = v["rss"]
+        rword = verdict_cells(rv)[2]
+        if rv.get("peer") and rv["verdict"] not in ("FAIL",):
+            rword += " vs %s" % rv["peer"]
+        L.append("| %s | %s | %s | %s | %s | %s |" % (b["name"], mi, peer, ratio, word, rword))
+    return L
+
+
+VERDICT_COLOURS = {"ahead": "#2ca02c", "tie": "#7f7f7f", "behind": "#d62728", "FAIL": "#8b0000",
+                   "n/a": "#bbbbbb"}
+
+
+def verdicts_svg(res):
+    """hakmem ÷ best peer (throughput) per row: a dot at the ratio of
+    medians, the 95% bootstrap interval as an error bar, a line at 1, log2
+    scale; coloured by verdict (ahead green, tie grey, behind red)."""
+    rows = [b for b in res.get("benchmarks", []) if b.get("verdicts") or b.get("skipped")]
+    row_h, left, width, top = 22, 170, 520, 62
+    lo, hi = -2.0, 2.0   # 1/4x .. 4x
+    height = top + row_h * max(1, len(rows)) + 64
+    W = left + width + 230
+
+    def xpos(r):
+        v = max(lo, min(hi, math.log2(r))) if r and r > 0 else lo
+        return left + (v - lo) / (hi - lo) * width
+
+    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+         'font-size="11">' % (W, height),
+         '<rect width="100%" height="100%" fill="white"/>',
+         '<text x="%d" y="20" font-size="14" font-weight="bold">hakmem ÷ best peer, throughput '
+         '(median of runs, log scale; right = hakmem faster)</text>' % left,
+         '<text x="%d" y="36" fill="#555">%s, %s mode, %s runs each, %s; bars: 95%% bootstrap interval</text>' % (
+             left, html.escape(str(res.get("date"))), res.get("mode"), res.get("runs"),
+             html.escape(res.get("machine", {}).get("cpu", "")))]
+    for t in (0.25, 0.5, 1, 2, 4):
+        x = xpos(t)
+        o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="%s"/>' % (
+            x, top - 8, x, height - 45, "#000" if t == 1 else "#ddd", "1.2" if t == 1 else "1"))
+        o.append('<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%gx</text>' % (x, height - 32, t))
+    y = top
+    for b in rows:
+        cy = y + row_h // 2
+        o.append('<text x="%d" y="%d" text-anchor="end" font-weight="bold">%s</text>' % (
+            left - 10, cy + 4, html.escape(b["name"])))
+        v = (b.get("verdicts") or {}).get("throughput")
+        if not v:
+            o.append('<text x="%.1f" y="%d" fill="#999">skipped: %s</text>' % (
+                left + 4, cy + 4, html.escape(skip_text(b).replace("`", ""))))
+            y += row_h
+            continue
+        col = VERDICT_COLOURS.get(v["verdict"], "#333")
+        if v["verdict"] == "FAIL" or v.get("ratio") is None:
+            o.append('<text x="%.1f" y="%d" fill="%s">%s</text>' % (
+                xpos(1) + 6, cy + 4, col, html.escape(verdict.verdict_text(v))))
+            y += row_h
+            continue
+        x = xpos(v["ratio"])
+        if v.get("ci"):
+            xl, xh = xpos(v["ci"][0]), xpos(v["ci"][1])
+            o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="2"/>' % (
+                xl, cy, xh, cy, col))
+            for xx in (xl, xh):
+                o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="2"/>' % (
+                    xx, cy - 5, xx, cy + 5, col))
+        o.append('<circle cx="%.1f" cy="%d" r="4" fill="%s"><title>%s: hakmem ÷ %s = %.3f%s (%s)</title>'
+                 '</circle>' % (x, cy, col, html.escape(b["name"]), html.escape(v.get("peer") or "?"),
+                                v["ratio"], " [%.3f, %.3f]" % tuple(v["ci"]) if v.get("ci") else "",
+                                html.escape(verdict.verdict_text(v))))
+        o.append('<text x="%d" y="%d" fill="%s">%.2f vs %s: %s</text>' % (
+            left + width + 12, cy + 4, col, v["ratio"], html.escape(v.get("peer") or "?"),
+            html.escape(verdict.verdict_text(v))))
+        y += row_h
+    lx = left
+    for w in ("ahead", "tie", "behind", "FAIL", "n/a"):
+        o.append('<circle cx="%d" cy="%d" r="4" fill="%s"/>' % (lx, height - 12, VERDICT_COLOURS[w]))
+        o.append('<text x="%d" y="%d">%s</text>' % (lx + 8, height - 8, w))
+        lx += 70
+    o.append("</svg>")
+    return "\n".join(o) + "\n"
+
+
+# --publish: the docs' generated table lives between these markers
+MARK_BEGIN, MARK_END = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
+PUBLISH_TO = [ROOT / "docs" / "BENCHMARKS.md", ROOT / "README.md"]
+PUBLISH_SVG = ROOT / "docs" / "bench-latest.svg"
+
+
+def publish(jpath, targets, svg_path):
+    """Rewrites the text between MARK_BEGIN and MARK_END of each target with
+    the compact table of a results file and a link to its verdicts chart
+    (written to svg_path). Every target is checked before any is written:
+    one begin marker, then one end marker, or nothing is written (exit 2).
+    Bytes outside the markers are kept exactly (line endings included)."""
+    try:
+        res = add_build_comparisons(add_verdicts(rejudge(json.loads(jpath.read_text()))))
+    except (OSError, ValueError) as e:
+        print("--publish: cannot read %s: %s" % (jpath, e), file=sys.stderr)
+        return 2
+    texts, bad = {}, []
+    for t in targets:
+        try:
+            with open(t, newline="") as f:
+                text = f.read()
+        except OSError as e:
+            bad.append("%s: %s" % (t, e))
+            continue
+        nb, ne = text.count(MARK_BEGIN), text.count(MARK_END)
+        if nb != 1 or ne != 1 or text.index(MARK_BEGIN) > text.index(MARK_END):
+            bad.append("%s: needs one %s line and, after it, one %s line (found %d and %d)" % (
+                t, MARK_BEGIN, MARK_END, nb, ne))
+            continue
+        texts[t] = text
+    if bad:
+        print("--publish: nothing written:\n  " + "\n  ".join(bad), file=sys.stderr)
+        return 2
+    svg_path = Path(svg_path)
+    svg_path.parent.mkdir(parents=True, exist_ok=True)
+    svg_path.write_text(verdicts_svg(res))
+    for t, text in texts.items():
+        nl = "\r\n" if "\r\n" in text else "\n"
+        link = os.path.relpath(svg_path.resolve(), Path(t).resolve().parent)
+        block = ["<!-- generated by `python3 bench/harness.py --publish %s`: edit the results, not this -->"
+                 % rel(jpath.resolve())] + compact_table(res, source=jpath.name) + \
+                ["", "![hakmem ÷ best peer, throughput, with 95%% intervals](%s)" % link.replace(os.sep, "/")]
+        head, rest = text.split(MARK_BEGIN, 1)
+        _, tail = rest.split(MARK_END, 1)
+        new = head + MARK_BEGIN + nl + nl.join(block) + nl + MARK_END + tail
+        with open(t, "w", newline="") as f:
+            f.write(new)
+        print("published %s into %s" % (rel(jpath.resolve()), t))
+    print("wrote %s" % svg_path)
+    return 0
 
 
 PALETTE = {"hakmem": "#d62728", "hakmem-static": "#ff7f0e", "glibc": "#7f7f7f", "mimalloc": "#1f77b4",
@@ -2046,6 +2222,17 @@ def main():
     ap.add_argument("--hakmem-env", action="append", metavar="KEY=VAL",
                     help="environment for the hakmem runs only, e.g. HAKMEM_LEARN=1 (repeatable)")
     ap.add_argument("--render", metavar="JSON", help="rewrite the .md and .svg of an existing results .json")
+    ap.add_argument("--publish", metavar="JSON",
+                    help="put the compact verdicts table of an existing results .json between the markers "
+                         "<!-- bench-table:begin --> and <!-- bench-table:end --> of docs/BENCHMARKS.md and "
+                         "README.md (or the --publish-to files), with a link to its chart, written to "
+                         "docs/bench-latest.svg (or --publish-svg); nothing outside the markers changes, and "
+                         "nothing at all when a file lacks them (exit 2)")
+    ap.add_argument("--publish-to", action="append", metavar="FILE",
+                    help="with --publish: a markdown file to update instead of docs/BENCHMARKS.md and README.md "
+                         "(repeatable)")
+    ap.add_argument("--publish-svg", metavar="FILE",
+                    help="with --publish: where the verdicts chart goes (default docs/bench-latest.svg)")
     ap.add_argument("--no-gdb", action="store_true", help="do not re-run a crashed benchmark under gdb for a backtrace")
     ap.add_argument("--no-real", action="store_true", help="skip the real programs (redis, python3, cc)")
     ap.add_argument("--tag", help="file name stem for the results (default: DATE-TIME-MODE)")
@@ -2116,10 +2303,11 @@ def main():
     if args.render:
         p = Path(args.render)
         res = add_build_comparisons(add_verdicts(rejudge(json.loads(p.read_text()))))
-        p.with_suffix(".md").write_text(markdown(res, p.with_suffix(".svg").name))
-        p.with_suffix(".svg").write_text(svg_chart(res))
-        print("wrote %s and %s" % (p.with_suffix(".md"), p.with_suffix(".svg")))
+        print("wrote %s" % ", ".join(str(f) for f in write_rendered(res, p)))
         return 0
+    if args.publish:
+        return publish(Path(args.publish), [Path(f) for f in (args.publish_to or PUBLISH_TO)],
+                       Path(args.publish_svg) if args.publish_svg else PUBLISH_SVG)
     if args.soak:
         return main_soak(args)
     return main_bench(args)

@@ -32,6 +32,10 @@
 #      Debian package to install, in the JSON, the report and the log.
 #  15. every run's log line starts with [N/TOTAL runs, elapsed, ~time left],
 #      and the estimate is right on a fake clock.
+#  16. a run (and --render) writes STEM-table.md and STEM-verdicts.svg;
+#      --publish rewrites only the text between the bench-table markers of
+#      temporary markdown files (CRLF kept, idempotent) and writes nothing
+#      when a file lacks them.
 # Exit status 0 when all checks pass. Takes a few seconds; needs the build's
 # benchmark programs (`make`: the harness compiles nothing itself).
 # BENCH_BUILD=DIR runs it against a copy of the build directory (--build).
@@ -397,6 +401,65 @@ if [ "$n" = 4 ] && [ "$est" = "[ 6/10 runs, 14s elapsed, ~16s left] 1h02m 4m12s"
     pass "progress: 4 of 4 run lines carry [N/TOTAL runs, elapsed, ~left]; estimate $est"
 else
     bad "progress lines: $n of 4 in the log; estimate '$est'"; grep runs, "$TMP/t13.log" | head -3
+fi
+
+# --- 16. the tables the docs include: a run writes STEM-table.md (compact
+# verdicts table) and STEM-verdicts.svg beside its results, --render rewrites
+# them, and --publish puts the table between the markers of markdown files
+# (temporary copies here, never the real docs) and nothing outside them
+if grep -q "^| benchmark | hakmem ÷ mimalloc | best peer | hakmem ÷ best \[95% CI\] | verdict | RSS verdict |" \
+        "$TMP/t12-table.md" 2>/dev/null && grep -q "^| tiny | " "$TMP/t12-table.md" \
+   && grep -q "<svg" "$TMP/t12-verdicts.svg" && grep -q "stroke-width=\"2\"" "$TMP/t12-verdicts.svg" \
+   && "$PY" -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$TMP/t12-verdicts.svg" \
+   && [ -e "$TMP/t12r-table.md" ] && [ -e "$TMP/t12r-verdicts.svg" ]; then
+    pass "a run writes t12-table.md and t12-verdicts.svg (well-formed, with error bars); --render too"
+else
+    bad "no compact table / verdicts chart beside the results"; ls "$TMP" | grep t12
+fi
+mkdir -p "$TMP/pub/docs"
+printf '# Doc one\r\nbefore\r\n<!-- bench-table:begin -->\r\nold table\r\n<!-- bench-table:end -->\r\nafter, kept\r\n' >"$TMP/pub/docs/ONE.md"
+printf 'intro\n\n<!-- bench-table:begin -->\n<!-- bench-table:end -->\n\n## more\ntext\n' >"$TMP/pub/TWO.md"
+printf 'no markers here\n' >"$TMP/pub/THREE.md"
+cp "$TMP/pub/docs/ONE.md" "$TMP/one.orig"; cp "$TMP/pub/TWO.md" "$TMP/two.orig"
+PUB() { "$PY" bench/harness.py --publish "$TMP/t12.json" --publish-svg "$TMP/pub/docs/bench-latest.svg" "$@"; }
+PUB --publish-to "$TMP/pub/docs/ONE.md" --publish-to "$TMP/pub/TWO.md" >"$TMP/t16.log" 2>&1
+rc=$?
+# outside the markers: byte for byte the same; inside: the table and the link
+outside() { "$PY" -c '
+import sys
+t = open(sys.argv[1], newline="").read()
+b, e = "<!-- bench-table:begin -->", "<!-- bench-table:end -->"
+print(repr(t[:t.index(b) + len(b)] + t[t.index(e):]))' "$1"; }
+inside() { "$PY" -c '
+import sys
+t = open(sys.argv[1], newline="").read()
+print(t[t.index("<!-- bench-table:begin -->"):t.index("<!-- bench-table:end -->")])' "$1"; }
+in1=$(inside "$TMP/pub/docs/ONE.md" 2>/dev/null); in2=$(inside "$TMP/pub/TWO.md" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$(outside "$TMP/pub/docs/ONE.md")" = "$(outside "$TMP/one.orig")" ] \
+   && [ "$(outside "$TMP/pub/TWO.md")" = "$(outside "$TMP/two.orig")" ] \
+   && grep -q "^| tiny | " <<<"$in2" && ! grep -q "old table" <<<"$in1" \
+   && grep -q "](bench-latest.svg)" <<<"$in1" \
+   && grep -q "](docs/bench-latest.svg)" <<<"$in2" && grep -q "<svg" "$TMP/pub/docs/bench-latest.svg" \
+   && [ "$(grep -c $'\r$' "$TMP/pub/docs/ONE.md")" = "$(wc -l <"$TMP/pub/docs/ONE.md")" ]; then
+    pass "--publish rewrites only the text between the markers (2 files, CRLF kept), links the chart"
+else
+    bad "--publish (exit $rc): $(cat "$TMP/t16.log")"; cat "$TMP/pub/TWO.md"
+fi
+cp "$TMP/pub/TWO.md" "$TMP/two.once"
+PUB --publish-to "$TMP/pub/TWO.md" >/dev/null 2>&1
+if cmp -s "$TMP/pub/TWO.md" "$TMP/two.once"; then
+    pass "--publish twice gives the same file"
+else
+    bad "--publish is not idempotent"
+fi
+cp "$TMP/two.orig" "$TMP/pub/TWO.md"
+PUB --publish-to "$TMP/pub/TWO.md" --publish-to "$TMP/pub/THREE.md" >"$TMP/t16b.log" 2>&1
+rc=$?
+if [ $rc -eq 2 ] && grep -q "THREE.md: needs one <!-- bench-table:begin -->" "$TMP/t16b.log" \
+   && cmp -s "$TMP/pub/TWO.md" "$TMP/two.orig" && [ "$(cat "$TMP/pub/THREE.md")" = "no markers here" ]; then
+    pass "--publish to a file without the markers fails (exit 2) and writes nothing: $(grep -o 'THREE.md: .*' "$TMP/t16b.log" | head -c 90)"
+else
+    bad "--publish without markers: exit $rc: $(cat "$TMP/t16b.log")"
 fi
 
 if [ $fails -eq 0 ]; then
