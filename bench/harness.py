@@ -1140,8 +1140,8 @@ def write_rendered(res, jpath):
     out = [d / (stem + ".md"), d / (stem + ".svg"), d / (stem + "-table.md"), d / (stem + "-verdicts.svg")]
     out[0].write_text(markdown(res, out[1].name))
     out[1].write_text(svg_chart(res))
-    out[2].write_text("\n".join(compact_table(res, source=jpath.name)) + "\n")
-    out[3].write_text(verdicts_svg(res))
+    out[2].write_text("\n".join(compact_table(res, source=jpath.name)) + "\n", encoding="utf-8")
+    out[3].write_text(verdicts_svg(res), encoding="utf-8")
     return out
 
 
@@ -1618,7 +1618,7 @@ def publish(jpath, targets, svg_path):
     texts, bad = {}, []
     for t in targets:
         try:
-            with open(t, newline="") as f:
+            with open(t, newline="", encoding="utf-8") as f:
                 text = f.read()
         except OSError as e:
             bad.append("%s: %s" % (t, e))
@@ -1634,7 +1634,7 @@ def publish(jpath, targets, svg_path):
         return 2
     svg_path = Path(svg_path)
     svg_path.parent.mkdir(parents=True, exist_ok=True)
-    svg_path.write_text(verdicts_svg(res))
+    svg_path.write_text(verdicts_svg(res), encoding="utf-8")
     for t, text in texts.items():
         nl = "\r\n" if "\r\n" in text else "\n"
         link = os.path.relpath(svg_path.resolve(), Path(t).resolve().parent)
@@ -1644,7 +1644,7 @@ def publish(jpath, targets, svg_path):
         head, rest = text.split(MARK_BEGIN, 1)
         _, tail = rest.split(MARK_END, 1)
         new = head + MARK_BEGIN + nl + nl.join(block) + nl + MARK_END + tail
-        with open(t, "w", newline="") as f:
+        with open(t, "w", newline="", encoding="utf-8") as f:
             f.write(new)
         print("published %s into %s" % (rel(jpath.resolve()), t))
     print("wrote %s" % svg_path)
