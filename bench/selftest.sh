@@ -36,6 +36,9 @@
 #      --publish rewrites only the text between the bench-table markers of
 #      temporary markdown files (CRLF kept, idempotent) and writes nothing
 #      when a file lacks them.
+#  17. bench/scaling.sh: pack, unpack and a tiny run write accepted runs,
+#      CSV, JSON and SVG; a swapped library is refused; a "hakmem" served by
+#      glibc is rejected.
 # Exit status 0 when all checks pass. Takes a few seconds; needs the build's
 # benchmark programs (`make`: the harness compiles nothing itself).
 # BENCH_BUILD=DIR runs it against a copy of the build directory (--build).
@@ -460,6 +463,44 @@ if [ $rc -eq 2 ] && grep -q "THREE.md: needs one <!-- bench-table:begin -->" "$T
     pass "--publish to a file without the markers fails (exit 2) and writes nothing: $(grep -o 'THREE.md: .*' "$TMP/t16b.log" | head -c 90)"
 else
     bad "--publish without markers: exit $rc: $(cat "$TMP/t16b.log")"
+fi
+
+# --- 17. bench/scaling.sh (the device scaling script; never run in CI):
+# pack, unpack, a tiny run (mid, 1 and 2 threads, glibc and hakmem, 2 runs)
+# writes runs.csv, scaling.csv/.json/.svg with every run accepted; a library
+# swapped in the pack is refused; a "hakmem" that is not (libm preloaded, so
+# malloc is glibc's) is rejected and its cells are FAIL
+if [ -e "$BUILD/libhakmem.so" ]; then
+    mkdir -p "$TMP/sc" && (cd "$TMP/sc" && bash "$ROOT/bench/scaling.sh" pack "$BUILD" pack.tar.gz >pack.log 2>&1 \
+        && tar xzf pack.tar.gz)
+    SC() { env THREADS="1 2" RUNS=2 BENCHES=mid MID_ITERS=100000 ALLOCATORS="glibc hakmem" "$@"; }
+    SC bash "$TMP/sc/hakmem-scaling/scaling.sh" run "$TMP/sc/hakmem-scaling" "$TMP/sc/out" >"$TMP/sc/run.log" 2>&1
+    rc=$?
+    cells=$(json "sorted((x['threads'], x['allocator'], x['verdict'], x['runs_ok']) for x in r['rows'])" "$TMP/sc/out/scaling.json" 2>/dev/null)
+    if [ $rc -eq 0 ] && [ "$cells" = "[(1, 'glibc', 'PASS', 2), (1, 'hakmem', 'PASS', 2), (2, 'glibc', 'PASS', 2), (2, 'hakmem', 'PASS', 2)]" ] \
+       && [ "$(wc -l <"$TMP/sc/out/runs.csv")" = 9 ] && grep -q "<polyline" "$TMP/sc/out/scaling.svg" \
+       && "$PY" -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$TMP/sc/out/scaling.svg" \
+       && grep -q "^\[8/8 runs, .* left\] mid " "$TMP/sc/run.log"; then
+        pass "scaling.sh pack + run (THREADS=\"1 2\", mid, glibc/hakmem): 8 runs accepted, CSV, JSON and SVG written"
+    else
+        bad "scaling.sh run (exit $rc): cells $cells"; tail -5 "$TMP/sc/run.log"; cat "$TMP/sc/pack.log"
+    fi
+    cp -r "$TMP/sc/hakmem-scaling" "$TMP/sc/swapped" && cp -L "$(ls /lib/x86_64-linux-gnu/libm.so.6)" "$TMP/sc/swapped/libs/libhakmem.so"
+    SC bash "$TMP/sc/swapped/scaling.sh" run "$TMP/sc/swapped" "$TMP/sc/out2" >"$TMP/sc/run2.log" 2>&1
+    rc=$?
+    mkdir -p "$TMP/sc/notbuild" && ln -s "$BUILD/bench" "$TMP/sc/notbuild/bench" \
+        && cp -L /lib/x86_64-linux-gnu/libm.so.6 "$TMP/sc/notbuild/libhakmem.so"
+    SC bash bench/scaling.sh run "$TMP/sc/notbuild" "$TMP/sc/out3" >"$TMP/sc/run3.log" 2>&1
+    rc3=$?
+    v=$(json "sorted(set((x['allocator'], x['verdict']) for x in r['rows']))" "$TMP/sc/out3/scaling.json" 2>/dev/null)
+    if [ $rc -eq 2 ] && grep -q "does not match its SHA256SUMS" "$TMP/sc/run2.log" && [ $rc3 -eq 1 ] \
+       && [ "$v" = "[('glibc', 'PASS'), ('hakmem', 'FAIL')]" ] && grep -q "REJECTED: printed allocator glibc" "$TMP/sc/run3.log"; then
+        pass "scaling.sh: a swapped library in the pack is refused (exit 2); a 'hakmem' served by glibc is REJECTED, its cells FAIL (exit 1)"
+    else
+        bad "scaling.sh mislabel checks: swapped exit $rc, mislabelled exit $rc3, cells $v"; tail -3 "$TMP/sc/run2.log" "$TMP/sc/run3.log"
+    fi
+else
+    echo "skip - build/libhakmem.so not built: scaling.sh check"
 fi
 
 if [ $fails -eq 0 ]; then
