@@ -277,6 +277,13 @@ if [ "$out" = True ] && [ "$out2" = "$out3" ]; then
 else
     bad "verdict: the bootstrap is not deterministic: '$out', '$out2' vs '$out3'"
 fi
+# below 5 runs a side no bootstrap (too narrow): the range of all pairings
+out=$(V "(lambda r: '%s|%.4f|%.4f|%s' % ((r[0],) + r[1] + (v.judge(r[1]),)))(v.bootstrap_ratio([100, 104, 102], [101, 99, 100]))")
+if [ "$out" = "1.02|0.9901|1.0505|tie" ]; then
+    pass "verdict: 3 runs a side: the interval is every pairing [min/max, max/min] = [0.9901, 1.0505], tie"
+else
+    bad "verdict on 3 runs a side: '$out', expected ratio 1.02 [0.9901, 1.0505] tie"
+fi
 out=$(V "(lambda c: '%s|%s|%s' % (c['verdict'], c['ci'], v.verdict_text(c)))(v.compare(row([100], [50])))")
 if [ "$out" = "n/a|None|n/a (need ≥ 2 runs)" ]; then
     pass "verdict: one run a side: no interval, $(echo "$out" | cut -d'|' -f3)"

@@ -36,6 +36,7 @@ SEED = 20          # issue 20; any fixed value makes the bootstrap reproducible
 N_BOOT = 2000
 CONF = 0.95
 MIN_RUNS = 2
+BOOT_MIN_RUNS = 5   # below this, no bootstrap: the range of all run pairings
 NEED_RUNS = "n/a (need \u2265 %d runs)" % MIN_RUNS
 SUBJECT = "hakmem"
 
@@ -49,7 +50,8 @@ def bootstrap_ratio(a_runs, b_runs, n_boot=N_BOOT, seed=SEED, conf=CONF):
     each of the n_boot replicates resamples a and b independently, with
     replacement, and takes the ratio of their medians. Deterministic given
     the seed. Returns (ratio, (low, high)); (ratio, None) when either side
-    has fewer than MIN_RUNS runs. Raises ValueError on an empty side or a
+    has fewer than MIN_RUNS runs; below BOOT_MIN_RUNS runs a side the
+    interval is the range of all pairings instead (conservative). Raises ValueError on an empty side or a
     value <= 0 (a ratio of medians needs positive values)."""
     a, b = [float(x) for x in a_runs], [float(x) for x in b_runs]
     if not a or not b:
@@ -59,6 +61,12 @@ def bootstrap_ratio(a_runs, b_runs, n_boot=N_BOOT, seed=SEED, conf=CONF):
     ratio = statistics.median(a) / statistics.median(b)
     if len(a) < MIN_RUNS or len(b) < MIN_RUNS:
         return ratio, None
+    if len(a) < BOOT_MIN_RUNS or len(b) < BOOT_MIN_RUNS:
+        # a bootstrap of 2-4 runs resamples too few values: its interval is
+        # too narrow (two runs of one library against a copy of itself came
+        # out "faster beyond noise"). Below 5 runs a side the interval is
+        # every pairing of runs: [min(a)/max(b), max(a)/min(b)].
+        return ratio, (min(a) / max(b), max(a) / min(b))
     rng = random.Random(seed)
     na, nb = len(a), len(b)
     reps = sorted(statistics.median([a[rng.randrange(na)] for _ in range(na)]) /
