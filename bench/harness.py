@@ -1505,7 +1505,7 @@ def compact_table(res, source=None):
     L = ["hakmem against the best peer, %s mode, %s runs each, %s (%s CPUs), %s%s. Ratios > 1 mean hakmem is "
          "better; [95%% bootstrap interval]; **ahead**/**behind** only when the interval excludes 1." % (
              res.get("mode"), res.get("runs"), m.get("cpu", "?"), m.get("cpus"), res.get("date"),
-             ", from `%s`" % source if source else ""), "",
+             (", from `%s`" % source if source else "") + (" (%s)" % res["note"] if res.get("note") else "")), "",
          "| benchmark | hakmem ÷ mimalloc | best peer | hakmem ÷ best [95% CI] | verdict | RSS verdict |",
          "|---|---:|---|---:|---|---|"]
     for b in res.get("benchmarks", []):

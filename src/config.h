@@ -62,25 +62,25 @@ HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1)
  * Tunables a user may set are HAKMEM_* knobs (knobs.c), not these. */
 
 /* -- thread heaps (heap.c) -- */
-/* Every 16th slow call takes the full path (delayed frees, purge clock), the rest the leaf (no other value tried): docs/BENCHMARKS.md#what-changed-since-65b4e5d-mallocs-slow-path */
+/* Every 16th slow call takes the full path (delayed frees, purge clock), the rest the leaf (no other value tried): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-65b4e5d-mallocs-slow-path */
 #define HK_SLOW_FULL_EVERY 16
-/* A swap to another slab needs this many freed blocks there (small classes), else the current one carves: docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
+/* A swap to another slab needs this many freed blocks there (small classes), else the current one carves: docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
 #define HK_MIN_BATCH_SMALL 32u
-/* ... or, when fewer blocks make them, this many bytes (small classes), for RSS: docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
+/* ... or, when fewer blocks make them, this many bytes (small classes), for RSS: docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
 #define HK_MIN_BATCH_SMALL_BYTES 8192u
-/* A swap to another slab needs this many freed blocks there (mid classes): docs/BENCHMARKS.md#what-changed-since-65b4e5d-mallocs-slow-path */
+/* A swap to another slab needs this many freed blocks there (mid classes): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-65b4e5d-mallocs-slow-path */
 #define HK_MIN_BATCH_MID 8u
-/* ... or, when fewer blocks make them, this many bytes (mid; 8 blocks alone cost random_mixed_4096 RSS): docs/BENCHMARKS.md#what-changed-since-65b4e5d-mallocs-slow-path */
+/* ... or, when fewer blocks make them, this many bytes (mid; 8 blocks alone cost random_mixed_4096 RSS): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-65b4e5d-mallocs-slow-path */
 #define HK_MIN_BATCH_MID_BYTES 4096u
-/* A refill of this many of its own freed blocks is kept, not switched for a richer slab (warm in cache): docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
+/* A refill of this many of its own freed blocks is kept, not switched for a richer slab (warm in cache): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
 #define HK_RICH_ENOUGH 16
-/* ... as is one of capacity >> this (an eighth of the slab; mid slabs hold 8 to 100 blocks): docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
+/* ... as is one of capacity >> this (an eighth of the slab; mid slabs hold 8 to 100 blocks): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
 #define HK_RICH_SLAB_SHIFT 3
 /* How many partial slabs a swap looks at for freed blocks before carving: not measured */
 #define HK_REUSE_SCAN 4
 /* The stats hook (it reads the clock) runs every 32nd counted refill: not measured */
 #define HK_STATS_TICK_EVERY 32
-/* Heap structs are mapped this many bytes at a time: not measured (handing them out one at a time was: docs/BENCHMARKS.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving) */
+/* Heap structs are mapped this many bytes at a time: not measured (handing them out one at a time was: docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving) */
 #define HK_HEAP_CHUNK_BYTES (64 * 1024)
 _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
                (HK_STATS_TICK_EVERY & (HK_STATS_TICK_EVERY - 1)) == 0,
