@@ -247,8 +247,10 @@ def discover_allocators(args, log):
             if not any(a.label == w for a in allocs) and not any(s["allocator"] == w for s in skipped):
                 log("unknown allocator %r (known: hakmem, hakmem-static, glibc, mimalloc, jemalloc, tcmalloc, "
                     "with --variants %s, and hakmem:NAME for each --build NAME=DIR)" % (w, ", ".join(VARIANT_LABELS)))
-        allocs = [a for a in allocs if a.label in want]
-        skipped = [s for s in skipped if s["allocator"] in want]
+        # a build named by --build NAME=DIR was asked for: always measured
+        builds = {b.label for b in build_allocators()}
+        allocs = [a for a in allocs if a.label in want or a.label in builds]
+        skipped = [s for s in skipped if s["allocator"] in want or s["allocator"] in builds]
     return allocs, skipped
 
 
