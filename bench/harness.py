@@ -1537,7 +1537,12 @@ def verdicts_svg(res):
     scale; coloured by verdict (ahead green, tie grey, behind red)."""
     rows = [b for b in res.get("benchmarks", []) if b.get("verdicts") or b.get("skipped")]
     row_h, left, width, top = 22, 170, 520, 62
-    lo, hi = -2.0, 2.0   # 1/4x .. 4x
+    # log2 axis: at least 1/4x .. 4x, widened to whole powers of two so that
+    # every ratio and interval end is drawn (a 0.057x row is not clipped)
+    vals = [x for b in rows for v in [(b.get("verdicts") or {}).get("throughput") or {}]
+            for x in [v.get("ratio")] + list(v.get("ci") or []) if x and x > 0]
+    lo = min([-2.0] + [math.floor(math.log2(x)) for x in vals])
+    hi = max([2.0] + [math.ceil(math.log2(x)) for x in vals])
     height = top + row_h * max(1, len(rows)) + 64
     W = left + width + 230
 
@@ -1553,7 +1558,7 @@ def verdicts_svg(res):
          '<text x="%d" y="36" fill="#555">%s, %s mode, %s runs each, %s; bars: 95%% bootstrap interval</text>' % (
              left, html.escape(str(res.get("date"))), res.get("mode"), res.get("runs"),
              html.escape(res.get("machine", {}).get("cpu", "")))]
-    for t in (0.25, 0.5, 1, 2, 4):
+    for t in [2.0 ** e for e in range(int(lo), int(hi) + 1)]:
         x = xpos(t)
         o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="%s"/>' % (
             x, top - 8, x, height - 45, "#000" if t == 1 else "#ddd", "1.2" if t == 1 else "1"))

@@ -472,6 +472,16 @@ if [ $rc -eq 2 ] && grep -q "THREE.md: needs one <!-- bench-table:begin -->" "$T
 else
     bad "--publish without markers: exit $rc: $(cat "$TMP/t16b.log")"
 fi
+# the real docs keep exactly one pair of markers each (a doc edit that quotes
+# a marker would make the next --publish fail): publish into copies of them
+mkdir -p "$TMP/pubreal/docs"
+cp docs/BENCHMARKS.md "$TMP/pubreal/docs/" && cp README.md "$TMP/pubreal/"
+if PUB --publish-to "$TMP/pubreal/docs/BENCHMARKS.md" --publish-to "$TMP/pubreal/README.md" \
+       --publish-svg "$TMP/pubreal/docs/bench-latest.svg" >"$TMP/t16c.log" 2>&1; then
+    pass "--publish into copies of docs/BENCHMARKS.md and README.md works (one marker pair each)"
+else
+    bad "the real docs cannot be published into: $(cat "$TMP/t16c.log")"
+fi
 
 # --- 17. bench/scaling.sh (the device scaling script; never run in CI):
 # pack, unpack, a tiny run (mid, 1 and 2 threads, glibc and hakmem, 2 runs)
