@@ -42,7 +42,7 @@ void hk_free_remote_checked(hk_slab_t *s, void *p) {
   if (HK_UNLIKELY(!hk_remote_push(s, (hk_block_t *)p))) hk_heap_notify(s, (hk_block_t *)p);
 }
 
-#ifdef HK_SECURE
+/* the canary measure's halves of malloc and free (alloc.h) */
 void *hk_sec_alloc_refill(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
   void *b = hk_heap_alloc_slow(h, cls);
   if (b == NULL) return NULL;
@@ -55,13 +55,8 @@ void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool ow
     hk_free_remote_checked(s, p);
     return;
   }
-  /* as hk_free_in_slab's owner path */
-  hk_block_set_next(s, (hk_block_t *)p, s->local_free);
-  s->local_free = (hk_block_t *)p;
-  s->used--;
-  if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
+  hk_free_local(s, (hk_block_t *)p);
 }
-#endif
 
 void *hk_calloc(size_t count, size_t size) {
   size_t n;
@@ -82,11 +77,7 @@ size_t hk_usable(const void *p) {
   if (hk_chunk_is_ss(kind)) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED || !hk_slab_is_block(s, p)) return 0;
-#ifdef HK_SECURE
-    return hk_sec_requested(s, p);
-#else
-    return s->block_size;
-#endif
+    return HK_M_CANARY ? hk_sec_requested(s, p) : s->block_size;
   }
   if (hk_chunk_is_large(kind)) return hk_large_usable(p, kind);
   return 0;

@@ -33,12 +33,11 @@ HK_INLINE void hk_hook_alloc(void *p, unsigned cls) { (void)p; (void)cls; }
 HK_INLINE void hk_hook_free(void *p, hk_slab_t *s) { (void)p; (void)s; }
 #endif
 
-#ifdef HK_SECURE
-/* secure build: an empty free list is refilled out of line and the block
+/* canary: an empty free list is refilled out of line and the block
  * checked there too (a tail call: the fast path saves no registers) */
 void *hk_sec_alloc_refill(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) __attribute__((noinline));
 
-/* secure build: free's check failed, or fill on free is on. Reports, then
+/* canary: free's check failed, or fill on free is on. Reports, then
  * finishes the free as hk_free_in_slab would (alloc.c). */
 void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner)
     __attribute__((noinline));
@@ -61,6 +60,7 @@ HK_INLINE bool hk_sec_free_begin(hk_slab_t *s, void *p, unsigned kind, size_t si
  * hk_sec_free_slow). A block just freed is "freed": the state check also
  * catches the immediate double free. */
 HK_INLINE bool hk_sec_on_free_owner(hk_slab_t *s, void *p, unsigned kind, size_t size) {
+  if (!HK_M_CANARY) return true;
   uint32_t lo;
   if (!hk_sec_free_begin(s, p, kind, size, true, &lo)) return false;
   lo ^= HK_SEC_LIVE ^ HK_SEC_FREED;
@@ -72,6 +72,7 @@ HK_INLINE bool hk_sec_on_free_owner(hk_slab_t *s, void *p, unsigned kind, size_t
  * "live" to "remote" by one compare-and-swap, so that two racing frees
  * cannot both pass (the owner turns REMOTE into FREED when it collects). */
 HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_t size) {
+  if (!HK_M_CANARY) return true;
   uint32_t lo;
   if (!hk_sec_free_begin(s, p, kind, size, false, &lo)) return false;
   if (HK_UNLIKELY(!__atomic_compare_exchange_n((uint32_t *)((uint8_t *)p + s->avail), &lo,
@@ -82,31 +83,24 @@ HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_
   }
   return true;
 }
-#else
-HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_t size) {
-  (void)s; (void)p; (void)kind; (void)size;
-  return true;
+
+/* An owner's free of b, checked: onto local_free; a full slab comes back
+ * to its heap's lists (the purge epoch handles an emptied one) */
+HK_INLINE void hk_free_local(hk_slab_t *s, hk_block_t *b) {
+  hk_slab_push_local(s, b);
+  if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
 }
-#endif
 
 /* Pop a block from slab s (class cls) of heap h for a request of n bytes. */
 HK_INLINE void *hk_alloc_from(hk_heap_t *h, hk_slab_t *s, unsigned cls, size_t n, unsigned kind) {
   hk_block_t *b = s->free;
-#ifdef HK_SECURE
-  if (HK_UNLIKELY(b == NULL)) return hk_sec_alloc_refill(h, cls, n, kind);
-#endif
-  if (HK_UNLIKELY(b == NULL)) {  /* default build (the secure one returned above) */
+  if (HK_UNLIKELY(b == NULL)) {
+    if (HK_M_CANARY) return hk_sec_alloc_refill(h, cls, n, kind);
     b = hk_heap_alloc_slow(h, cls);
     if (b) hk_track_alloc(b, hk_class_bytes(cls), 0);
     return b;
   }
-  hk_block_t *nx = hk_block_next(s, b);
-  if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
-  s->free = nx;
-  /* the next malloc of this class reads nx's link: a block freed long ago
-   * is a cache miss there (python3 workload +3%, one instruction) */
-  __builtin_prefetch(nx);
-  s->used++;
+  hk_slab_pop_block(s, b);
   hk_hook_alloc(b, cls);
   hk_track_alloc(b, hk_class_bytes(cls) - HK_PAD, 0);
   return hk_sec_on_alloc(s, b, n, kind);
@@ -140,16 +134,14 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
   hk_block_t *b = (hk_block_t *)p;
   hk_track_free(p);
   if (HK_LIKELY(HK_LOAD_RELAXED(s->owner) == hk_thread_id())) {
-#ifdef HK_SECURE
-    /* the trailer's state catches the immediate double free too */
-    if (HK_UNLIKELY(!hk_sec_on_free_owner(s, p, kind, size))) return;
-#else
-    if (HK_UNLIKELY(b == s->local_free)) { hk_free_invalid(p, s); return; }
-#endif
-    hk_block_set_next(s, b, s->local_free);
-    s->local_free = b;
-    s->used--;  /* an emptied slab stays put until the purge epoch: no check */
-    if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
+    if (HK_M_CANARY) {
+      /* the trailer's state catches the immediate double free too */
+      if (HK_UNLIKELY(!hk_sec_on_free_owner(s, p, kind, size))) return;
+    } else if (HK_UNLIKELY(b == s->local_free)) {
+      hk_free_invalid(p, s);
+      return;
+    }
+    hk_free_local(s, b);
     return;
   }
   if (HK_UNLIKELY(!hk_sec_on_free_remote(s, p, kind, size))) return;

@@ -15,12 +15,8 @@
 extern uintptr_t hk_list_key HK_HIDDEN;
 
 /* The key of a slab's lists: the process key, or the slab's own random key
- * in the secure build. */
-#ifdef HK_SECURE
-#define HK_LINK_KEY(s) ((s)->key)
-#else
-#define HK_LINK_KEY(s) ((void)(s), hk_list_key)
-#endif
+ * (measure keys). */
+#define HK_LINK_KEY(s) (HK_M_KEYS ? (s)->key : hk_list_key)
 
 /* A free block's link, stored encoded with key (valgrind: readable only
  * while hakmem reads or writes it). */
@@ -65,18 +61,12 @@ HK_INLINE bool hk_slab_is_block(const hk_slab_t *s, const void *p) {
   return hk_slab_block_index(s, p) < s->capacity;
 }
 
-/* A link read from block b of slab s must stay in b's superslab (default
- * build: one xor and shift), or be a block of s itself (secure build: an
- * attacker who learnt a key still cannot point a list at metadata), or end
- * the list. */
+/* A link read from block b of slab s must stay in b's superslab (one xor
+ * and shift), or be a block of s itself (measure keys: an attacker who
+ * learnt a key still cannot point a list at metadata), or end the list. */
 HK_INLINE bool hk_link_ok(const hk_slab_t *s, const hk_block_t *b, const hk_block_t *next) {
-#ifdef HK_SECURE
-  (void)b;
-  return next == NULL || hk_slab_is_block(s, next);
-#else
-  (void)s;
+  if (HK_M_KEYS) return next == NULL || hk_slab_is_block(s, next);
   return (((uintptr_t)next ^ (uintptr_t)b) >> HK_SS_SHIFT) == 0 || next == NULL;
-#endif
 }
 
 #endif

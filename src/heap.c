@@ -287,9 +287,7 @@ static void heap_drain_delayed(hk_heap_t *h) {
     HK_ASSERT(s->owner == h->tid);
     if (hk_heap_counting) h->st.remote[s->cls]++;
     hk_sec_on_collected(s, b);
-    hk_block_set_next(s, b, s->local_free);
-    s->local_free = b;
-    s->used--;
+    hk_slab_push_local(s, b);
     if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
     b = next;
   }
@@ -449,7 +447,7 @@ size_t hk_heap_trim(hk_heap_t *h) {
 
 /* s->free was just filled (local_free is empty): every block of the slab
  * that is not out is on it, so the batch is carved - used blocks. Not in
- * the secure build when blocks wait on `aged` (delayed reuse): the batch is
+ * when blocks wait on `aged` (delayed reuse): the batch is
  * then counted on the list (bench_mid counted 446,621 mallocs for
  * 300,000). */
 static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
@@ -462,11 +460,7 @@ static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
 HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
   if (HK_UNLIKELY(hk_heap_counting)) stats_batch(h, s);
   hk_block_t *b = s->free;
-  hk_block_t *nx = hk_block_next(s, b);
-  if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
-  s->free = nx;
-  __builtin_prefetch(nx);  /* the next malloc reads its link (as in alloc.h) */
-  s->used++;
+  hk_slab_pop_block(s, b);
   return b;
 }
 
@@ -520,9 +514,9 @@ HK_INLINE bool heap_other_richer(const hk_heap_t *h, const hk_slab_t *s) {
 }
 
 /* Freed blocks only, no carving: memory already touched is reused before
- * fresh pages are (the secure build keeps its fresh-first order). */
+ * fresh pages are (delayed reuse keeps its fresh-first order). */
 HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
-  if (HK_PAD) return heap_refill(h, s);
+  if (HK_M_DELAY) return heap_refill(h, s);
   heap_collect(h, s);
   return hk_slab_take_local(s);
 }
@@ -593,10 +587,10 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
 }
 
 /* The leaf's refill, list moves only: the owner's frees (not when every
- * block is back: that slab starts over, hk_slab_take_local); in the secure
- * build a change of generation. */
+ * block is back: that slab starts over, hk_slab_take_local); with delayed
+ * reuse a change of generation. */
 HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
-  if (HK_PAD) return hk_slab_take_aged(s);
+  if (HK_M_DELAY) return hk_slab_take_aged(s);
   hk_block_t *b = s->local_free;
   if (b == NULL || s->used == 0) return false;
   s->free = b;
@@ -610,7 +604,7 @@ HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
  * random_mixed_256). Every 16th call still goes the full way, which drains
  * remote frees into full slabs and purges on time; so does any case that
  * needs more (an emptied slab's restart, a switch to a richer slab, stats).
- * In the secure build the leaf is the change of generation of delayed reuse
+ * With delayed reuse (measure delay) the leaf is the change of generation
  * (hk_slab_take_aged), remote frees waiting for the full path as here. */
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   hk_slab_t *s = h->cur[cls];

@@ -6,6 +6,7 @@
  * handlers, and the exit report. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <unistd.h>
 
@@ -63,19 +64,27 @@ __attribute__((constructor(101))) static void hk_init(void) {
   pthread_atfork(fork_prepare, fork_parent, fork_child);  /* allocates: all is ready */
 }
 
-/* the exit line names the secure build, so a test can prove which ran */
-#ifdef HK_SECURE
-#define BUILD_TAG "secure build, "
-#else
-#define BUILD_TAG ""
-#endif
+/* The exit line names the measures in force, so a test can prove which
+ * library ran: "secure build, " when all are, "measures canary shuffle, "
+ * for some, nothing for none (measures.h). */
+static const char *build_tag(void) {
+  static char tag[128];
+  if (HK_M_EVERY) return "secure build, ";
+  size_t n = 0;
+#define HK_TAG_ONE(name, on) \
+  if (on) n += (size_t)snprintf(tag + n, sizeof tag - n, "%s" #name, n ? " " : "measures ");
+  HK_MEASURE_LIST(HK_TAG_ONE)
+#undef HK_TAG_ONE
+  if (n) snprintf(tag + n, sizeof tag - n, ", ");
+  return tag;
+}
 
 __attribute__((destructor)) static void hk_destructor(void) {
   hk_stats_at_exit(report_fd);
   if (hk_knobs.verbose) {
-    hk_message_fd(report_fd, "hakmem: active (" BUILD_TAG "pid %d): %zu superslabs mapped, %zu large blocks live, "
+    hk_message_fd(report_fd, "hakmem: active (%spid %d): %zu superslabs mapped, %zu large blocks live, "
                "%lu mmap / %lu munmap / %lu madvise calls, peak RSS %zu KiB\n",
-               (int)getpid(), hk_ss_count_mapped(), hk_large_count_live(),
+               build_tag(), (int)getpid(), hk_ss_count_mapped(), hk_large_count_live(),
                (unsigned long)atomic_load(&hk_os_stats.mmap_calls),
                (unsigned long)atomic_load(&hk_os_stats.munmap_calls),
                (unsigned long)atomic_load(&hk_os_stats.madvise_calls),

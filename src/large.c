@@ -7,6 +7,7 @@
 #include "chunk_map.h"
 #include "knobs.h"
 #include "lock.h"
+#include "measures.h"
 #include "os.h"
 #include "report.h"
 #include "track.h"
@@ -87,11 +88,7 @@ static bool fits(size_t have, size_t need) { return have >= need && have - need 
  * them (shrink: pages dropped), where cutting and growing the mapping
  * meant an mremap and one or two mprotects to move the guard (bench_large
  * ran at 0.77 of the default build, 0.99 with no guard pages at all). */
-#ifdef HK_SECURE
-#define GUARD HK_PAGE
-#else
-#define GUARD 0
-#endif
+#define GUARD ((size_t)(HK_M_GUARD ? HK_PAGE : 0))
 
 /* The bytes to map for a block of `need` bytes of pages: the secure build
  * reserves four times that (at most 1 GiB more), up to the next 2 MiB (the
@@ -197,8 +194,7 @@ static hk_large_t *large_move(hk_large_t *h, size_t from, uint8_t *target, size_
  * never moves h. Returns the header where it now is, sizes updated; NULL
  * leaves h as it was. Only for mappings whose block starts in their first
  * chunk (HK_CHUNK_LARGE). */
-#ifndef HK_SECURE
-static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
+static hk_large_t *reshape_plain(hk_large_t *h, size_t need) {
   size_t old = h->map_size;
   if (hk_os_resize_inplace(h, old, need)) {
     h->map_size = h->rw_size = need;
@@ -210,14 +206,14 @@ static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
   if (n) n->rw_size = need;
   return n;
 }
-#else
-/* secure build: within the reserve, one syscall. Past it the block's pages
+
+/* guard pages: within the reserve, one syscall. Past it the block's pages
  * move (mremap, no copy) to a new reservation, grown over all of it, whose
  * reserve is then closed again: the kernel merges the pages the reserve
  * later gives into the block's mapping only if they came with it, and
  * mremap moves only a range that is one mapping (else it says no and
  * realloc copies). The old reserve is unmapped. */
-static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
+static hk_large_t *reshape_reserved(hk_large_t *h, size_t need) {
   if (need + GUARD <= h->map_size) return large_set_rw(h, need) ? h : NULL;
   size_t old_rw = h->rw_size, old_map = h->map_size, res = reserve_for(need);
   uint8_t *target = hk_os_reserve_aligned(res, HK_SS_SIZE);
@@ -228,7 +224,10 @@ static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
   n->rw_size = need;
   return n;
 }
-#endif
+
+static hk_large_t *large_reshape(hk_large_t *h, size_t need) {
+  return GUARD ? reshape_reserved(h, need) : reshape_plain(h, need);
+}
 
 /* No cached mapping of about the right size: reshape one instead of mapping
  * fresh (one mremap, and the pages it keeps are already there): shrink the
@@ -333,15 +332,11 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   hk_large_t *h = checked_header("free", p, ck);
   if (!h) return;
   hk_track_free(p);
-#ifdef HK_SECURE
-  if (kind != HK_KIND_ANY && kind != h->kind)
+  if (HK_M_KIND && kind != HK_KIND_ANY && kind != h->kind)
     hk_report_invalid("free", p, kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
                                                            : "delete of memory not from new");
-  if (size != 0 && size != h->requested)
+  if (HK_M_SIZED && size != 0 && size != h->requested)
     hk_report_invalid("free", p, "sized delete/free_sized with a size the block was not allocated with");
-#else
-  (void)kind; (void)size;
-#endif
   atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&live_bytes, h->rw_size, memory_order_relaxed);
@@ -383,7 +378,7 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
 size_t hk_large_usable(const void *p, unsigned kind) {
   hk_large_t *h = header_of(p, kind);
   if (h->magic != LARGE_MAGIC || HK_UNHIDE(h->user) != p || h->state != LARGE_LIVE) return 0;
-  return GUARD ? h->requested : h->usable;
+  return HK_LARGE_REQUESTED ? h->requested : h->usable;
 }
 
 void *hk_large_realloc(void *p, unsigned kind, size_t size) {
@@ -400,7 +395,7 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
       hk_track_resize(p, h->usable, need - off);
       h->usable = need - off;
     }
-    if (GUARD) h->requested = size;  /* secure: what usable_size and sized delete see */
+    if (HK_LARGE_REQUESTED) h->requested = size;  /* what usable_size and sized delete see */
     return p;
   }
   if (kind == HK_CHUNK_LARGE) {
@@ -418,7 +413,7 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
       }
       nh->user = HK_HIDE(q);
       nh->usable = need - off;
-      if (GUARD) nh->requested = size;
+      if (HK_LARGE_REQUESTED) nh->requested = size;
       atomic_fetch_add_explicit(&live_bytes, need - old, memory_order_relaxed);
       return q;
     }

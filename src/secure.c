@@ -1,4 +1,5 @@
-/* The secure build's hardening measures (see secure.h). Empty otherwise.
+/* The out-of-line half of the per-block measures (secure.h, measures.h).
+ * Compiled in every build; what a build's measures never call is dead code.
  *
  * The per-call checks are inline (secure.h): one trailer word per block holds
  * the canary, the block's state, the requested size and the kind. What is
@@ -7,7 +8,6 @@
  * slow half, which pushes the block, is the API layer's (alloc.c). */
 #include "secure.h"
 
-#ifdef HK_SECURE
 #include <stdatomic.h>
 #include <string.h>
 
@@ -18,7 +18,7 @@
 /* HAKMEM_FREE_FILL: 0 off, 1 zero, 2 0xDF. Read from the knobs, which are
  * set once before any slab exists (a copy written at each slab's init was
  * a data race between threads: TSan, secure build) */
-#define hk_sec_fill ((uint8_t)hk_knobs.free_fill)
+#define hk_sec_fill (HK_M_FILL ? (uint8_t)hk_knobs.free_fill : (uint8_t)0)
 
 /* ---- HAKMEM_FREE_FILL: bytes [8, avail) of a freed block (the first word
  * is the link, the last the trailer) ------------------------------------- */
@@ -43,20 +43,19 @@ static void fill_check(const uint8_t *b, size_t avail) {
 
 /* ---- slabs ------------------------------------------------------------- */
 
-void hk_sec_slab_init(hk_slab_t *s) {
+void hk_sec_slab_key(hk_slab_t *s) {
   static _Atomic uint64_t counter;
   uint64_t x = atomic_fetch_add(&counter, 1) + 0x9e3779b97f4a7c15ull * (uint64_t)(uintptr_t)s;
   x ^= hk_list_key;
   x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29; x *= 0x94d049bb133111ebull; x ^= x >> 32;
   s->key = (uintptr_t)(x | 1);
-  s->avail = s->block_size - HK_PAD;
-  s->aged = NULL;
 }
 
 static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }
 
-/* Fresh blocks: linked onto s->free in a random order, each with its
- * trailer "freed" (filled when asked). The permutation is built by one
+/* Fresh blocks: linked onto s->free in a random order (shuffle, else in
+ * address order), each with its trailer "freed" (canary; filled when
+ * asked). The permutation is built by one
  * inside-out Fisher-Yates pass (no separate identity pass), and one pass
  * over the blocks, last to first, writes each trailer and link: about half
  * the instructions of shuffling, linking and stamping separately
@@ -66,7 +65,8 @@ void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
   uint16_t order[HK_CARVE_MAX_BYTES / 16];
   uint64_t x = rng ? rng : ((uint64_t)(uintptr_t)&rng ^ hk_list_key ^ 0x9e3779b97f4a7c15ull) | 1;
   order[0] = 0;
-  for (unsigned i = 1; i < n; i++) {
+  for (unsigned i = 1; i < n && !HK_M_SHUFFLE; i++) order[i] = (uint16_t)i;
+  for (unsigned i = 1; i < n && HK_M_SHUFFLE; i++) {
     x ^= x << 13; x ^= x >> 7; x ^= x << 17;
     unsigned j = (unsigned)(((x >> 32) * (i + 1)) >> 32);  /* uniform in [0, i], no division */
     order[i] = order[j];  /* j == i: the next store sets it */
@@ -81,8 +81,8 @@ void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
   for (unsigned i = n; i-- > 0;) {
     uint8_t *p = first + (size_t)order[i] * bs;
     if (fill) fill_range(p, avail);
-    hk_sec_trailer_store(p, avail, hk_sec_canary_k(key, p) ^ tag);
-    hk_link_store((hk_block_t *)p, next, key);
+    if (HK_M_CANARY) hk_sec_trailer_store(p, avail, hk_sec_canary_k(key, p) ^ tag);
+    hk_link_store((hk_block_t *)p, next, HK_LINK_KEY(s));
     next = (hk_block_t *)p;
   }
   s->free = next;
@@ -98,7 +98,7 @@ void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   uint32_t c = hk_sec_canary(s, p);
   if ((uint32_t)hk_sec_trailer_load(b, avail) != (c ^ HK_SEC_FREED_FILL)) hk_report_list_corrupt(p);
   fill_check(b, avail);
-  b[n] = HK_SEC_SLACK_BYTE;
+  if (HK_M_SLACK) b[n] = HK_SEC_SLACK_BYTE;
   hk_sec_trailer_store(b, avail,
                        (uint64_t)(c ^ HK_SEC_LIVE_FILL) | ((uint64_t)n << 32) | ((uint64_t)kind << 48));
   return p;
@@ -115,23 +115,23 @@ bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool 
   uint32_t c = hk_sec_canary(s, p);
   uint64_t t = hk_sec_trailer_load(b, avail);
   uint32_t lo = (uint32_t)t, n = hk_sec_trailer_n(t);
-  if (hk_sec_is_free(s, p)) {
+  if (hk_sec_is_freed(s, p)) {
     hk_report_invalid("free", p, "block already freed (double free)");
     return false;
   }
   if ((lo != (c ^ HK_SEC_LIVE) && lo != (c ^ HK_SEC_LIVE_FILL)) || n > avail) {
     hk_report_invalid("free", p, "heap overflow: the canary after this block was overwritten");
   } else {
-    if (b[n] != HK_SEC_SLACK_BYTE)
+    if (HK_M_SLACK && b[n] != HK_SEC_SLACK_BYTE)
       hk_report_invalid("free", p, "heap overflow: bytes past the end of this block were overwritten");
     unsigned have = (unsigned)(t >> 48) & 0xff;
-    if (kind != HK_KIND_ANY && have != kind) {
+    if (HK_M_KIND && kind != HK_KIND_ANY && have != kind) {
       const char *why = kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
                       : kind == HK_KIND_NEW       ? "delete of memory not from new"
                                                   : "free of C++ memory";
       hk_report_invalid("free", p, why);
     }
-    if (size != 0 && size != n)
+    if (HK_M_SIZED && size != 0 && size != n)
       hk_report_invalid("free", p, "sized delete/free_sized with a size the block was not allocated with");
   }
   /* the free goes on (nothing wrong but the fill, or reported with
@@ -156,7 +156,7 @@ bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool 
  * compare-and-swap, so two racing frees of one block cannot both pass; the
  * owner turns "remote" into "freed" when it collects the block, and an owner
  * free racing with a remote one leaves "freed" where "remote" must be. */
-void hk_sec_on_collected(hk_slab_t *s, void *p) {
+void hk_sec_collected(hk_slab_t *s, void *p) {
   size_t avail = s->avail;
   uint32_t c = hk_sec_canary(s, p), lo;
   memcpy(&lo, (uint8_t *)p + avail, 4);
@@ -169,13 +169,13 @@ void hk_sec_on_collected(hk_slab_t *s, void *p) {
  * and p passes free's checks (live, canary, the byte after its request);
  * the trailer then takes the new size and b[n] the slack byte. False: p
  * moves (when a check failed, the free after the move reports it). */
-bool hk_sec_resize(hk_slab_t *s, void *p, size_t n) {
+bool hk_sec_resize_checked(hk_slab_t *s, void *p, size_t n) {
   size_t avail = s->avail;
   if (n > avail || n < avail / 2) return false;
   uint8_t *b = p;
   uint64_t t = hk_sec_trailer_load(b, avail);
   if (!hk_sec_free_ok(s, b, (uint32_t)t, avail, HK_KIND_ANY, 0)) return false;
-  b[n] = HK_SEC_SLACK_BYTE;  /* n == avail: the canary's own low byte */
+  if (HK_M_SLACK) b[n] = HK_SEC_SLACK_BYTE;  /* n == avail: the canary's own low byte */
   hk_sec_trailer_store(b, avail, (t & ~(0xffffull << 32)) | ((uint64_t)n << 32));
   return true;
 }
@@ -186,9 +186,8 @@ size_t hk_sec_requested(const hk_slab_t *s, const void *p) {
   return n <= avail ? n : 0;
 }
 
-bool hk_sec_is_free(hk_slab_t *s, const void *p) {
+bool hk_sec_is_freed(hk_slab_t *s, const void *p) {
   size_t avail = s->avail;
   uint32_t c = hk_sec_canary(s, p), lo = (uint32_t)hk_sec_trailer_load(p, avail);
   return lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_FREED_FILL) || lo == (c ^ HK_SEC_REMOTE);
 }
-#endif

@@ -1,30 +1,24 @@
-/* Hardening hooks of the secure build (`make secure`, HK_SECURE). Each
- * measure has a name, a switch and a test (docs/SECURITY.md):
+/* The per-block hardening measures (src/measures.h turns them on): the
+ * hooks the slab, heap and API layers call. Each hook tests the measures it
+ * serves and compiles to nothing when they are off. The table of measures,
+ * their names and switches is in measures.h; docs/SECURITY.md says what
+ * each catches (tests/security/matrix.txt) and costs.
  *
- *   slab keys      free-list links encoded with a random key per slab, and
- *                  a popped link must be a block of the same slab
- *   block state    live / freed / remote-freed, in each block's trailer
- *                  word: delayed and interleaved double frees
- *   canary         the trailer word and the byte after the request:
- *                  overflows found at free
- *   free fill      freed blocks filled (HAKMEM_FREE_FILL); a write after
- *                  free is found when the block is handed out again
- *   shuffle        fresh blocks handed out in random order
- *   delayed reuse  a freed block waits for the slab's free list to run dry
- *                  twice (src/slab.c)
- *   guard pages    after each large block, between superslab metadata and
- *                  blocks
- *   kind tags      delete of new[] memory (and the reverse) and sized
- *                  deletes of the wrong size are reported
- *
- * In the default build every hook here is an empty inline. */
-#ifndef HK_SECURE_H
-#define HK_SECURE_H
+ *   keys      slab keys and the strict link check: freelist.h
+ *   canary    the trailer word (canary, state, size, kind): here, secure.c
+ *   slack     the byte after the request: here
+ *   shuffle   random carving order: hk_sec_carve (secure.c)
+ *   delay     delayed reuse: src/slab.c
+ *   guard     guard pages: src/superslab.c, src/large.c
+ *   kind      C++ kind tags: here (small), src/large.c
+ *   sized     sized delete checks: here (small), src/large.c
+ *   fill      fill on free (HAKMEM_FREE_FILL): secure.c */
+#ifndef HK_SEC_HOOKS_H
+#define HK_SEC_HOOKS_H
 
 #include "freelist.h"
 
-#ifdef HK_SECURE
-/* The last 8 bytes of every small block are its trailer word, written by
+/* canary: the last 8 bytes of every small block are its trailer word, written by
  * malloc and checked by free:
  *
  *   bits  0..31  canary: a hash of the slab key and the block address, whose
@@ -45,7 +39,6 @@
  * out-of-line function called as a tail call, so the fast paths save no
  * registers. With HAKMEM_FREE_FILL on, blocks carry the *_FILL tags: their
  * every malloc and free takes the out-of-line path, which fills and checks. */
-#define HK_PAD 8
 #define HK_SEC_LIVE       0u
 #define HK_SEC_LIVE_FILL  0x1d6e4a00u  /* live, fill on free (HAKMEM_FREE_FILL) */
 #define HK_SEC_FREED      0x5ab1f4eeu  /* on a free list of the owner           */
@@ -82,24 +75,33 @@ void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) __attrib
  * (a double free, reported). */
 bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool owner);
 void hk_sec_free_race(void *p) __attribute__((cold, noinline));
-void hk_sec_on_collected(hk_slab_t *s, void *p);  /* the owner took p back from xfree */
-bool hk_sec_is_free(hk_slab_t *s, const void *p);
+void hk_sec_collected(hk_slab_t *s, void *p);
+bool hk_sec_is_freed(hk_slab_t *s, const void *p);
 size_t hk_sec_requested(const hk_slab_t *s, const void *p);
-bool hk_sec_resize(hk_slab_t *s, void *p, size_t n);  /* realloc in place */
-/* Link n fresh blocks from first onto s->free in a random order, each in
- * the "freed" state (filled when asked). */
+bool hk_sec_resize_checked(hk_slab_t *s, void *p, size_t n);
+/* Link n fresh blocks from first onto s->free (shuffle: in a random order;
+ * canary: each in the "freed" state, filled when asked). */
 void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n);
-void hk_sec_slab_init(hk_slab_t *s);
+/* keys and canary: the slab's random key */
+void hk_sec_slab_key(hk_slab_t *s);
+
+/* A slab is set up: its key, the bytes before its trailer, no aged list */
+HK_INLINE void hk_sec_slab_init(hk_slab_t *s) {
+  s->avail = s->block_size - HK_PAD;
+  s->aged = NULL;
+  if (HK_SLAB_KEYED) hk_sec_slab_key(s);
+}
 
 /* p was just popped from s's free list for a request of n bytes: returns p */
 HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
+  if (!HK_M_CANARY) return p;
   uint8_t *b = p;
   size_t avail = s->avail;
   uint32_t c = hk_sec_canary(s, p);
   uint32_t lo;
   __builtin_memcpy(&lo, b + avail, 4);
   if (HK_UNLIKELY(lo != (c ^ HK_SEC_FREED))) return hk_sec_alloc_slow(s, p, n, kind);
-  b[n] = HK_SEC_SLACK_BYTE;  /* n <= avail: the trailer store comes after */
+  if (HK_M_SLACK) b[n] = HK_SEC_SLACK_BYTE;  /* n <= avail: the trailer store comes after */
   uint32_t hi = (uint32_t)n | (kind << 16);
   lo = c ^ HK_SEC_LIVE;
   __builtin_memcpy(b + avail, &lo, 4);
@@ -114,27 +116,28 @@ HK_INLINE bool hk_sec_free_ok(const hk_slab_t *s, const uint8_t *b, uint32_t lo,
                               unsigned kind, size_t size) {
   uint16_t n;
   __builtin_memcpy(&n, b + avail + 4, 2);
-  return lo == (hk_sec_canary(s, b) ^ HK_SEC_LIVE) && n <= avail && b[n] == HK_SEC_SLACK_BYTE &&
-         (kind == HK_KIND_ANY || b[avail + 6] == kind) && (size == 0 || size == n);
+  return lo == (hk_sec_canary(s, b) ^ HK_SEC_LIVE) && n <= avail &&
+         (!HK_M_SLACK || b[n] == HK_SEC_SLACK_BYTE) &&
+         (!HK_M_KIND || kind == HK_KIND_ANY || b[avail + 6] == kind) &&
+         (!HK_M_SIZED || size == 0 || size == n);
 }
 
 /* the slab has blocks waiting for reuse (src/slab.c, delayed reuse) */
-#define HK_SEC_AGED(s) ((s)->aged != NULL)
-#else
-#define HK_PAD 0
-#define HK_SEC_AGED(s) ((void)(s), false)
-HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) {
-  (void)s; (void)n; (void)kind;
-  return p;
-}
-HK_INLINE void hk_sec_on_collected(hk_slab_t *s, void *p) { (void)s; (void)p; }
-HK_INLINE bool hk_sec_is_free(hk_slab_t *s, const void *p) { (void)s; (void)p; return false; }
-/* realloc(p, n) keeps p when n fits its block and fills at least half of it */
+#define HK_SEC_AGED(s) (HK_M_DELAY && (s)->aged != NULL)
+
+/* realloc(p, n) keeps p when n fits its block and fills at least half of
+ * it (and, canary, p passes free's checks: secure.c) */
 HK_INLINE bool hk_sec_resize(hk_slab_t *s, void *p, size_t n) {
-  (void)p;
+  if (HK_M_CANARY) return hk_sec_resize_checked(s, p, n);
   return n <= s->block_size && n >= s->block_size / 2;
 }
-HK_INLINE void hk_sec_slab_init(hk_slab_t *s) { (void)s; }
-#endif
+/* a block on a free list (canary: its trailer says so; else false) */
+HK_INLINE bool hk_sec_is_free(hk_slab_t *s, const void *p) {
+  return HK_M_CANARY && hk_sec_is_freed(s, p);
+}
+/* the owner took p back from xfree (canary: "remote" becomes "freed") */
+HK_INLINE void hk_sec_on_collected(hk_slab_t *s, void *p) {
+  if (HK_M_CANARY) hk_sec_collected(s, p);
+}
 
 #endif

@@ -21,10 +21,7 @@ void hk_slab_check(const hk_slab_t *s, uintptr_t owner) {
   HK_ASSERT(s->cls < HK_NCLASS && s->block_size == hk_class_bytes(s->cls));
   HK_ASSERT(s->carved <= s->capacity && s->used <= s->carved);
   HK_ASSERT(hk_kind_of_class(s->cls) == hk_slab_ss((hk_slab_t *)s)->kind);
-  unsigned n = check_list_len(s, s->free) + check_list_len(s, s->local_free);
-#ifdef HK_SECURE
-  n += check_list_len(s, s->aged);
-#endif
+  unsigned n = check_list_len(s, s->free) + check_list_len(s, s->local_free) + check_list_len(s, s->aged);
   HK_ASSERT(n == (unsigned)(s->carved - s->used));
 }
 #endif
@@ -67,14 +64,14 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
   if (n > left) n = left;
   size_t bs = s->block_size;
   uint8_t *first = HK_UNHIDE(s->start) + (size_t)s->carved * bs;
-#ifdef HK_SECURE
-  hk_sec_carve(s, first, n);  /* random order, trailers */
-#else
-  uint8_t *p = first;
-  for (unsigned i = 1; i < n; i++, p += bs) hk_block_set_next(s, (hk_block_t *)p, (hk_block_t *)(p + bs));
-  hk_block_set_next(s, (hk_block_t *)p, s->free);
-  s->free = (hk_block_t *)first;
-#endif
+  if (HK_M_SHUFFLE || HK_M_CANARY) {
+    hk_sec_carve(s, first, n);  /* random order, trailers */
+  } else {
+    uint8_t *p = first;
+    for (unsigned i = 1; i < n; i++, p += bs) hk_block_set_next(s, (hk_block_t *)p, (hk_block_t *)(p + bs));
+    hk_block_set_next(s, (hk_block_t *)p, s->free);
+    s->free = (hk_block_t *)first;
+  }
   s->carved = (uint16_t)(s->carved + n);
   return true;
 }
@@ -102,8 +99,7 @@ bool hk_slab_restart(hk_slab_t *s) {
   return slab_carve(s, s->batch_kb * 1024u);
 }
 
-#ifdef HK_SECURE
-/* secure build, delayed reuse by generations: when the free list runs dry,
+/* measure delay, delayed reuse by generations: when the free list runs dry,
  * the blocks freed before the previous refill (s->aged) become the free
  * list and those freed since (local_free) become the aged ones. A freed
  * block therefore waits until the free list has run dry twice: a whole
@@ -134,14 +130,10 @@ static bool refill_delayed(hk_slab_t *s) {
   s->free = rest;
   return true;
 }
-#endif
 
 bool hk_slab_refill(hk_slab_t *s) {
   HK_ASSERT(s->free == NULL);
-#ifdef HK_SECURE
-  return refill_delayed(s);
-#else
+  if (HK_M_DELAY) return refill_delayed(s);
   if (!s->local_free) hk_slab_collect_remote(s);
   return hk_slab_take_local(s) || hk_slab_extend(s);
-#endif
 }

@@ -27,22 +27,37 @@ bool hk_slab_extend(hk_slab_t *s);
 /* Forget the free lists of a slab with no block out and carve afresh. */
 bool hk_slab_restart(hk_slab_t *s) __attribute__((noinline));
 
-/* Secure build (delayed reuse, slab.c): the commonest refill, a change of
+/* Pop b, the first block of s->free, for malloc: its link is checked
+ * before it is followed. */
+HK_INLINE void hk_slab_pop_block(hk_slab_t *s, hk_block_t *b) {
+  hk_block_t *nx = hk_block_next(s, b);
+  if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
+  s->free = nx;
+  /* the next malloc of this class reads nx's link: a block freed long ago
+   * is a cache miss there (python3 workload +3%, one instruction) */
+  __builtin_prefetch(nx);
+  s->used++;
+}
+
+/* The owner takes b back (its free, or a remote free it collected): onto
+ * local_free. The caller brings a full slab back to its heap. */
+HK_INLINE void hk_slab_push_local(hk_slab_t *s, hk_block_t *b) {
+  hk_block_set_next(s, b, s->local_free);
+  s->local_free = b;
+  s->used--;
+}
+
+/* Delayed reuse (measure delay, slab.c): the commonest refill, a change of
  * generation: the blocks freed before the last refill (aged) become the
  * free list, those freed since (local_free) the aged ones. False when
- * nothing is aged. Never in the default build. */
+ * nothing is aged, always without the measure. */
 HK_INLINE bool hk_slab_take_aged(hk_slab_t *s) {
-#ifdef HK_SECURE
   hk_block_t *aged = s->aged;
-  if (!aged) return false;
+  if (!HK_M_DELAY || !aged) return false;
   s->free = aged;
   s->aged = s->local_free;
   s->local_free = NULL;
   return true;
-#else
-  (void)s;
-  return false;
-#endif
 }
 
 /* Move local_free onto the empty s->free. False if there was nothing.

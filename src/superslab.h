@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include "config.h"
 #include "knobs.h"
+#include "measures.h"
 
 /* A free block's first word: the link to the next free block, encoded
  * (see hk_block_next in freelist.h). */
@@ -23,13 +24,10 @@ typedef struct hk_block { uintptr_t enc; } hk_block_t;
 enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 
 #define HK_SS_MAX_SLABS 32
-#ifdef HK_SECURE
-/* descriptors, then a guard page */
+/* descriptors, then (guard pages) a PROT_NONE page, then the slabs */
 #define HK_SS_META_SIZE ((size_t)8192)
-#define HK_SS_HDR_SIZE  (HK_SS_META_SIZE + 4096)
-#else
-#define HK_SS_HDR_SIZE  ((size_t)8192)
-#endif
+#define HK_SS_GUARD_SIZE ((size_t)(HK_M_GUARD ? 4096 : 0))
+#define HK_SS_HDR_SIZE  (HK_SS_META_SIZE + HK_SS_GUARD_SIZE)
 
 /* Where a slab is, seen from its owner heap. */
 enum { HK_SLAB_UNUSED = 0, HK_SLAB_CUR, HK_SLAB_PARTIAL, HK_SLAB_FULL };
@@ -52,9 +50,10 @@ typedef struct hk_slab {
   uint32_t block_size;
   uint32_t div_inv;         /* inverse of the odd part, mod 2^32     */
   uint8_t *start;
-#ifdef HK_SECURE
-  /* secure build: what every malloc and free reads stays on line 0 (line 1
-   * is written by other threads' frees); the partial-list links move there */
+#if HK_SLAB_KEYED
+  /* keys or canary: what every malloc and free reads stays on line 0 (line
+   * 1 is written by other threads' frees); the partial-list links move
+   * there. The fields are the same in both orders. */
   uintptr_t key;            /* this slab's link and canary key       */
   uint32_t avail;           /* block_size - HK_PAD: the trailer word */
   uint32_t spare;
@@ -70,7 +69,10 @@ typedef struct hk_slab {
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
   uint16_t carved;          /* blocks carved so far (lazy init)      */
   uint8_t batch_kb;         /* owner: KiB the next carve takes       */
-  uintptr_t key;            /* unused in this build                  */
+  uintptr_t key;            /* unused without keys or canary         */
+  uint32_t avail;           /* block_size (no trailer)               */
+  uint32_t spare;
+  hk_block_t *aged;         /* delayed reuse (off: always NULL)      */
 #endif
 } __attribute__((aligned(HK_CACHE_LINE))) hk_slab_t;
 
@@ -92,12 +94,9 @@ typedef struct hk_superslab {
 } hk_superslab_t;
 
 _Static_assert(sizeof(hk_slab_t) == 128, "slab descriptor is two cache lines");
-#ifdef HK_SECURE
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
-_Static_assert(__builtin_offsetof(hk_slab_t, key) == 48, "tests/security/forged_link_metadata.c");
-#else
-_Static_assert(sizeof(hk_superslab_t) <= HK_SS_HDR_SIZE, "header fits");
-#endif
+_Static_assert(!HK_SLAB_KEYED || __builtin_offsetof(hk_slab_t, key) == 48,
+               "tests/security/forged_link_metadata.c");
 
 HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {
   return (hk_superslab_t *)((uintptr_t)p & ~(uintptr_t)HK_SS_MASK);
