@@ -3,7 +3,7 @@
 JOBS    ?= $(shell nproc)
 CMAKE   ?= cmake
 
-.PHONY: all release debug secure valgrind install check test test-release test-debug bench bench-full soak clean
+.PHONY: all release debug secure valgrind measures security-matrix install check test test-release test-debug bench bench-full soak clean
 
 all: release
 
@@ -37,6 +37,16 @@ check: release
 
 # The whole suite, what CI runs: every ctest of the release build (sanitizer
 # builds included) and of the debug build, one summary line at the end.
+# The attack matrix alone (tests/security/matrix.txt): the attack suite on
+# one library per hardening measure (docs/SECURITY.md).
+security-matrix: release
+	@env -u LD_PRELOAD ctest --test-dir build -j $(JOBS) -L matrix --output-on-failure
+
+# the measure libraries alone (build/measures/)
+measures:
+	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+	@$(CMAKE) --build build -j $(JOBS) --target measures
+
 test: release debug
 	@HAKMEM_TEST_SANITIZE=1 bash tests/run_tests.sh build build-debug
 
