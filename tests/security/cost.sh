@@ -14,6 +14,10 @@
 # COST_REF=DIR (bench/mimalloc_secure.sh DIR): the reference, mimalloc built
 # plain and in its secure mode, runs interleaved with them, and its
 # secure/plain ratio is printed beside hakmem's.
+# COST_MEASURES="canary shuffle" (or all): the library of each hardening
+# measure alone (BUILD_DIR/measures/libhakmem-NAME.so, src/measures.h) runs
+# interleaved with them too, and a second table gives each one's ratio to
+# the default build, with its callgrind rows: the cost of one measure.
 # Not part of the test suite (it takes a few minutes).
 set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -28,6 +32,12 @@ if [ -n "$REF" ]; then
   LIBS+=(mi "$REF/libmimalloc.so" mi_secure "$REF/libmimalloc-secure.so")
 fi
 [ -f "$B/libhakmem-secure.so" ] || { echo "$B/libhakmem-secure.so not built: run make" >&2; exit 2; }
+MEASURES=${COST_MEASURES:-}
+[ "$MEASURES" = all ] && MEASURES="keys canary slack shuffle delay guard kind sized fill"
+for m in $MEASURES; do
+  [ -f "$B/measures/libhakmem-$m.so" ] || { echo "$B/measures/libhakmem-$m.so not built: make measures" >&2; exit 2; }
+  LIBS+=("m_$m" "$B/measures/libhakmem-$m.so")
+done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-cost.XXXXXX") || exit 2
 trap 'rm -rf "$WORK"' EXIT
 unset LD_PRELOAD HAKMEM_FREE_FILL HAKMEM_STATS HAKMEM_VERBOSE
@@ -68,9 +78,9 @@ for r in $(seq 1 "$RUNS"); do
   done
 done
 
-python3 - "$WORK" "$RUNS" "$REF" <<'EOF'
+python3 - "$WORK" "$RUNS" "$REF" $MEASURES <<'EOF'
 import glob, math, os, re, statistics, sys
-work, runs, ref = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+work, runs, ref, measures = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
 def values(name, build, key):
     v = []
     for f in sorted(glob.glob(os.path.join(work, "%s.%s.*" % (name, build)))):
@@ -115,6 +125,25 @@ for label, skip in (("", ()), (" without false_sharing", ("false_sharing",))):
         line += "; mimalloc secure/plain %.3f (overhead %.1f%%)" % (gr, 100 * (1 / gr - 1))
     print(line)
 print("(%d runs each, interleaved; spread = (max-min)/median)" % runs)
+if measures:
+    print()
+    print("each measure alone: median ops/s of its library / the default build's")
+    print(("%-14s" % "benchmark") + "".join(" %8s" % m for m in measures + ["secure"]))
+    per = {m: [] for m in measures + ["secure"]}
+    for n in names:
+        md = values(n, "default", "Throughput")
+        if not md: continue
+        md = statistics.median(md)
+        row = "%-14s" % n
+        for m in measures + ["secure"]:
+            v = values(n, "m_" + m if m != "secure" else "secure", "Throughput")
+            if v:
+                per[m].append(statistics.median(v) / md)
+                row += " %8.3f" % per[m][-1]
+            else:
+                row += " %8s" % "-"
+        print(row)
+    print(("%-14s" % "geomean") + "".join(" %8.3f" % geo(per[m]) for m in measures + ["secure"]))
 EOF
 
 # ---- instruction counts (callgrind) -----------------------------------------
@@ -124,7 +153,7 @@ if command -v valgrind >/dev/null; then
   echo
   echo "callgrind: 2000 rounds of 100 malloc(SIZE) then 100 free = 200000 + 200000 calls"
   echo "(instructions inside malloc / free, callees included: --toggle-collect)"
-  printf "%-8s %5s %14s %14s %10s %10s\n" build SIZE malloc free "per malloc" "per free"
+  printf "%-10s %5s %14s %14s %10s %10s\n" build SIZE malloc free "per malloc" "per free"
   for size in 16 512; do
   for ((i = 0; i < ${#LIBS[@]}; i += 2)); do
     build=${LIBS[i]} lib=${LIBS[i + 1]}
@@ -135,7 +164,7 @@ if command -v valgrind >/dev/null; then
       n+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/cg.$build.$f.log")")
     done
     awk -v b="$build" -v s="$size" -v m="${n[0]}" -v f="${n[1]}" \
-      'BEGIN { printf "%-8s %5s %14s %14s %10.1f %10.1f\n", b, s, m, f, m / 200000, f / 200000 }'
+      'BEGIN { printf "%-10s %5s %14s %14s %10.1f %10.1f\n", b, s, m, f, m / 200000, f / 200000 }'
   done
   done
 fi
