@@ -46,6 +46,17 @@ for c in $columns; do
   case " $all_columns " in *" $c "*) ;; *) echo "matrix: no column '$c' ($all_columns)" >&2; exit 2 ;; esac
   lib=$(lib_of "$c")
   if [ ! -f "$lib" ]; then echo "matrix: $lib not built (make, or make measures)"; exit 1; fi
+  # the library says which measures it has (its HAKMEM_VERBOSE exit line)
+  tag=$(env -u LD_PRELOAD HAKMEM_VERBOSE=1 LD_PRELOAD="$lib" /bin/true 2>&1 | grep -o 'hakmem: active ([^)]*)')
+  case $c in
+    none) want='hakmem: active (pid ' ;;
+    all)  want='hakmem: active (secure build, pid ' ;;
+    *)    want=" $c" ;;
+  esac
+  case $tag in
+    *"$want"*) ;;
+    *) echo "matrix: $lib says '$tag', not the library of column $c"; exit 1 ;;
+  esac
 done
 
 # the attack lines: NAME EXPECT PATTERN ENV PROGRAM ARGS...
