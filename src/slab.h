@@ -66,10 +66,13 @@ HK_INLINE bool hk_slab_take_aged(hk_slab_t *s) {
  * links were just written, not a list scattered by frees long ago whose
  * every link is a cache miss (a program that frees a whole structure and
  * builds the next one). Mid classes carve only a few blocks per batch, so
- * they keep the list. Not used by the secure build (delayed reuse). */
+ * they keep the list. Not used with delayed reuse (measure delay). */
 HK_INLINE bool hk_slab_take_local(hk_slab_t *s) {
   if (!s->local_free) return false;
-  if (HK_UNLIKELY(s->used == 0) && s->cls < HK_NCLASS_SMALL) return hk_slab_restart(s);
+  /* not with canary: its carve stamps every block's trailer again, which
+   * cost more than the locality won (cost_loop 512 B: 51.9 -> 35.6 instr.
+   * per malloc, callgrind) */
+  if (HK_UNLIKELY(s->used == 0) && s->cls < HK_NCLASS_SMALL && !HK_M_CANARY) return hk_slab_restart(s);
   s->free = s->local_free;
   s->local_free = NULL;
   return true;
