@@ -35,6 +35,9 @@ CONFIGS = {
     "debug": ["-DHK_DEBUG=1"],
     "valgrind": ["-DNDEBUG", "-DHK_VALGRIND"],
 }
+# each hardening measure alone (src/measures.h), as BUILD/measures/ has them
+for _m in "keys canary slack shuffle delay guard kind sized fill".split():
+    CONFIGS["m-" + _m] = ["-DNDEBUG", "-DHK_M_%s=1" % _m.upper()]
 DEFINED = set("TDBRVWGSCui")   # nm types of a global defined symbol
 UNDEFINED = set("Uwv")         # and of an undefined one (weak or not)
 INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"')
