@@ -1531,6 +1531,25 @@ VERDICT_COLOURS = {"ahead": "#2ca02c", "tie": "#7f7f7f", "behind": "#d62728", "F
                    "n/a": "#bbbbbb"}
 
 
+def _log2_xpos(lo, hi, left, width):
+    """x of a ratio on a log2 axis from 2**lo to 2**hi drawn over
+    [left, left + width]; ratios outside are drawn at the ends."""
+    def xpos(r):
+        v = max(lo, min(hi, math.log2(r))) if r and r > 0 else lo
+        return left + (v - lo) / (hi - lo) * width
+    return xpos
+
+
+def _svg_head(W, height, left, title, subtitle):
+    """The opening lines of a chart: the svg element, a white background,
+    a bold title and a grey subtitle (both already escaped)."""
+    return ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
+            'font-size="11">' % (W, height),
+            '<rect width="100%" height="100%" fill="white"/>',
+            '<text x="%d" y="20" font-size="14" font-weight="bold">%s</text>' % (left, title),
+            '<text x="%d" y="36" fill="#555">%s</text>' % (left, subtitle)]
+
+
 def verdicts_svg(res):
     """hakmem ÷ best peer (throughput) per row: a dot at the ratio of
     medians, the 95% bootstrap interval as an error bar, a line at 1, log2
@@ -1545,19 +1564,12 @@ def verdicts_svg(res):
     hi = max([2.0] + [math.ceil(math.log2(x)) for x in vals])
     height = top + row_h * max(1, len(rows)) + 64
     W = left + width + 230
-
-    def xpos(r):
-        v = max(lo, min(hi, math.log2(r))) if r and r > 0 else lo
-        return left + (v - lo) / (hi - lo) * width
-
-    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-         'font-size="11">' % (W, height),
-         '<rect width="100%" height="100%" fill="white"/>',
-         '<text x="%d" y="20" font-size="14" font-weight="bold">hakmem ÷ best peer, throughput '
-         '(median of runs, log scale; right = hakmem faster)</text>' % left,
-         '<text x="%d" y="36" fill="#555">%s, %s mode, %s runs each, %s; bars: 95%% bootstrap interval</text>' % (
-             left, html.escape(str(res.get("date"))), res.get("mode"), res.get("runs"),
-             html.escape(res.get("machine", {}).get("cpu", "")))]
+    xpos = _log2_xpos(lo, hi, left, width)
+    o = _svg_head(W, height, left,
+                  "hakmem ÷ best peer, throughput (median of runs, log scale; right = hakmem faster)",
+                  "%s, %s mode, %s runs each, %s; bars: 95%% bootstrap interval" % (
+                      html.escape(str(res.get("date"))), res.get("mode"), res.get("runs"),
+                      html.escape(res.get("machine", {}).get("cpu", ""))))
     for t in [2.0 ** e for e in range(int(lo), int(hi) + 1)]:
         x = xpos(t)
         o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="%s"/>' % (
@@ -1685,18 +1697,11 @@ def svg_chart(res):
     group_h = bar_h * len(labels) + gap
     height = top + group_h * len(benches) + 60
     W = left + width + 170
-
-    def xpos(r):
-        v = max(lo, min(hi, math.log2(r))) if r and r > 0 else lo
-        return left + (v - lo) / (hi - lo) * width
-
-    o = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" '
-         'font-size="11">' % (W, height),
-         '<rect width="100%" height="100%" fill="white"/>',
-         '<text x="%d" y="20" font-size="14" font-weight="bold">Throughput relative to %s '
-         '(median of runs, log scale; right = faster)</text>' % (left, ref),
-         '<text x="%d" y="36" fill="#555">%s, %s mode, %s</text>' % (
-             left, html.escape(res["date"]), res["mode"], html.escape(res["machine"].get("cpu", "")))]
+    xpos = _log2_xpos(lo, hi, left, width)
+    o = _svg_head(W, height, left,
+                  "Throughput relative to %s (median of runs, log scale; right = faster)" % ref,
+                  "%s, %s mode, %s" % (html.escape(res["date"]), res["mode"],
+                                       html.escape(res["machine"].get("cpu", ""))))
     for t in (0.125, 0.25, 0.5, 1, 2, 4, 8):
         x = xpos(t)
         o.append('<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="%s" stroke-width="%s"/>' % (

@@ -142,18 +142,25 @@ def compare(row, metric="throughput", subject=SUBJECT, n_boot=N_BOOT, seed=SEED,
         out.update(verdict="n/a", reason="no peer with a valid result")
         return out
     h, p = run_values(s, metric), run_values(row[out["peer"]], metric)
-    out["n"] = [len(h), len(p)]
-    if not h or not p:
+    num, den = (h, p) if higher else (p, h)
+    return _judge_runs(out, metric, (h, p), num, den, judge, n_boot, seed, conf)
+
+
+def _judge_runs(out, metric, sides, num, den, word, n_boot, seed, conf):
+    """The end of compare and compare_build: n (runs of each side), the
+    ratio num / den of the medians, its interval and word(interval); n/a
+    without runs, or with too few for an interval."""
+    out["n"] = [len(v) for v in sides]
+    if not all(sides):
         out.update(verdict="n/a", reason="no %s values" % metric)
         return out
-    num, den = (h, p) if higher else (p, h)
     ratio, ci = bootstrap_ratio(num, den, n_boot=n_boot, seed=seed, conf=conf)
     out["ratio"] = ratio
     if ci is None:
         out.update(verdict="n/a", reason=NEED_RUNS)
         return out
     out["ci"] = [ci[0], ci[1]]
-    out["verdict"] = judge(ci)
+    out["verdict"] = word(ci)
     return out
 
 
@@ -213,18 +220,8 @@ def compare_build(row, a, b, metric, n_boot=N_BOOT, seed=SEED, conf=CONF):
         out.update(verdict="FAIL", reason="the %s row is FAIL" % " and ".join(bad))
         return out
     va, vb = run_values(sa, metric), run_values(sb, metric)
-    out["n"] = [len(va), len(vb)]
-    if not va or not vb:
-        out.update(verdict="n/a", reason="no %s values" % metric)
-        return out
-    ratio, ci = bootstrap_ratio(vb, va, n_boot=n_boot, seed=seed, conf=conf)
-    out["ratio"] = ratio
-    if ci is None:
-        out.update(verdict="n/a", reason=NEED_RUNS)
-        return out
-    out["ci"] = [ci[0], ci[1]]
-    out["verdict"] = build_word(ci, metric)
-    return out
+    return _judge_runs(out, metric, (va, vb), vb, va, lambda ci: build_word(ci, metric),
+                       n_boot, seed, conf)
 
 
 def build_pairs(allocators):
