@@ -35,8 +35,10 @@ CONFIGS = {
     "debug": ["-DHK_DEBUG=1"],
     "valgrind": ["-DNDEBUG", "-DHK_VALGRIND"],
 }
-# each hardening measure alone (src/measures.h), as BUILD/measures/ has them
-for _m in "keys canary slack shuffle delay guard kind sized fill".split():
+# each hardening measure alone, as BUILD/measures/ has them (the names: the
+# X(name, HK_M_...) entries of src/measures.h's list)
+_MEASURES_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "measures.h")
+for _m in re.findall(r"X\(([a-z]+), HK_M_", open(_MEASURES_H, encoding="utf-8").read()):
     CONFIGS["m-" + _m] = ["-DNDEBUG", "-DHK_M_%s=1" % _m.upper()]
 DEFINED = set("TDBRVWGSCui")   # nm types of a global defined symbol
 UNDEFINED = set("Uwv")         # and of an undefined one (weak or not)

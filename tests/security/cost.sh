@@ -33,7 +33,8 @@ if [ -n "$REF" ]; then
 fi
 [ -f "$B/libhakmem-secure.so" ] || { echo "$B/libhakmem-secure.so not built: run make" >&2; exit 2; }
 MEASURES=${COST_MEASURES:-}
-[ "$MEASURES" = all ] && MEASURES="keys canary slack shuffle delay guard kind sized fill"
+[ "$MEASURES" = all ] &&
+  MEASURES=$(grep -oE 'X\([a-z]+, HK_M_' "$ROOT/src/measures.h" | sed -E 's/X\(([a-z]+), HK_M_/\1/' | tr '\n' ' ')
 for m in $MEASURES; do
   [ -f "$B/measures/libhakmem-$m.so" ] || { echo "$B/measures/libhakmem-$m.so not built: make measures" >&2; exit 2; }
   LIBS+=("m_$m" "$B/measures/libhakmem-$m.so")

@@ -30,7 +30,7 @@ build=$(cd "$1" && pwd) || exit 2
 shift
 write=0
 if [ "${1:-}" = --write ]; then write=1; shift; fi
-measures="keys canary slack shuffle delay guard kind sized fill"
+measures=$(grep -oE 'X\([a-z]+, HK_M_' "$here/../../src/measures.h" | sed -E 's/X\(([a-z]+), HK_M_/\1/' | tr '\n' ' ')
 all_columns="none $measures all"
 columns=${*:-$all_columns}
 
