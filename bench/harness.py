@@ -950,6 +950,10 @@ def benchmarks(mode):
                    "one malloc or free", "8 slots of 64 KiB-32 MiB (log-uniform), random replacement"))
     B.append(Bench("large_realloc", "bench_large", [0, 8, "64k", "32m", 3, 5], [0, 8, "64k", "32m", 3, 40],
                    "one malloc, realloc or free", "realloc growth by 1.5x from 64 KiB to 32 MiB, repeated"))
+    B.append(Bench("large_zeroed", "bench_large", [500, 20, "5m", "25m", 3, 0, "zeroed"],
+                   [2000, 20, "5m", "25m", 3, 0, "zeroed"], "one malloc or free",
+                   "20 live buffers of 5-25 MiB, one replaced at random, every byte written "
+                   "(make_unique<char[]>)"))
     B.append(Bench("false_sharing", "bench_false_sharing", [4, 10, 1000000, 8], [4, 50, 1000000, 8],
                    "one write to an object", "8 B objects allocated by one thread and written by 4 others"))
     B.append(Bench("app", "bench_app", [2, 200000, 11], [5, 200000, 11], "one malloc/calloc/realloc/free",
