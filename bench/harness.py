@@ -956,6 +956,10 @@ def benchmarks(mode):
                    "(make_unique<char[]>)"))
     B.append(Bench("false_sharing", "bench_false_sharing", [4, 10, 1000000, 8], [4, 50, 1000000, 8],
                    "one write to an object", "8 B objects allocated by one thread and written by 4 others"))
+    B.append(Bench("thread_churn", "bench_thread_churn", [30, 8, 2000, 100, 3, 8, 2, 7],
+                   [100, 8, 2000, 100, 3, 8, 2, 7], "one malloc or free",
+                   "rounds of 8 short-lived threads, each ~2100 blocks of 16 B-32 KiB and 3 of "
+                   "64 KiB-4 MiB, 8 blocks handed to (and freed by) a thread of the next round"))
     B.append(Bench("app", "bench_app", [2, 200000, 11], [5, 200000, 11], "one malloc/calloc/realloc/free",
                    "build, query, edit, serialize and tear down a 200000-node tree of nodes and strings"))
     # workloads where a fixed default is wrong (the learner's, docs/BENCHMARKS.md)
