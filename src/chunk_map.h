@@ -11,6 +11,7 @@
 
 enum {
   HK_CHUNK_NONE = 0,
+  HK_CHUNK_SPAN = 2,        /* an arena of spans (span.c): 1 GiB-aligned  */
   HK_CHUNK_LARGE = 3,       /* a large block's header is k chunks back:   */
   /* value 3 + k, k in [0, 124]: alignments up to 248 MiB (powers of two:
    * 128 MiB; hk_large_alloc refuses more with ENOMEM)                     */
@@ -27,7 +28,8 @@ enum {
 HK_INLINE unsigned hk_chunk_ss_value(unsigned ss_kind) { return ss_kind ? HK_CHUNK_SS_MID : HK_CHUNK_SS_SMALL; }
 HK_INLINE bool hk_chunk_is_ss(unsigned v) { return (v & HK_CHUNK_SS) != 0; }
 HK_INLINE unsigned hk_chunk_slab_shift(unsigned v) { return v & 63u; }
-HK_INLINE bool hk_chunk_is_large(unsigned v) { return v - HK_CHUNK_LARGE <= HK_CHUNK_LARGE_MAX_BACK; }
+/* Spans and large mappings: the large tier's (large.c tells them apart). */
+HK_INLINE bool hk_chunk_is_large(unsigned v) { return v - HK_CHUNK_SPAN <= HK_CHUNK_LARGE_MAX_BACK + 1; }
 
 extern uint8_t hk_chunk_map[HK_MAP_LEN] HK_HIDDEN;
 

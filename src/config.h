@@ -129,6 +129,10 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
 #define HK_LARGE_GHOSTS 64
 /* A realloc shrinking a large block gives its tail back (a syscall) from this many bytes on: not measured */
 #define HK_LARGE_SHRINK_MIN ((size_t)1 << 20)
+/* Free resident span bytes may reach live span bytes / this (or the cache
+ * cap, when more; lowmem: the cap only): large_zeroed 12.7 s with the 64 MiB
+ * cap alone, 4.3 s with 2, 3.1 s with 1, at the same peak RSS (BENCHMARKS.md) */
+#define HK_SPAN_LIVE_DIV 1
 /* Secure build: room reserved past a block, times its size (four times in all; twice and eight times measured): docs/SECURITY.md#against-the-default-build-of-1c27930 */
 #define HK_LARGE_RESERVE_TIMES 3
 /* ... for blocks under this size; from it on the room is HK_LARGE_RESERVE_MAX: not measured */

@@ -10,6 +10,7 @@
 #include "measures.h"
 #include "os.h"
 #include "report.h"
+#include "span.h"
 #include "track.h"
 
 #define LARGE_MAGIC 0x68616b6d656d4c47ull  /* "hakmemLG" */
@@ -89,6 +90,20 @@ static bool fits(size_t have, size_t need) { return have >= need && have - need 
  * meant an mremap and one or two mprotects to move the guard (bench_large
  * ran at 0.77 of the default build, 0.99 with no guard pages at all). */
 #define GUARD ((size_t)(HK_M_GUARD ? HK_PAGE : 0))
+
+/* Blocks up to HK_SPAN_MAX come from spans (span.c), whose freed pages stay
+ * resident for the next block of any size. The guard measure keeps every
+ * block in a mapping of its own (its guard pages and reserves, below). */
+#define SPANS (!HK_M_GUARD)
+
+/* The learner's view of a span allocation: a hit when every page was
+ * resident; pages that fault in are what it costs (HK_LARGE_FAULT_PAGES). */
+static void span_noted(const hk_span_note_t *sn) {
+  note(HK_LARGE_ALLOCS);
+  if (sn->fresh_pages == 0) note(HK_LARGE_HITS);
+  else if (HK_UNLIKELY(hk_knobs.learn))
+    atomic_fetch_add_explicit(&events[HK_LARGE_FAULT_PAGES], sn->fresh_pages, memory_order_relaxed);
+}
 
 /* The bytes to map for a block of `need` bytes of pages: the secure build
  * reserves four times that (at most 1 GiB more), up to the next 2 MiB (the
@@ -257,6 +272,18 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   if (HK_UNLIKELY(hook != NULL)) hook((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
   if (size == 0) size = 1;
+  if (SPANS && size <= HK_SPAN_MAX && align < HK_SS_SIZE) {
+    hk_span_note_t sn;
+    void *p = hk_span_alloc(size, align, zero, kind, &sn);
+    if (p) {
+      span_noted(&sn);
+      atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&total_allocs, 1, memory_order_relaxed);
+      atomic_fetch_add_explicit(&live_bytes, (sn.resident_pages + sn.fresh_pages) * HK_PAGE,
+                                memory_order_relaxed);
+      return p;
+    }
+  }
   if (align < HK_PAGE) align = HK_PAGE;
   hk_large_t *h;
   uint8_t *user;
@@ -328,15 +355,48 @@ static hk_large_t *checked_header(const char *what, const void *p, unsigned kind
   return h;
 }
 
+/* secure build: the kind and size a free names must be the block's */
+static void check_kind_size(void *p, unsigned kind, size_t size, unsigned block_kind, size_t requested) {
+  if (HK_M_KIND && kind != HK_KIND_ANY && kind != block_kind)
+    hk_report_invalid("free", p, kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
+                                                           : "delete of memory not from new");
+  if (HK_M_SIZED && size != 0 && size != requested)
+    hk_report_invalid("free", p, "sized delete/free_sized with a size the block was not allocated with");
+}
+
+/* Free resident span bytes allowed: the cache cap, or a share of the live
+ * span bytes when that is more. Holes between live blocks are what a heap
+ * of big buffers reuses; a fixed cap far below the heap purged them at
+ * every free and faulted them back at the next malloc (large_zeroed:
+ * 12.7 s at 64 MiB, 2.9 s at 256 MiB, docs/BENCHMARKS.md). */
+static size_t span_cap(void) {
+  size_t cap = (size_t)cache_cap_mb() << 20, share = hk_span_bytes_live() / HK_SPAN_LIVE_DIV;
+  return cap > share || cache_cap_mb() == 0 || hk_knobs.profile == HK_PROFILE_LOWMEM ? cap : share;
+}
+
+static void span_free(void *p, unsigned kind, size_t size) {
+  unsigned bk;
+  size_t req, bytes = hk_span_free("free", p, &bk, &req);
+  if (!bytes) return;
+  check_kind_size(p, kind, size, bk, req);
+  atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
+  size_t cap = span_cap();
+  if (hk_span_bytes_cached() > cap) {  /* the cap holds at once, not at the next tick */
+    unsigned long calls;
+    hk_span_collect(false, (uint64_t)purge_delay(), cap, &calls);
+    while (calls--) note(HK_LARGE_PURGES);
+  }
+  hk_large_collect(false);
+}
+
 void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
+  if (ck == HK_CHUNK_SPAN) { span_free(p, kind, size); return; }
   hk_large_t *h = checked_header("free", p, ck);
   if (!h) return;
   hk_track_free(p);
-  if (HK_M_KIND && kind != HK_KIND_ANY && kind != h->kind)
-    hk_report_invalid("free", p, kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
-                                                           : "delete of memory not from new");
-  if (HK_M_SIZED && size != 0 && size != h->requested)
-    hk_report_invalid("free", p, "sized delete/free_sized with a size the block was not allocated with");
+  check_kind_size(p, kind, size, h->kind, h->requested);
   atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
   atomic_fetch_sub_explicit(&live_bytes, h->rw_size, memory_order_relaxed);
@@ -376,12 +436,36 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
 }
 
 size_t hk_large_usable(const void *p, unsigned kind) {
+  if (kind == HK_CHUNK_SPAN) {
+    size_t usable, req;
+    if (!hk_span_check(NULL, p, &usable, NULL, &req)) return 0;
+    return HK_LARGE_REQUESTED ? req : usable;
+  }
   hk_large_t *h = header_of(p, kind);
   if (h->magic != LARGE_MAGIC || HK_UNHIDE(h->user) != p || h->state != LARGE_LIVE) return 0;
   return HK_LARGE_REQUESTED ? h->requested : h->usable;
 }
 
+/* A span block grows into the free run after it, or moves (a copy, as
+ * every peer does: the run it leaves stays resident for the next block). */
+static void *span_realloc(void *p, size_t size) {
+  size_t usable, req;
+  if (!hk_span_check("realloc", p, &usable, NULL, &req)) { errno = EINVAL; return NULL; }
+  if (size > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
+  size_t nu = size <= HK_SPAN_MAX ? hk_span_resize(p, size) : 0;
+  if (nu) {
+    atomic_fetch_add_explicit(&live_bytes, nu - usable, memory_order_relaxed);  /* modulo 2^64 */
+    return p;
+  }
+  void *q = hk_large_alloc(size, 0, false, HK_KIND_MALLOC);
+  if (!q) return NULL;
+  memcpy(q, p, usable < size ? usable : size);
+  span_free(p, HK_KIND_ANY, 0);
+  return q;
+}
+
 void *hk_large_realloc(void *p, unsigned kind, size_t size) {
+  if (kind == HK_CHUNK_SPAN) return span_realloc(p, size);
   hk_large_t *h = checked_header("realloc", p, kind);
   if (!h) { errno = EINVAL; return NULL; }
   if (size > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
@@ -449,6 +533,9 @@ size_t hk_large_collect(bool force) {
     }
   }
   hk_unlock(&cache_lock);
+  unsigned long calls = 0;
+  bytes += hk_span_collect(force, delay, span_cap(), &calls);
+  while (calls--) note(HK_LARGE_PURGES);
   while (victims) {
     hk_large_t *next = victims->next;
     bytes += victims->rw_size;
@@ -463,8 +550,8 @@ size_t hk_large_count_allocs(void) { return atomic_load_explicit(&total_allocs, 
 size_t hk_large_count_frees(void) { return atomic_load_explicit(&total_frees, memory_order_relaxed); }
 size_t hk_large_count_live(void) { return atomic_load_explicit(&live_count, memory_order_relaxed); }
 size_t hk_large_bytes_live(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed); }
-size_t hk_large_bytes_cached(void) { return cache_bytes; }
+size_t hk_large_bytes_cached(void) { return HK_LOAD_RELAXED(cache_bytes) + hk_span_bytes_cached(); }
 
-void hk_large_fork_prepare(void) { hk_lock(&cache_lock); }
-void hk_large_fork_parent(void) { hk_unlock(&cache_lock); }
-void hk_large_fork_child(void) { hk_lock_reset(&cache_lock); }
+void hk_large_fork_prepare(void) { hk_lock(&cache_lock); hk_span_fork_prepare(); }
+void hk_large_fork_parent(void) { hk_span_fork_parent(); hk_unlock(&cache_lock); }
+void hk_large_fork_child(void) { hk_span_fork_child(); hk_lock_reset(&cache_lock); }

@@ -27,7 +27,8 @@ void hk_large_set_caps(long count, long mb, long purge_delay_ms);
  * evictions are by the entry cap or the byte cap; a ghost hit is a miss a
  * mapping evicted lately would have served. */
 enum { HK_LARGE_ALLOCS, HK_LARGE_HITS, HK_LARGE_GHOST_HITS, HK_LARGE_EVICT_COUNT,
-       HK_LARGE_EVICT_BYTES, HK_LARGE_PURGES, HK_LARGE_REFAULTS, HK_LARGE_NEVENTS };
+       HK_LARGE_EVICT_BYTES, HK_LARGE_PURGES, HK_LARGE_REFAULTS, HK_LARGE_FAULT_PAGES,
+       HK_LARGE_NEVENTS };
 /* The counts since the last call; zeroes them. */
 void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]);
 

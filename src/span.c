@@ -1,0 +1,436 @@
+#include "span.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "chunk_map.h"
+#include "lock.h"
+#include "measures.h"
+#include "os.h"
+#include "report.h"
+#include "track.h"
+
+#define ARENA_SHIFT 30
+#define ARENA_SIZE ((size_t)1 << ARENA_SHIFT)
+#define ARENA_PAGES ((uint32_t)(ARENA_SIZE / HK_PAGE))
+#define PAGE_SHIFT 12
+#define ARENA_MAGIC 0x68616b6d656d5350ull /* "hakmemSP" */
+#define NBINS 72
+#define BIN_SCAN 32   /* free runs looked at in a bin before taking the best so far */
+#define ZERO_RUNS 16  /* resident runs calloc zeroes one by one; more: one memset */
+
+/* Boundary tags: only the first (HEAD) and last (TAIL) page of a run have
+ * one; a one-page free run has both on one entry. FREED marks the first page
+ * of a block that was freed into a larger run, so that a second free of it
+ * is still called a double free. */
+enum { T_HEAD = 1, T_TAIL = 2, T_LIVE = 4, T_FREE = 8, T_FREED = 16 };
+
+typedef struct {
+  uint32_t npages;
+  uint8_t tag;
+  uint8_t kind;  /* live: HK_KIND_* */
+  uint16_t bin;  /* free: its bin */
+  union {
+    struct { uint32_t next, prev, dnext, dprev, stamp, ndirty; } f;  /* free run (head) */
+    struct { uint32_t requested; } l;                                 /* live block (head) */
+  };
+} entry_t;
+_Static_assert(sizeof(entry_t) == 32, "entry_t is 32 bytes");
+_Static_assert(HK_SPAN_MAX < ((size_t)1 << 32), "requested sizes fit 32 bits");
+
+typedef struct hk_arena {
+  uint64_t magic;
+  struct hk_arena *next;
+  uint32_t first_page;           /* pages before it hold this descriptor */
+  uint32_t bins[NBINS];          /* free runs by size (page index, 0: none) */
+  uint32_t dirty_head, dirty_tail; /* free runs with resident pages, oldest first */
+  uint32_t free_pages;
+  uint64_t born_ms;              /* stamps count from here */
+  uint64_t bits[ARENA_PAGES / 64]; /* page may be resident (touched, not purged) */
+  entry_t e[ARENA_PAGES];
+} hk_arena_t;
+
+static hk_lock_t span_lock = HK_LOCK_INIT;
+static hk_arena_t *arenas;
+static size_t live_pages, dirty_pages;  /* under span_lock; read relaxed */
+
+static hk_arena_t *arena_of(const void *p) {
+  return (hk_arena_t *)((uintptr_t)p & ~(uintptr_t)(ARENA_SIZE - 1));
+}
+static uint32_t page_of(const hk_arena_t *a, const void *p) {
+  return (uint32_t)(((uintptr_t)p - (uintptr_t)a) >> PAGE_SHIFT);
+}
+static uint8_t *page_addr(hk_arena_t *a, uint32_t i) { return (uint8_t *)a + ((size_t)i << PAGE_SHIFT); }
+
+/* ---- the resident-page bitmap ---- */
+
+static void bits_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
+  while (n) {
+    uint32_t w = i >> 6, o = i & 63, k = 64 - o < n ? 64 - o : n;
+    uint64_t m = (k == 64 ? ~0ull : ((1ull << k) - 1)) << o;
+    if (on) a->bits[w] |= m; else a->bits[w] &= ~m;
+    i += k;
+    n -= k;
+  }
+}
+static uint32_t bits_count(const hk_arena_t *a, uint32_t i, uint32_t n) {
+  uint32_t c = 0;
+  while (n) {
+    uint32_t w = i >> 6, o = i & 63, k = 64 - o < n ? 64 - o : n;
+    uint64_t m = (k == 64 ? ~0ull : ((1ull << k) - 1)) << o;
+    c += (uint32_t)__builtin_popcountll(a->bits[w] & m);
+    i += k;
+    n -= k;
+  }
+  return c;
+}
+static bool bit(const hk_arena_t *a, uint32_t i) { return (a->bits[i >> 6] >> (i & 63)) & 1; }
+
+/* ---- free runs: bins by size, and the list of those with resident pages ---- */
+
+static unsigned bin_of(uint32_t n) {
+  if (n < 8) return n - 1;
+  unsigned b = 31u - (unsigned)__builtin_clz(n);
+  return 7 + (b - 3) * 4 + ((n >> (b - 2)) & 3);
+}
+
+static void dirty_unlink(hk_arena_t *a, uint32_t i) {
+  entry_t *e = &a->e[i];
+  if (e->f.dprev) a->e[e->f.dprev].f.dnext = e->f.dnext; else a->dirty_head = e->f.dnext;
+  if (e->f.dnext) a->e[e->f.dnext].f.dprev = e->f.dprev; else a->dirty_tail = e->f.dprev;
+  e->f.dnext = e->f.dprev = 0;
+}
+
+static void free_insert(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t ndirty, uint32_t stamp) {
+  entry_t *h = &a->e[i], *t = &a->e[i + n - 1];
+  t->npages = n;
+  t->tag = T_TAIL | T_FREE;
+  h->npages = n;
+  h->tag = (n == 1 ? T_TAIL : 0) | T_HEAD | T_FREE;
+  unsigned b = bin_of(n);
+  h->bin = (uint16_t)b;
+  h->f.prev = 0;
+  h->f.next = a->bins[b];
+  if (a->bins[b]) a->e[a->bins[b]].f.prev = i;
+  a->bins[b] = i;
+  h->f.ndirty = ndirty;
+  h->f.stamp = stamp;
+  h->f.dnext = h->f.dprev = 0;
+  if (ndirty) {
+    h->f.dprev = a->dirty_tail;
+    if (a->dirty_tail) a->e[a->dirty_tail].f.dnext = i; else a->dirty_head = i;
+    a->dirty_tail = i;
+  }
+  a->free_pages += n;
+  dirty_pages += ndirty;
+}
+
+/* Takes run i off its lists and clears its tags (they become interior or
+ * are rewritten by the caller). Returns its resident pages. */
+static uint32_t free_remove(hk_arena_t *a, uint32_t i) {
+  entry_t *h = &a->e[i];
+  uint32_t n = h->npages, nd = h->f.ndirty;
+  if (h->f.prev) a->e[h->f.prev].f.next = h->f.next; else a->bins[h->bin] = h->f.next;
+  if (h->f.next) a->e[h->f.next].f.prev = h->f.prev;
+  if (nd) dirty_unlink(a, i);
+  a->free_pages -= n;
+  dirty_pages -= nd;
+  a->e[i + n - 1].tag = 0;
+  h->tag = 0;
+  return nd;
+}
+
+/* The free run best fitting `want` pages: the smallest of the first
+ * BIN_SCAN runs of the first bin that has one. 0 when none. */
+static uint32_t find_fit(hk_arena_t *a, uint32_t want) {
+  for (unsigned b = bin_of(want); b < NBINS; b++) {
+    uint32_t best = 0, best_n = UINT32_MAX, seen = 0;
+    for (uint32_t i = a->bins[b]; i && seen < BIN_SCAN; i = a->e[i].f.next, seen++) {
+      uint32_t n = a->e[i].npages;
+      if (n >= want && n < best_n) {
+        best = i;
+        best_n = n;
+        if (n == want) break;
+      }
+    }
+    if (best) return best;
+  }
+  return 0;
+}
+
+static uint32_t now_stamp(const hk_arena_t *a) { return (uint32_t)(hk_os_now_ms() - a->born_ms); }
+
+static hk_arena_t *arena_new(void) {
+  hk_arena_t *a = hk_os_map_aligned(ARENA_SIZE, ARENA_SIZE);
+  if (!a) return NULL;
+  a->magic = ARENA_MAGIC;
+  a->first_page = (uint32_t)(hk_align_up(sizeof *a, HK_PAGE) >> PAGE_SHIFT);
+  a->born_ms = hk_os_now_ms();
+  free_insert(a, a->first_page, ARENA_PAGES - a->first_page, 0, 0);
+  for (size_t c = ((size_t)a->first_page << PAGE_SHIFT) >> HK_SS_SHIFT; c < ARENA_SIZE >> HK_SS_SHIFT; c++)
+    hk_chunk_set((uint8_t *)a + (c << HK_SS_SHIFT), HK_CHUNK_SPAN);
+  a->next = arenas;
+  arenas = a;
+  return a;
+}
+
+static void arena_unmap(hk_arena_t *a) {
+  for (size_t c = 0; c < ARENA_SIZE >> HK_SS_SHIFT; c++)
+    hk_chunk_set((uint8_t *)a + (c << HK_SS_SHIFT), HK_CHUNK_NONE);
+  hk_os_unmap(a, ARENA_SIZE);
+}
+
+/* ---- allocation ---- */
+
+typedef struct { uint32_t at, n; } run_t;
+
+void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span_note_t *note) {
+  if (size == 0 || size > HK_SPAN_MAX || align >= HK_SS_SIZE) { errno = ENOMEM; return NULL; }
+  uint32_t need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT);
+  uint32_t al = align > HK_PAGE ? (uint32_t)(align >> PAGE_SHIFT) : 1;
+  uint32_t want = need + al - 1;
+  run_t runs[ZERO_RUNS];
+  unsigned nruns = 0;
+  bool zero_all = false;
+
+  hk_lock(&span_lock);
+  hk_arena_t *a;
+  uint32_t i = 0;
+  for (a = arenas; a; a = a->next)
+    if ((i = find_fit(a, want)) != 0) break;
+  if (!a) {
+    a = arena_new();
+    if (a) i = find_fit(a, want);
+    if (!i) {
+      hk_unlock(&span_lock);
+      errno = ENOMEM;
+      return NULL;
+    }
+  }
+  uint32_t n = a->e[i].npages, stamp = a->e[i].f.stamp;
+  uint32_t nd = free_remove(a, i);
+  uint32_t at = (i + al - 1) & ~(al - 1);
+  uint32_t front = at - i, back = i + n - (at + need);
+  uint32_t d = nd ? bits_count(a, at, need) : 0;
+  uint32_t df = nd && front ? bits_count(a, i, front) : 0;
+  if (front) free_insert(a, i, front, df, stamp);
+  if (back) free_insert(a, at + need, back, nd - d - df, stamp);
+  entry_t *h = &a->e[at], *t = &a->e[at + need - 1];
+  h->npages = t->npages = need;
+  t->tag = T_TAIL | T_LIVE;
+  h->tag = (need == 1 ? T_TAIL : 0) | T_HEAD | T_LIVE;  /* one page: both tags on one entry */
+  h->kind = (uint8_t)kind;
+  h->l.requested = (uint32_t)size;
+  if (zero && d) {  /* only resident pages can hold old bytes */
+    if (d == need) {
+      zero_all = true;
+    } else {
+      for (uint32_t p = at; p < at + need;) {
+        if (!bit(a, p)) { p++; continue; }
+        uint32_t q = p;
+        while (q < at + need && bit(a, q)) q++;
+        if (nruns == ZERO_RUNS) { zero_all = true; break; }
+        runs[nruns++] = (run_t){ p, q - p };
+        p = q;
+      }
+    }
+  }
+  bits_set(a, at, need, true);
+  live_pages += need;
+  uint8_t *p = page_addr(a, at);
+  hk_track_alloc(p, (size_t)need << PAGE_SHIFT, d == 0);
+  hk_unlock(&span_lock);
+
+  if (zero_all) memset(p, 0, (size_t)need << PAGE_SHIFT);
+  else for (unsigned r = 0; r < nruns; r++) memset(page_addr(a, runs[r].at), 0, (size_t)runs[r].n << PAGE_SHIFT);
+  note->resident_pages = d;
+  note->fresh_pages = need - d;
+  return p;
+}
+
+/* ---- checks ---- */
+
+/* The head entry of the live block at p, or NULL with *why set. Under the lock. */
+static entry_t *live_head(const void *p, hk_arena_t **ap, const char **why) {
+  hk_arena_t *a = arena_of(p);
+  uint32_t i = page_of(a, p);
+  *ap = a;
+  if (a->magic != ARENA_MAGIC || ((uintptr_t)p & (HK_PAGE - 1)) || i < a->first_page) {
+    *why = "not the start of a hakmem block";
+    return NULL;
+  }
+  entry_t *h = &a->e[i];
+  if ((h->tag & (T_HEAD | T_LIVE)) == (T_HEAD | T_LIVE)) return h;
+  *why = h->tag & (T_FREE | T_FREED) && h->tag & (T_HEAD | T_FREED) ? "block already freed (double free)"
+                                                                    : "not the start of a hakmem block";
+  return NULL;
+}
+
+bool hk_span_check(const char *what, const void *p, size_t *usable, unsigned *kind, size_t *requested) {
+  hk_arena_t *a;
+  const char *why = NULL;
+  hk_lock(&span_lock);
+  entry_t *h = live_head(p, &a, &why);
+  if (h) {
+    if (usable) *usable = (size_t)h->npages << PAGE_SHIFT;
+    if (kind) *kind = h->kind;
+    if (requested) *requested = h->l.requested;
+  }
+  hk_unlock(&span_lock);
+  if (!h && what) hk_report_invalid(what, p, why);
+  return h != NULL;
+}
+
+void hk_span_set_requested(void *p, size_t size) {
+  hk_arena_t *a = arena_of(p);
+  hk_lock(&span_lock);
+  a->e[page_of(a, p)].l.requested = (uint32_t)size;
+  hk_unlock(&span_lock);
+}
+
+/* ---- free and resize ---- */
+
+size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested) {
+  hk_arena_t *a;
+  const char *why = NULL;
+  hk_lock(&span_lock);
+  entry_t *h = live_head(p, &a, &why);
+  if (!h) {
+    hk_unlock(&span_lock);
+    hk_report_invalid(what, p, why);
+    return 0;
+  }
+  uint32_t i = page_of(a, p);
+  uint32_t n = h->npages, start = i, len = n, nd = n;  /* a live block's pages are all marked */
+  *kind = h->kind;
+  *requested = h->l.requested;
+  live_pages -= n;
+  a->e[i + n - 1].tag = 0;
+  h->tag = T_FREED;
+  if (i > a->first_page && (a->e[i - 1].tag & (T_TAIL | T_FREE)) == (T_TAIL | T_FREE)) {
+    uint32_t pn = a->e[i - 1].npages;
+    start = i - pn;
+    nd += free_remove(a, start);
+    len += pn;
+  }
+  uint32_t j = i + n;
+  if (j < ARENA_PAGES && (a->e[j].tag & (T_HEAD | T_FREE)) == (T_HEAD | T_FREE)) {
+    uint32_t nn = a->e[j].npages;
+    nd += free_remove(a, j);
+    len += nn;
+  }
+  free_insert(a, start, len, nd, now_stamp(a));
+  hk_track_free(p);  /* before another thread can get these pages */
+  hk_unlock(&span_lock);
+  return (size_t)n << PAGE_SHIFT;
+}
+
+size_t hk_span_resize(void *p, size_t size) {
+  if (size == 0 || size > HK_SPAN_MAX) return 0;
+  hk_arena_t *a = arena_of(p);
+  uint32_t i = page_of(a, p), need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT);
+  hk_lock(&span_lock);
+  entry_t *h = &a->e[i];
+  uint32_t n = h->npages, j = i + n;
+  size_t ok = 0;
+  if (need < n) {  /* the tail becomes free (joined to a free run after it) */
+    uint32_t len = n - need, nd = len;
+    if (j < ARENA_PAGES && (a->e[j].tag & (T_HEAD | T_FREE)) == (T_HEAD | T_FREE)) {
+      uint32_t nn = a->e[j].npages;
+      nd += free_remove(a, j);
+      len += nn;
+    }
+    a->e[j - 1].tag = 0;
+    free_insert(a, i + need, len, nd, now_stamp(a));
+    live_pages -= n - need;
+  } else if (need > n) {  /* take the head of the free run after it */
+    uint32_t extra = need - n;
+    if (j >= ARENA_PAGES || (a->e[j].tag & (T_HEAD | T_FREE)) != (T_HEAD | T_FREE) || a->e[j].npages < extra) {
+      hk_unlock(&span_lock);
+      return 0;
+    }
+    uint32_t fn = a->e[j].npages, stamp = a->e[j].f.stamp;
+    uint32_t nd = free_remove(a, j);
+    uint32_t d = nd ? bits_count(a, j, extra) : 0;
+    if (fn > extra) free_insert(a, j + extra, fn - extra, nd - d, stamp);
+    bits_set(a, j, extra, true);
+    a->e[j - 1].tag = 0;
+    live_pages += extra;
+  }
+  if (need != n) {
+    h->npages = need;
+    a->e[i + need - 1].npages = need;
+    a->e[i + need - 1].tag = T_TAIL | T_LIVE;
+    h->tag = (need == 1 ? T_TAIL : 0) | T_HEAD | T_LIVE;
+  }
+  h->l.requested = (uint32_t)size;
+  ok = (size_t)need << PAGE_SHIFT;
+  hk_unlock(&span_lock);
+  hk_track_resize(p, (size_t)n << PAGE_SHIFT, ok);
+  return ok;
+}
+
+/* ---- purging ---- */
+
+static size_t purge_run(hk_arena_t *a, uint32_t i) {
+  entry_t *h = &a->e[i];
+  uint32_t n = h->npages, nd = h->f.ndirty;
+  hk_os_purge(page_addr(a, i), (size_t)n << PAGE_SHIFT);
+  bits_set(a, i, n, false);
+  dirty_unlink(a, i);
+  h->f.ndirty = 0;
+  dirty_pages -= nd;
+  return (size_t)nd << PAGE_SHIFT;
+}
+
+size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned long *purges) {
+  size_t bytes = 0;
+  unsigned long calls = 0;
+  hk_lock(&span_lock);
+  for (hk_arena_t *a = arenas; a; a = a->next) {
+    uint32_t now = now_stamp(a);
+    while (a->dirty_head && (force || now - a->e[a->dirty_head].f.stamp >= delay_ms)) {
+      bytes += purge_run(a, a->dirty_head);
+      calls++;
+    }
+  }
+  while ((dirty_pages << PAGE_SHIFT) > cap_bytes) {  /* the oldest run of all arenas */
+    hk_arena_t *old = NULL;
+    uint64_t old_ms = UINT64_MAX;
+    for (hk_arena_t *a = arenas; a; a = a->next)
+      if (a->dirty_head && a->born_ms + a->e[a->dirty_head].f.stamp < old_ms) {
+        old = a;
+        old_ms = a->born_ms + a->e[a->dirty_head].f.stamp;
+      }
+    if (!old) break;
+    bytes += purge_run(old, old->dirty_head);
+    calls++;
+  }
+  hk_arena_t *gone = NULL;
+  if (force)  /* arenas with nothing live go back to the OS */
+    for (hk_arena_t **pa = &arenas; *pa;) {
+      hk_arena_t *a = *pa;
+      if (a->free_pages == ARENA_PAGES - a->first_page) {
+        *pa = a->next;
+        a->next = gone;
+        gone = a;
+      } else {
+        pa = &a->next;
+      }
+    }
+  hk_unlock(&span_lock);
+  while (gone) {
+    hk_arena_t *next = gone->next;
+    arena_unmap(gone);
+    gone = next;
+  }
+  if (purges) *purges = calls;
+  return bytes;
+}
+
+size_t hk_span_bytes_live(void) { return HK_LOAD_RELAXED(live_pages) << PAGE_SHIFT; }
+size_t hk_span_bytes_cached(void) { return HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT; }
+
+void hk_span_fork_prepare(void) { hk_lock(&span_lock); }
+void hk_span_fork_parent(void) { hk_unlock(&span_lock); }
+void hk_span_fork_child(void) { hk_lock_reset(&span_lock); }

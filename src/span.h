@@ -1,0 +1,62 @@
+/* Spans: runs of pages carved from 1 GiB arenas, for large blocks up to
+ * HK_SPAN_MAX bytes. A freed run joins its free neighbours and keeps its
+ * pages: the next request of any size that fits reuses them without a
+ * syscall and without faulting them in again. Pages go back to the OS only
+ * on the purge clock or when the free resident bytes pass the cap
+ * (hk_span_collect), never as a side effect of reuse.
+ *
+ * An arena starts on a 1 GiB boundary: its descriptor, a table of one entry
+ * per page (the boundary tags of every run) and a bitmap of the pages that
+ * may be resident live in its first pages. free() finds the arena by
+ * masking the pointer and the run by its page index: no header per block,
+ * no search. */
+#ifndef HK_SPAN_H
+#define HK_SPAN_H
+
+#include "config.h"
+
+#define HK_SPAN_MAX ((size_t)128 << 20)  /* larger blocks get a mapping of their own */
+
+/* The events a span allocation reports (counted by the caller, which owns
+ * the learner's event counts). */
+typedef struct hk_span_note {
+  size_t resident_pages;  /* handed out with their pages still resident */
+  size_t fresh_pages;     /* never touched, or purged: they fault in */
+} hk_span_note_t;
+
+/* A page-aligned block of `size` bytes (align: 0 or a power of two below
+ * 2 MiB), or NULL (errno ENOMEM) when no arena can hold it. zero: contents
+ * must read as zero. kind and the requested size are kept for the checks of
+ * free. */
+void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span_note_t *note);
+
+/* The live block starting at p, or a report and false. what: "free",
+ * "realloc". Its pages (usable bytes) and kind and requested size. */
+bool hk_span_check(const char *what, const void *p, size_t *usable, unsigned *kind, size_t *requested);
+
+/* Frees the live block at p: its kind and requested size in *kind and
+ * *requested, and the bytes it held; or a report (what: "free") and 0. */
+size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested);
+
+/* Resize the live block at p (checked by hk_span_check) in place to `size` bytes: shrinking always
+ * succeeds (the tail becomes a free run), growing only when the run after
+ * it is free and large enough. New usable bytes, or 0 when it cannot. */
+size_t hk_span_resize(void *p, size_t size);
+
+/* Sets the requested size kept for p (realloc within the block). */
+void hk_span_set_requested(void *p, size_t size);
+
+/* Purges free resident pages: those free for delay_ms or more, then the
+ * oldest until at most cap_bytes stay resident; all of them when force
+ * (and arenas left wholly free are unmapped). Bytes given back; *purges
+ * counts the madvise calls. */
+size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned long *purges);
+
+size_t hk_span_bytes_live(void);
+size_t hk_span_bytes_cached(void);  /* free and resident */
+
+void hk_span_fork_prepare(void);
+void hk_span_fork_parent(void);
+void hk_span_fork_child(void);
+
+#endif

@@ -1,0 +1,181 @@
+/* test_span — the span tier (src/span.c): blocks of 32 KiB to 128 MiB carved
+ * from arenas, freed runs joined to their neighbours and reused at other
+ * sizes with their pages still resident.
+ *
+ *   A. a random model: malloc, calloc, realloc (grow and shrink, in place or
+ *      moved), aligned allocations and frees of 33 KiB - 6 MiB blocks, each
+ *      filled with a pattern of its own and checked before every change: two
+ *      blocks that overlap, or a realloc that loses bytes, fail here;
+ *   B. calloc on reused pages reads zero (the pages of a freed block are
+ *      resident and dirty; only they need zeroing), also when the block
+ *      covers resident and fresh pages;
+ *   C. two threads hand blocks to each other (every free is another thread's);
+ *   D. malloc_trim(0) gives back arenas with nothing live, and the tier
+ *      works after it.
+ * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
+ * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "hakmem.h"
+
+#define KiB ((size_t)1 << 10)
+#define MiB ((size_t)1 << 20)
+
+static uint64_t rng = 88172645463325252ull;
+static uint64_t next_rand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+static size_t rand_size(void) {  /* log-uniform in [33 KiB, 6 MiB] */
+  unsigned b = 15 + (unsigned)(next_rand() % 8);
+  size_t lo = (size_t)1 << b, n = lo + next_rand() % lo;
+  return n < 33 * KiB ? 33 * KiB : n > 6 * MiB ? 6 * MiB : n;
+}
+
+/* one byte per 512, and the last byte: enough to see an overlap */
+static void fill(unsigned char *p, size_t n, unsigned tag) {
+  for (size_t o = 0; o < n; o += 512) p[o] = (unsigned char)(tag + o / 512);
+  p[n - 1] = (unsigned char)(tag ^ 0x5a);
+}
+static bool check(const unsigned char *p, size_t n, unsigned tag) {
+  for (size_t o = 0; o < n; o += 512)
+    if (p[o] != (unsigned char)(tag + o / 512) && !(o == n - 1)) return false;
+  return p[n - 1] == (unsigned char)(tag ^ 0x5a);
+}
+
+#define SLOTS 48
+static void model(unsigned ops) {
+  unsigned char *slot[SLOTS] = {0};
+  size_t len[SLOTS] = {0};
+  unsigned tag[SLOTS] = {0};
+  for (unsigned op = 0; op < ops; op++) {
+    unsigned s = (unsigned)(next_rand() % SLOTS), what = (unsigned)(next_rand() % 10);
+    if (slot[s]) CHECKF(check(slot[s], len[s], tag[s]), "op %u: slot %u (%zu B) overwritten", op, s, len[s]);
+    if (slot[s] && what < 3) {  /* realloc: the common prefix survives */
+      size_t m = rand_size(), keep = m < len[s] ? m : len[s];
+      unsigned char *q = realloc(slot[s], m);
+      CHECK_FATAL(q);
+      for (size_t o = 0; o + 1 < keep; o += 512)
+        CHECKF(q[o] == (unsigned char)(tag[s] + o / 512), "op %u: realloc %zu -> %zu lost byte %zu", op, len[s], m, o);
+      slot[s] = q;
+      len[s] = m;
+      tag[s] = op;
+      fill(q, m, op);
+      CHECK(malloc_usable_size(q) >= m);
+      continue;
+    }
+    if (slot[s]) { free(slot[s]); slot[s] = NULL; continue; }
+    size_t n = rand_size();
+    unsigned char *p = NULL;
+    if (what < 5) {
+      p = malloc(n);
+    } else if (what < 7) {
+      p = calloc(1, n);
+      CHECK_FATAL(p);
+      for (size_t o = 0; o < n; o += 4096) CHECKF(p[o] == 0, "op %u: calloc(%zu) byte %zu not zero", op, n, o);
+      CHECK(p[n - 1] == 0);
+    } else {
+      size_t al = (size_t)8192 << (next_rand() % 8);  /* 8 KiB .. 1 MiB */
+      CHECK(posix_memalign((void **)&p, al, n) == 0);
+      CHECKF((uintptr_t)p % al == 0, "op %u: %p not aligned to %zu", op, (void *)p, al);
+    }
+    CHECK_FATAL(p);
+    CHECK(hak_owns(p) == 1);
+    slot[s] = p;
+    len[s] = n;
+    tag[s] = op;
+    fill(p, n, op);
+  }
+  for (unsigned s = 0; s < SLOTS; s++)
+    if (slot[s]) {
+      CHECK(check(slot[s], len[s], tag[s]));
+      free(slot[s]);
+    }
+}
+
+static void calloc_on_resident(void) {
+  for (int round = 0; round < 8; round++) {
+    size_t a = (size_t)(1 + round) * MiB;
+    unsigned char *p = malloc(a), *q = malloc(3 * MiB);
+    CHECK_FATAL(p && q);
+    memset(p, 0xff, a);
+    memset(q, 0xee, 3 * MiB);
+    free(p);  /* resident, dirty */
+    /* the same size, then a larger one covering the freed pages and more */
+    unsigned char *z = calloc(1, a);
+    CHECK_FATAL(z);
+    for (size_t o = 0; o < a; o += 64) CHECKF(z[o] == 0, "calloc(%zu) on reused pages: byte %zu", a, o);
+    memset(z, 0xdd, a);
+    free(z);
+    free(q);
+    z = calloc(1, a + 4 * MiB);
+    CHECK_FATAL(z);
+    for (size_t o = 0; o < a + 4 * MiB; o += 64) CHECKF(z[o] == 0, "calloc(%zu) over resident+fresh: byte %zu", a + 4 * MiB, o);
+    free(z);
+  }
+}
+
+#define HANDS 256
+static unsigned char *box[HANDS];
+static size_t box_len[HANDS];
+static pthread_mutex_t box_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void *hand(void *arg) {
+  uint64_t r = (uintptr_t)arg * 0x9e3779b97f4a7c15ull + 1;
+  for (int i = 0; i < 4000; i++) {
+    r ^= r << 13; r ^= r >> 7; r ^= r << 17;
+    unsigned k = (unsigned)(r % HANDS);
+    size_t n = 33 * KiB + (size_t)(r >> 20) % (2 * MiB);
+    unsigned char *mine = malloc(n);
+    CHECK_FATAL(mine);
+    fill(mine, n, (unsigned)n);
+    pthread_mutex_lock(&box_lock);
+    unsigned char *theirs = box[k];
+    size_t tl = box_len[k];
+    box[k] = mine;
+    box_len[k] = n;
+    pthread_mutex_unlock(&box_lock);
+    if (theirs) {
+      CHECKF(check(theirs, tl, (unsigned)tl), "handed block of %zu B overwritten", tl);
+      free(theirs);
+    }
+  }
+  return NULL;
+}
+
+static void two_threads(void) {
+  pthread_t t[2];
+  for (uintptr_t i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, hand, (void *)(i + 1)) == 0);
+  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+  for (int k = 0; k < HANDS; k++)
+    if (box[k]) {
+      CHECK(check(box[k], box_len[k], (unsigned)box_len[k]));
+      free(box[k]);
+      box[k] = NULL;
+    }
+}
+
+int main(void) {
+  CHECK(hak_is_active());
+  model(20000);
+  calloc_on_resident();
+  two_threads();
+  struct hak_stats s;
+  CHECK(hak_stats_get(&s) == 0);
+  CHECKF(s.large_live == 0, "%zu large blocks live after all were freed", (size_t)s.large_live);
+  malloc_trim(0);
+  CHECK(hak_stats_get(&s) == 0);
+  CHECKF(s.large_cached_bytes == 0, "%zu large bytes cached after malloc_trim(0)", (size_t)s.large_cached_bytes);
+  model(3000);  /* a new arena after the trim */
+  return check_done("test_span");
+}
