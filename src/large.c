@@ -96,13 +96,26 @@ static bool fits(size_t have, size_t need) { return have >= need && have - need 
  * block in a mapping of its own (its guard pages and reserves, below). */
 #define SPANS (!HK_M_GUARD)
 
-/* The learner's view of a span allocation: a hit when every page was
- * resident; pages that fault in are what it costs (HK_LARGE_FAULT_PAGES). */
+/* The learner's view of a span allocation: a hit when most of its pages
+ * were resident; the pages that fault in are what it costs
+ * (HK_LARGE_FAULT_PAGES). Pages that faulted in again after the cap purged
+ * them are ghost hits (a bigger cap would have kept them: the learner grows
+ * it); after the purge clock purged them, refaults (it lengthens the delay). */
+static _Atomic size_t cap_purged_pages, clock_purged_pages;
+static bool owed(_Atomic size_t *pages, size_t n) {
+  size_t v = atomic_load_explicit(pages, memory_order_relaxed);
+  if (!v) return false;
+  atomic_store_explicit(pages, v > n ? v - n : 0, memory_order_relaxed);
+  return true;
+}
 static void span_noted(const hk_span_note_t *sn) {
+  if (HK_LIKELY(!hk_knobs.learn)) return;
   note(HK_LARGE_ALLOCS);
-  if (sn->fresh_pages == 0) note(HK_LARGE_HITS);
-  else if (HK_UNLIKELY(hk_knobs.learn))
-    atomic_fetch_add_explicit(&events[HK_LARGE_FAULT_PAGES], sn->fresh_pages, memory_order_relaxed);
+  if (sn->resident_pages >= sn->fresh_pages) note(HK_LARGE_HITS);
+  if (sn->fresh_pages == 0) return;
+  atomic_fetch_add_explicit(&events[HK_LARGE_FAULT_PAGES], sn->fresh_pages, memory_order_relaxed);
+  if (owed(&cap_purged_pages, sn->fresh_pages)) note(HK_LARGE_GHOST_HITS);
+  else if (owed(&clock_purged_pages, sn->fresh_pages)) note(HK_LARGE_REFAULTS);
 }
 
 /* The bytes to map for a block of `need` bytes of pages: the secure build
@@ -385,8 +398,9 @@ static void span_free(void *p, unsigned kind, size_t size) {
   size_t cap = span_cap();
   if (hk_span_bytes_cached() > cap) {  /* the cap holds at once, not at the next tick */
     unsigned long calls;
-    hk_span_collect(false, (uint64_t)purge_delay(), cap, &calls);
-    while (calls--) note(HK_LARGE_PURGES);
+    size_t purged = hk_span_collect(false, (uint64_t)purge_delay(), cap, &calls);
+    while (calls--) note(HK_LARGE_EVICT_BYTES);
+    if (hk_knobs.learn) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
   }
   hk_large_collect(false);
 }
@@ -534,8 +548,11 @@ size_t hk_large_collect(bool force) {
   }
   hk_unlock(&cache_lock);
   unsigned long calls = 0;
-  bytes += hk_span_collect(force, delay, span_cap(), &calls);
+  size_t span_bytes = hk_span_collect(force, delay, span_cap(), &calls);
+  bytes += span_bytes;
   while (calls--) note(HK_LARGE_PURGES);
+  if (hk_knobs.learn && !force)
+    atomic_fetch_add_explicit(&clock_purged_pages, span_bytes / HK_PAGE, memory_order_relaxed);
   while (victims) {
     hk_large_t *next = victims->next;
     bytes += victims->rw_size;

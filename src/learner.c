@@ -278,6 +278,7 @@ void hk_learner_slow_tick(unsigned weight) {
   o.large_evict_count = lg[HK_LARGE_EVICT_COUNT];
   o.large_evict_bytes = lg[HK_LARGE_EVICT_BYTES];
   o.large_cached_bytes = hk_large_bytes_cached();
+  o.large_fault_pages = lg[HK_LARGE_FAULT_PAGES];
   o.purges = ss[HK_SS_PURGES] + lg[HK_LARGE_PURGES];
   o.refaults = ss[HK_SS_REFAULTS] + lg[HK_LARGE_REFAULTS];
   o.ss_cache_hits = ss[HK_SS_CACHE_HITS];

@@ -38,6 +38,7 @@ typedef struct hk_learn_obs {
   uint64_t large_allocs, large_hits, large_ghost_hits;
   uint64_t large_evict_count, large_evict_bytes;  /* evictions by either cap */
   uint64_t large_cached_bytes;                     /* at the end of the epoch */
+  uint64_t large_fault_pages;                      /* span pages that faulted in (not resident) */
   uint64_t purges, refaults;                       /* purge events; reuse of purged memory soon after */
   uint64_t ss_cache_hits;                          /* superslabs taken from the cache */
   uint64_t ss_os_maps;                             /* superslabs mapped fresh         */
