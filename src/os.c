@@ -135,6 +135,13 @@ void hk_os_purge(void *p, size_t size) {
   errno = saved;
 }
 
+bool hk_os_resident(void *p, size_t size, unsigned char *vec) {
+  int saved = errno;
+  int rc = mincore(p, size, vec);
+  errno = saved;
+  return rc == 0;
+}
+
 static bool protect(void *p, size_t size, int prot) {
   atomic_fetch_add_explicit(&hk_os_stats.mprotect_calls, 1, memory_order_relaxed);
   int saved = errno;

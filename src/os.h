@@ -26,6 +26,9 @@ bool  hk_os_commit(void *p, size_t size);
 bool  hk_os_decommit(void *p, size_t size);
 /* Give pages back to the OS; contents read as zero afterwards. */
 void  hk_os_purge(void *p, size_t size);
+/* Which of the pages at p are resident: vec[i] & 1 for page i (mincore).
+ * False if the kernel says no. */
+bool  hk_os_resident(void *p, size_t size, unsigned char *vec);
 /* Make pages inaccessible (guard pages). */
 void  hk_os_protect_none(void *p, size_t size);
 /* Grow or shrink a mapping without moving it; false if it cannot. */

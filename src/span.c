@@ -143,19 +143,13 @@ static uint32_t free_remove(hk_arena_t *a, uint32_t i) {
 /* The free run best fitting `want` pages: the smallest of the first
  * BIN_SCAN runs of the first bin that has one. 0 when none. */
 static uint32_t find_fit(hk_arena_t *a, uint32_t want) {
+  uint32_t best = 0;
   for (unsigned b = bin_of(want); b < NBINS; b++) {
-    uint32_t best = 0, best_n = UINT32_MAX, seen = 0;
-    for (uint32_t i = a->bins[b]; i && seen < BIN_SCAN; i = a->e[i].f.next, seen++) {
-      uint32_t n = a->e[i].npages;
-      if (n >= want && n < best_n) {
-        best = i;
-        best_n = n;
-        if (n == want) break;
-      }
-    }
-    if (best) return best;
+    uint32_t seen = 0;
+    for (uint32_t i = a->bins[b]; i && seen < BIN_SCAN; i = a->e[i].f.next, seen++)
+      if (a->e[i].npages >= want && (!best || i < best)) best = i;
   }
-  return 0;
+  return best;
 }
 
 static uint32_t now_stamp(const hk_arena_t *a) { return (uint32_t)(hk_os_now_ms() - a->born_ms); }
@@ -372,15 +366,75 @@ size_t hk_span_resize(void *p, size_t size) {
 
 /* ---- purging ---- */
 
-static size_t purge_run(hk_arena_t *a, uint32_t i) {
+/* madvise only the pages that may be resident: a free run joined to the
+ * arena's untouched tail spans up to 1 GiB, and one call over all of it
+ * cost more than the pages it gave back (large_cycles at half speed). */
+static size_t purge_run(hk_arena_t *a, uint32_t i, unsigned long *calls) {
   entry_t *h = &a->e[i];
-  uint32_t n = h->npages, nd = h->f.ndirty;
-  hk_os_purge(page_addr(a, i), (size_t)n << PAGE_SHIFT);
-  bits_set(a, i, n, false);
+  uint32_t n = h->npages, nd = h->f.ndirty, end = i + n;
+  for (uint32_t p = i; p < end;) {
+    uint64_t w = a->bits[p >> 6] >> (p & 63);
+    if (!w) { p = (p | 63) + 1; continue; }
+    p += (uint32_t)__builtin_ctzll(w);
+    if (p >= end) break;
+    uint32_t q = p;
+    while (q < end) {
+      uint64_t z = ~a->bits[q >> 6] >> (q & 63);
+      if (!z) { q = (q | 63) + 1; continue; }
+      q += (uint32_t)__builtin_ctzll(z);
+      break;
+    }
+    if (q > end) q = end;
+    hk_os_purge(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT);
+    bits_set(a, p, q - p, false);
+    (*calls)++;
+    p = q;
+  }
   dirty_unlink(a, i);
   h->f.ndirty = 0;
   dirty_pages -= nd;
   return (size_t)nd << PAGE_SHIFT;
+}
+
+/* A block's pages are all marked resident when it is handed out, but a
+ * program may touch only a few: before the cap purges anything, the marks
+ * of free runs are checked against the kernel's (mincore), oldest first,
+ * until what is really resident fits the cap. Without it a heap of big
+ * buffers touched at a few pages (large_cycles) looked over the cap and
+ * purged pages it then faulted back in. (Checking at every free instead
+ * cost more than the faults: mincore walks every page.) */
+static unsigned char resident_vec[4096];  /* under span_lock */
+static void check_run(hk_arena_t *a, uint32_t i) {
+  entry_t *h = &a->e[i];
+  uint32_t end = i + h->npages;
+  for (uint32_t p = i; p < end;) {  /* over the marked pages only */
+    uint64_t w = a->bits[p >> 6] >> (p & 63);
+    if (!w) { p = (p | 63) + 1; continue; }
+    p += (uint32_t)__builtin_ctzll(w);
+    if (p >= end) break;
+    uint32_t k = end - p < 4096 ? end - p : 4096;
+    if (hk_os_resident(page_addr(a, p), (size_t)k << PAGE_SHIFT, resident_vec))
+      for (uint32_t j = 0; j < k; j++)
+        if (!(resident_vec[j] & 1)) a->bits[(p + j) >> 6] &= ~(1ull << ((p + j) & 63));
+    p += k;
+  }
+  uint32_t nd = bits_count(a, i, h->npages);
+  dirty_pages -= h->f.ndirty - nd;
+  h->f.ndirty = nd;
+  if (!nd) dirty_unlink(a, i);
+}
+
+/* The oldest free run with resident pages of all arenas. */
+static hk_arena_t *oldest(uint32_t *run) {
+  hk_arena_t *old = NULL;
+  uint64_t old_ms = UINT64_MAX;
+  for (hk_arena_t *a = arenas; a; a = a->next)
+    if (a->dirty_head && a->born_ms + a->e[a->dirty_head].f.stamp < old_ms) {
+      old = a;
+      old_ms = a->born_ms + a->e[a->dirty_head].f.stamp;
+      *run = a->dirty_head;
+    }
+  return old;
 }
 
 size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned long *purges) {
@@ -389,22 +443,19 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
   hk_lock(&span_lock);
   for (hk_arena_t *a = arenas; a; a = a->next) {
     uint32_t now = now_stamp(a);
-    while (a->dirty_head && (force || now - a->e[a->dirty_head].f.stamp >= delay_ms)) {
-      bytes += purge_run(a, a->dirty_head);
-      calls++;
-    }
+    while (a->dirty_head && (force || now - a->e[a->dirty_head].f.stamp >= delay_ms))
+      bytes += purge_run(a, a->dirty_head, &calls);
   }
-  while ((dirty_pages << PAGE_SHIFT) > cap_bytes) {  /* the oldest run of all arenas */
-    hk_arena_t *old = NULL;
-    uint64_t old_ms = UINT64_MAX;
-    for (hk_arena_t *a = arenas; a; a = a->next)
-      if (a->dirty_head && a->born_ms + a->e[a->dirty_head].f.stamp < old_ms) {
-        old = a;
-        old_ms = a->born_ms + a->e[a->dirty_head].f.stamp;
-      }
-    if (!old) break;
-    bytes += purge_run(old, old->dirty_head);
-    calls++;
+  for (hk_arena_t *a = arenas; a && (dirty_pages << PAGE_SHIFT) > cap_bytes; a = a->next)
+    for (uint32_t i = a->dirty_head, next; i && (dirty_pages << PAGE_SHIFT) > cap_bytes; i = next) {
+      next = a->e[i].f.dnext;
+      check_run(a, i);
+    }
+  while ((dirty_pages << PAGE_SHIFT) > cap_bytes) {
+    uint32_t i = 0;
+    hk_arena_t *a = oldest(&i);
+    if (!a) break;
+    bytes += purge_run(a, i, &calls);
   }
   hk_arena_t *gone = NULL;
   if (force)  /* arenas with nothing live go back to the OS */

@@ -47,7 +47,8 @@ size_t hk_span_resize(void *p, size_t size);
 void hk_span_set_requested(void *p, size_t size);
 
 /* Purges free resident pages: those free for delay_ms or more, then the
- * oldest until at most cap_bytes stay resident; all of them when force
+ * oldest until at most cap_bytes stay resident (which pages are resident is
+ * asked of the kernel first); all of them when force
  * (and arenas left wholly free are unmapped). Bytes given back; *purges
  * counts the madvise calls. */
 size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned long *purges);
