@@ -92,9 +92,10 @@ static bool fits(size_t have, size_t need) { return have >= need && have - need 
 #define GUARD ((size_t)(HK_M_GUARD ? HK_PAGE : 0))
 
 /* Blocks up to HK_SPAN_MAX come from spans (span.c), whose freed pages stay
- * resident for the next block of any size. The guard measure keeps every
- * block in a mapping of its own (its guard pages and reserves, below). */
-#define SPANS (!HK_M_GUARD)
+ * resident for the next block of any size; with the guard measure each has
+ * a guard page there too. Huge blocks keep a mapping of their own (with the
+ * guard measure: its guard page and reserve, below). */
+#define SPANS 1
 
 /* The learner's view of a span allocation: a hit when most of its pages
  * were resident; the pages that fault in are what it costs

@@ -17,7 +17,11 @@
 #define ARENA_MAGIC 0x68616b6d656d5350ull /* "hakmemSP" */
 #define NBINS 72
 #define BIN_SCAN 32   /* free runs looked at per bin */
-#define ZERO_RUNS 16  /* resident runs calloc zeroes one by one; more: one memset */
+#define ZERO_RUNS 16
+/* The guard measure: every live block's last page is PROT_NONE (a write
+ * past the block faults there); it is made accessible again when the block
+ * is freed or resized, so free runs never hold a guard. */
+#define GUARD_PAGES (HK_M_GUARD ? 1u : 0u)  /* resident runs calloc zeroes one by one; more: one memset */
 
 /* Boundary tags: only the first (HEAD) and last (TAIL) page of a run have
  * one; a one-page free run has both on one entry. FREED marks the first page
@@ -52,7 +56,11 @@ typedef struct hk_arena {
 
 static hk_lock_t span_lock = HK_LOCK_INIT;
 static hk_arena_t *arenas;
-static size_t live_pages, dirty_pages;  /* under span_lock; read relaxed */
+/* Changed under span_lock; read without it by the stats and the caps, so
+ * every access is atomic (relaxed). */
+static size_t live_pages, dirty_pages;
+#define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+#define SUB(x, v) __atomic_fetch_sub(&(x), (v), __ATOMIC_RELAXED)
 
 static hk_arena_t *arena_of(const void *p) {
   return (hk_arena_t *)((uintptr_t)p & ~(uintptr_t)(ARENA_SIZE - 1));
@@ -122,7 +130,7 @@ static void free_insert(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t ndirty, 
     a->dirty_tail = i;
   }
   a->free_pages += n;
-  dirty_pages += ndirty;
+  ADD(dirty_pages, ndirty);
 }
 
 /* Takes run i off its lists and clears its tags (they become interior or
@@ -134,7 +142,7 @@ static uint32_t free_remove(hk_arena_t *a, uint32_t i) {
   if (h->f.next) a->e[h->f.next].f.prev = h->f.prev;
   if (nd) dirty_unlink(a, i);
   a->free_pages -= n;
-  dirty_pages -= nd;
+  SUB(dirty_pages, nd);
   a->e[i + n - 1].tag = 0;
   h->tag = 0;
   return nd;
@@ -182,7 +190,7 @@ typedef struct { uint32_t at, n; } run_t;
 
 void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span_note_t *note) {
   if (size == 0 || size > HK_SPAN_MAX || align >= HK_SS_SIZE) { errno = ENOMEM; return NULL; }
-  uint32_t need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT);
+  uint32_t need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT) + GUARD_PAGES;
   uint32_t al = align > HK_PAGE ? (uint32_t)(align >> PAGE_SHIFT) : 1;
   uint32_t want = need + al - 1;
   run_t runs[ZERO_RUNS];
@@ -232,13 +240,14 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
     }
   }
   bits_set(a, at, need, true);
-  live_pages += need;
+  ADD(live_pages, need);
   uint8_t *p = page_addr(a, at);
-  hk_track_alloc(p, (size_t)need << PAGE_SHIFT, d == 0);
+  hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
   hk_unlock(&span_lock);
 
   if (zero_all) memset(p, 0, (size_t)need << PAGE_SHIFT);
   else for (unsigned r = 0; r < nruns; r++) memset(page_addr(a, runs[r].at), 0, (size_t)runs[r].n << PAGE_SHIFT);
+  if (GUARD_PAGES) hk_os_protect_none(page_addr(a, at + need - 1), HK_PAGE);
   note->resident_pages = d;
   note->fresh_pages = need - d;
   return p;
@@ -268,7 +277,7 @@ bool hk_span_check(const char *what, const void *p, size_t *usable, unsigned *ki
   hk_lock(&span_lock);
   entry_t *h = live_head(p, &a, &why);
   if (h) {
-    if (usable) *usable = (size_t)h->npages << PAGE_SHIFT;
+    if (usable) *usable = (size_t)(h->npages - GUARD_PAGES) << PAGE_SHIFT;
     if (kind) *kind = h->kind;
     if (requested) *requested = h->l.requested;
   }
@@ -298,9 +307,10 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
   }
   uint32_t i = page_of(a, p);
   uint32_t n = h->npages, start = i, len = n, nd = n;  /* a live block's pages are all marked */
+  if (GUARD_PAGES) hk_os_commit(page_addr(a, i + n - 1), HK_PAGE);
   *kind = h->kind;
   *requested = h->l.requested;
-  live_pages -= n;
+  SUB(live_pages, n);
   a->e[i + n - 1].tag = 0;
   h->tag = T_FREED;
   if (i > a->first_page && (a->e[i - 1].tag & (T_TAIL | T_FREE)) == (T_TAIL | T_FREE)) {
@@ -324,11 +334,15 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
 size_t hk_span_resize(void *p, size_t size) {
   if (size == 0 || size > HK_SPAN_MAX) return 0;
   hk_arena_t *a = arena_of(p);
-  uint32_t i = page_of(a, p), need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT);
+  uint32_t i = page_of(a, p), need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT) + GUARD_PAGES;
   hk_lock(&span_lock);
   entry_t *h = &a->e[i];
   uint32_t n = h->npages, j = i + n;
   size_t ok = 0;
+  if (GUARD_PAGES && need < n) {  /* the guard moves to the new end */
+    hk_os_protect_none(page_addr(a, i + need - 1), HK_PAGE);
+    hk_os_commit(page_addr(a, j - 1), HK_PAGE);
+  }
   if (need < n) {  /* the tail becomes free (joined to a free run after it) */
     uint32_t len = n - need, nd = len;
     if (j < ARENA_PAGES && (a->e[j].tag & (T_HEAD | T_FREE)) == (T_HEAD | T_FREE)) {
@@ -338,7 +352,7 @@ size_t hk_span_resize(void *p, size_t size) {
     }
     a->e[j - 1].tag = 0;
     free_insert(a, i + need, len, nd, now_stamp(a));
-    live_pages -= n - need;
+    SUB(live_pages, n - need);
   } else if (need > n) {  /* take the head of the free run after it */
     uint32_t extra = need - n;
     if (j >= ARENA_PAGES || (a->e[j].tag & (T_HEAD | T_FREE)) != (T_HEAD | T_FREE) || a->e[j].npages < extra) {
@@ -351,7 +365,11 @@ size_t hk_span_resize(void *p, size_t size) {
     if (fn > extra) free_insert(a, j + extra, fn - extra, nd - d, stamp);
     bits_set(a, j, extra, true);
     a->e[j - 1].tag = 0;
-    live_pages += extra;
+    ADD(live_pages, extra);
+    if (GUARD_PAGES) {  /* the guard moves to the new end */
+      hk_os_protect_none(page_addr(a, i + need - 1), HK_PAGE);
+      hk_os_commit(page_addr(a, j - 1), HK_PAGE);
+    }
   }
   if (need != n) {
     h->npages = need;
@@ -360,9 +378,9 @@ size_t hk_span_resize(void *p, size_t size) {
     h->tag = (need == 1 ? T_TAIL : 0) | T_HEAD | T_LIVE;
   }
   h->l.requested = (uint32_t)size;
-  ok = (size_t)need << PAGE_SHIFT;
+  ok = (size_t)(need - GUARD_PAGES) << PAGE_SHIFT;
   hk_unlock(&span_lock);
-  hk_track_resize(p, (size_t)n << PAGE_SHIFT, ok);
+  hk_track_resize(p, (size_t)(n - GUARD_PAGES) << PAGE_SHIFT, ok);
   return ok;
 }
 
@@ -394,7 +412,7 @@ static size_t purge_run(hk_arena_t *a, uint32_t i, unsigned long *calls) {
   }
   dirty_unlink(a, i);
   h->f.ndirty = 0;
-  dirty_pages -= nd;
+  SUB(dirty_pages, nd);
   return (size_t)nd << PAGE_SHIFT;
 }
 
@@ -421,7 +439,7 @@ static void check_run(hk_arena_t *a, uint32_t i) {
     p += k;
   }
   uint32_t nd = bits_count(a, i, h->npages);
-  dirty_pages -= h->f.ndirty - nd;
+  SUB(dirty_pages, h->f.ndirty - nd);
   h->f.ndirty = nd;
   if (!nd) dirty_unlink(a, i);
 }
@@ -448,12 +466,12 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
     while (a->dirty_head && (force || now - a->e[a->dirty_head].f.stamp >= delay_ms))
       bytes += purge_run(a, a->dirty_head, &calls);
   }
-  for (hk_arena_t *a = arenas; a && (dirty_pages << PAGE_SHIFT) > cap_bytes; a = a->next)
-    for (uint32_t i = a->dirty_head, next; i && (dirty_pages << PAGE_SHIFT) > cap_bytes; i = next) {
+  for (hk_arena_t *a = arenas; a && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes; a = a->next)
+    for (uint32_t i = a->dirty_head, next; i && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes; i = next) {
       next = a->e[i].f.dnext;
       check_run(a, i);
     }
-  while ((dirty_pages << PAGE_SHIFT) > cap_bytes) {
+  while ((HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes) {
     uint32_t i = 0;
     hk_arena_t *a = oldest(&i);
     if (!a) break;
