@@ -157,7 +157,7 @@ static void cache_unlink(hk_large_t *e) {
   if (e->next) e->next->prev = e->prev; else cache_tail = e->prev;
   e->next = e->prev = NULL;
   cache_count--;
-  cache_bytes -= e->rw_size;
+  __atomic_fetch_sub(&cache_bytes, e->rw_size, __ATOMIC_RELAXED);  /* read without the lock by stats */
 }
 
 static void large_unmap(hk_large_t *e) {
@@ -436,8 +436,8 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   if (cache_head) cache_head->prev = h; else cache_tail = h;
   cache_head = h;
   cache_count++;
-  cache_bytes += h->rw_size;
-  while ((long)cache_count > max_count || cache_bytes > cap_bytes) {
+  __atomic_fetch_add(&cache_bytes, h->rw_size, __ATOMIC_RELAXED);
+  while ((long)cache_count > max_count || HK_LOAD_RELAXED(cache_bytes) > cap_bytes) {
     hk_large_t *v = cache_tail;
     note((long)cache_count > max_count ? HK_LARGE_EVICT_COUNT : HK_LARGE_EVICT_BYTES);
     ghost[ghost_pos++ % HK_LARGE_GHOSTS] = v->rw_size;
