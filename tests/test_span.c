@@ -11,7 +11,9 @@
  *      covers resident and fresh pages;
  *   C. two threads hand blocks to each other (every free is another thread's);
  *   D. malloc_trim(0) gives back arenas with nothing live, and the tier
- *      works after it.
+ *      works after it;
+ *   E. more live span bytes than one 1 GiB arena holds: a second arena,
+ *      blocks in both, freed in an order that empties the first one first.
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
  * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
 #define _GNU_SOURCE
@@ -165,6 +167,26 @@ static void two_threads(void) {
     }
 }
 
+/* one byte per 64 KiB: address space, not memory */
+static void two_arenas(void) {
+  enum { N = 12 };
+  const size_t n = 100 * MiB;
+  unsigned char *b[N];
+  for (int k = 0; k < N; k++) {
+    b[k] = malloc(n);
+    CHECK_FATAL(b[k]);
+    CHECK(hak_owns(b[k]) == 1);
+    for (size_t o = 0; o < n; o += 64 * KiB) b[k][o] = (unsigned char)(k + 1);
+    b[k][n - 1] = (unsigned char)(k + 1);
+  }
+  for (int k = 0; k < N; k++) {
+    for (size_t o = 0; o < n; o += 64 * KiB)
+      if (b[k][o] != (unsigned char)(k + 1)) { CHECKF(0, "block %d overwritten at %zu", k, o); break; }
+    CHECK(b[k][n - 1] == (unsigned char)(k + 1));
+    free(b[k]);
+  }
+}
+
 int main(void) {
   CHECK(hak_is_active());
   model(20000);
@@ -177,5 +199,11 @@ int main(void) {
   CHECK(hak_stats_get(&s) == 0);
   CHECKF(s.large_cached_bytes == 0, "%zu large bytes cached after malloc_trim(0)", (size_t)s.large_cached_bytes);
   model(3000);  /* a new arena after the trim */
+  two_arenas();
+  malloc_trim(0);
+  CHECK(hak_stats_get(&s) == 0);
+  CHECKF(s.large_live == 0 && s.large_cached_bytes == 0, "%zu live, %zu cached after two arenas and a trim",
+         (size_t)s.large_live, (size_t)s.large_cached_bytes);
+  model(2000);
   return check_done("test_span");
 }
