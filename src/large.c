@@ -95,7 +95,18 @@ static bool fits(size_t have, size_t need) { return have >= need && have - need 
  * resident for the next block of any size; with the guard measure each has
  * a guard page there too. Huge blocks keep a mapping of their own (with the
  * guard measure: its guard page and reserve, below). */
-#define SPANS 1
+
+/* The counts of both kinds of block, for the stats. */
+static void count_alloc(size_t bytes) {
+  atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&total_allocs, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&live_bytes, bytes, memory_order_relaxed);
+}
+static void count_free(size_t bytes) {
+  atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
+  atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
+}
 
 /* The learner's view of a span allocation: a hit when most of its pages
  * were resident; the pages that fault in are what it costs
@@ -286,15 +297,12 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   if (HK_UNLIKELY(hook != NULL)) hook((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
   if (size == 0) size = 1;
-  if (SPANS && size <= HK_SPAN_MAX && align < HK_SS_SIZE) {
+  if (size <= HK_SPAN_MAX && align < HK_SS_SIZE) {
     hk_span_note_t sn;
     void *p = hk_span_alloc(size, align, zero, kind, &sn);
     if (p) {
       span_noted(&sn);
-      atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
-      atomic_fetch_add_explicit(&total_allocs, 1, memory_order_relaxed);
-      atomic_fetch_add_explicit(&live_bytes, (sn.resident_pages + sn.fresh_pages) * HK_PAGE,
-                                memory_order_relaxed);
+      count_alloc((sn.resident_pages + sn.fresh_pages) * HK_PAGE);
       return p;
     }
   }
@@ -346,9 +354,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   h->state = LARGE_LIVE;
   h->kind = kind;
   h->requested = size;
-  atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&total_allocs, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&live_bytes, h->rw_size, memory_order_relaxed);
+  count_alloc(h->rw_size);
   bool was_zero = h->zeroed;
   hk_track_alloc(user, h->usable, was_zero);
   if (zero && !was_zero) memset(user, 0, size);
@@ -394,9 +400,7 @@ static void span_free(void *p, unsigned kind, size_t size) {
   size_t req, bytes = hk_span_free("free", p, &bk, &req);
   if (!bytes) return;
   check_kind_size(p, kind, size, bk, req);
-  atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
+  count_free(bytes);
   /* The cap holds at each tick of the purge clock (hk_large_collect), and
    * at once past twice the cap. Holding it at every free purged the holes
    * a heap of buffers reuses next, and faulted them back in at the next
@@ -417,9 +421,7 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   if (!h) return;
   hk_track_free(p);
   check_kind_size(p, kind, size, h->kind, h->requested);
-  atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&live_bytes, h->rw_size, memory_order_relaxed);
+  count_free(h->rw_size);
   long max_count = cache_cap_count();
   size_t cap_bytes = (size_t)cache_cap_mb() << 20;
   if (ck != HK_CHUNK_LARGE || h->rw_size > cap_bytes / 2 || max_count == 0) {
@@ -458,7 +460,7 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
 size_t hk_large_usable(const void *p, unsigned kind) {
   if (kind == HK_CHUNK_SPAN) {
     size_t usable, req;
-    if (!hk_span_check(NULL, p, &usable, NULL, &req)) return 0;
+    if (!hk_span_check(NULL, p, &usable, &req)) return 0;
     return HK_LARGE_REQUESTED ? req : usable;
   }
   hk_large_t *h = header_of(p, kind);
@@ -470,7 +472,7 @@ size_t hk_large_usable(const void *p, unsigned kind) {
  * every peer does: the run it leaves stays resident for the next block). */
 static void *span_realloc(void *p, size_t size) {
   size_t usable, req;
-  if (!hk_span_check("realloc", p, &usable, NULL, &req)) { errno = EINVAL; return NULL; }
+  if (!hk_span_check("realloc", p, &usable, &req)) { errno = EINVAL; return NULL; }
   if (size > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
   size_t nu = size <= HK_SPAN_MAX ? hk_span_resize(p, size) : 0;
   if (nu) {

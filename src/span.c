@@ -92,7 +92,27 @@ static uint32_t bits_count(const hk_arena_t *a, uint32_t i, uint32_t n) {
   }
   return c;
 }
-static bool bit(const hk_arena_t *a, uint32_t i) { return (a->bits[i >> 6] >> (i & 63)) & 1; }
+/* The first run of marked pages in [*p, end): true, with the run [*p, *q);
+ * false when there is none. Skips unmarked pages a word at a time. */
+static bool next_marked(const hk_arena_t *a, uint32_t *p, uint32_t end, uint32_t *q) {
+  uint32_t i = *p;
+  for (;;) {
+    if (i >= end) return false;
+    uint64_t w = a->bits[i >> 6] >> (i & 63);
+    if (w) { i += (uint32_t)__builtin_ctzll(w); break; }
+    i = (i | 63) + 1;
+  }
+  if (i >= end) return false;
+  uint32_t j = i;
+  while (j < end) {
+    uint64_t z = ~a->bits[j >> 6] >> (j & 63);
+    if (z) { j += (uint32_t)__builtin_ctzll(z); break; }
+    j = (j | 63) + 1;
+  }
+  *p = i;
+  *q = j < end ? j : end;
+  return true;
+}
 
 /* ---- free runs: bins by size, and the list of those with resident pages ---- */
 
@@ -229,13 +249,9 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
     if (d == need) {
       zero_all = true;
     } else {
-      for (uint32_t p = at; p < at + need;) {
-        if (!bit(a, p)) { p++; continue; }
-        uint32_t q = p;
-        while (q < at + need && bit(a, q)) q++;
+      for (uint32_t p = at, q; next_marked(a, &p, at + need, &q); p = q) {
         if (nruns == ZERO_RUNS) { zero_all = true; break; }
         runs[nruns++] = (run_t){ p, q - p };
-        p = q;
       }
     }
   }
@@ -271,26 +287,18 @@ static entry_t *live_head(const void *p, hk_arena_t **ap, const char **why) {
   return NULL;
 }
 
-bool hk_span_check(const char *what, const void *p, size_t *usable, unsigned *kind, size_t *requested) {
+bool hk_span_check(const char *what, const void *p, size_t *usable, size_t *requested) {
   hk_arena_t *a;
   const char *why = NULL;
   hk_lock(&span_lock);
   entry_t *h = live_head(p, &a, &why);
   if (h) {
     if (usable) *usable = (size_t)(h->npages - GUARD_PAGES) << PAGE_SHIFT;
-    if (kind) *kind = h->kind;
     if (requested) *requested = h->l.requested;
   }
   hk_unlock(&span_lock);
   if (!h && what) hk_report_invalid(what, p, why);
   return h != NULL;
-}
-
-void hk_span_set_requested(void *p, size_t size) {
-  hk_arena_t *a = arena_of(p);
-  hk_lock(&span_lock);
-  a->e[page_of(a, p)].l.requested = (uint32_t)size;
-  hk_unlock(&span_lock);
 }
 
 /* ---- free and resize ---- */
@@ -392,23 +400,10 @@ size_t hk_span_resize(void *p, size_t size) {
 static size_t purge_run(hk_arena_t *a, uint32_t i, unsigned long *calls) {
   entry_t *h = &a->e[i];
   uint32_t n = h->npages, nd = h->f.ndirty, end = i + n;
-  for (uint32_t p = i; p < end;) {
-    uint64_t w = a->bits[p >> 6] >> (p & 63);
-    if (!w) { p = (p | 63) + 1; continue; }
-    p += (uint32_t)__builtin_ctzll(w);
-    if (p >= end) break;
-    uint32_t q = p;
-    while (q < end) {
-      uint64_t z = ~a->bits[q >> 6] >> (q & 63);
-      if (!z) { q = (q | 63) + 1; continue; }
-      q += (uint32_t)__builtin_ctzll(z);
-      break;
-    }
-    if (q > end) q = end;
+  for (uint32_t p = i, q; next_marked(a, &p, end, &q); p = q) {
     hk_os_purge(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT);
     bits_set(a, p, q - p, false);
     (*calls)++;
-    p = q;
   }
   dirty_unlink(a, i);
   h->f.ndirty = 0;
@@ -427,17 +422,13 @@ static unsigned char resident_vec[4096];  /* under span_lock */
 static void check_run(hk_arena_t *a, uint32_t i) {
   entry_t *h = &a->e[i];
   uint32_t end = i + h->npages;
-  for (uint32_t p = i; p < end;) {  /* over the marked pages only */
-    uint64_t w = a->bits[p >> 6] >> (p & 63);
-    if (!w) { p = (p | 63) + 1; continue; }
-    p += (uint32_t)__builtin_ctzll(w);
-    if (p >= end) break;
-    uint32_t k = end - p < 4096 ? end - p : 4096;
-    if (hk_os_resident(page_addr(a, p), (size_t)k << PAGE_SHIFT, resident_vec))
-      for (uint32_t j = 0; j < k; j++)
-        if (!(resident_vec[j] & 1)) a->bits[(p + j) >> 6] &= ~(1ull << ((p + j) & 63));
-    p += k;
-  }
+  for (uint32_t p = i, q; next_marked(a, &p, end, &q); p = q)  /* the marked pages only */
+    for (uint32_t r = p; r < q; r += 4096) {
+      uint32_t k = q - r < 4096 ? q - r : 4096;
+      if (hk_os_resident(page_addr(a, r), (size_t)k << PAGE_SHIFT, resident_vec))
+        for (uint32_t j = 0; j < k; j++)
+          if (!(resident_vec[j] & 1)) bits_set(a, r + j, 1, false);
+    }
   uint32_t nd = bits_count(a, i, h->npages);
   SUB(dirty_pages, h->f.ndirty - nd);
   h->f.ndirty = nd;

@@ -30,9 +30,9 @@ typedef struct hk_span_note {
  * free. */
 void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span_note_t *note);
 
-/* The live block starting at p, or a report and false. what: "free",
- * "realloc". Its pages (usable bytes) and kind and requested size. */
-bool hk_span_check(const char *what, const void *p, size_t *usable, unsigned *kind, size_t *requested);
+/* The live block starting at p, or false (and a report when what names the
+ * call: "realloc"). Its usable bytes and requested size. */
+bool hk_span_check(const char *what, const void *p, size_t *usable, size_t *requested);
 
 /* Frees the live block at p: its kind and requested size in *kind and
  * *requested, and the bytes it held; or a report (what: "free") and 0. */
@@ -42,9 +42,6 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
  * succeeds (the tail becomes a free run), growing only when the run after
  * it is free and large enough. New usable bytes, or 0 when it cannot. */
 size_t hk_span_resize(void *p, size_t size);
-
-/* Sets the requested size kept for p (realloc within the block). */
-void hk_span_set_requested(void *p, size_t size);
 
 /* Purges free resident pages: those free for delay_ms or more, then the
  * oldest until at most cap_bytes stay resident (which pages are resident is
