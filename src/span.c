@@ -47,7 +47,7 @@ typedef struct hk_arena {
   struct hk_arena *next;
   uint32_t first_page;           /* pages before it hold this descriptor */
   uint32_t bins[NBINS];          /* free runs by size (page index, 0: none) */
-  uint32_t dirty_head, dirty_tail; /* free runs with resident pages, oldest first */
+  uint32_t dirty_head, dirty_tail; /* free runs with resident pages, in order of freeing */
   uint32_t free_pages;
   uint64_t born_ms;              /* stamps count from here */
   uint64_t bits[ARENA_PAGES / 64]; /* page may be resident (touched, not purged) */
@@ -184,6 +184,16 @@ static uint32_t find_fit(hk_arena_t *a, uint32_t want) {
 
 static uint32_t now_stamp(const hk_arena_t *a) { return (uint32_t)(hk_os_now_ms() - a->born_ms); }
 
+/* A run joined to a free neighbour keeps the age of its oldest resident
+ * pages: stamping the joined run "now" let a run that a busy neighbour
+ * kept joining hold its pages forever (the soak's RSS crept up to the cap,
+ * 99 -> 108 MiB in 3 minutes). Pages freed just now may then be purged with
+ * it: a page stays resident at most one purge delay after its last free. */
+static uint32_t oldest_stamp(const hk_arena_t *a, uint32_t run, uint32_t stamp) {
+  const entry_t *h = &a->e[run];
+  return h->f.ndirty && h->f.stamp < stamp ? h->f.stamp : stamp;
+}
+
 static hk_arena_t *arena_new(void) {
   hk_arena_t *a = hk_os_map_aligned(ARENA_SIZE, ARENA_SIZE);
   if (!a) return NULL;
@@ -315,6 +325,7 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
   }
   uint32_t i = page_of(a, p);
   uint32_t n = h->npages, start = i, len = n, nd = n;  /* a live block's pages are all marked */
+  uint32_t stamp = now_stamp(a);
   if (GUARD_PAGES) hk_os_commit(page_addr(a, i + n - 1), HK_PAGE);
   *kind = h->kind;
   *requested = h->l.requested;
@@ -324,16 +335,18 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
   if (i > a->first_page && (a->e[i - 1].tag & (T_TAIL | T_FREE)) == (T_TAIL | T_FREE)) {
     uint32_t pn = a->e[i - 1].npages;
     start = i - pn;
+    stamp = oldest_stamp(a, start, stamp);
     nd += free_remove(a, start);
     len += pn;
   }
   uint32_t j = i + n;
   if (j < ARENA_PAGES && (a->e[j].tag & (T_HEAD | T_FREE)) == (T_HEAD | T_FREE)) {
     uint32_t nn = a->e[j].npages;
+    stamp = oldest_stamp(a, j, stamp);
     nd += free_remove(a, j);
     len += nn;
   }
-  free_insert(a, start, len, nd, now_stamp(a));
+  free_insert(a, start, len, nd, stamp);
   hk_track_free(p);  /* before another thread can get these pages */
   hk_unlock(&span_lock);
   return (size_t)n << PAGE_SHIFT;
@@ -352,14 +365,15 @@ size_t hk_span_resize(void *p, size_t size) {
     hk_os_commit(page_addr(a, j - 1), HK_PAGE);
   }
   if (need < n) {  /* the tail becomes free (joined to a free run after it) */
-    uint32_t len = n - need, nd = len;
+    uint32_t len = n - need, nd = len, stamp = now_stamp(a);
     if (j < ARENA_PAGES && (a->e[j].tag & (T_HEAD | T_FREE)) == (T_HEAD | T_FREE)) {
       uint32_t nn = a->e[j].npages;
+      stamp = oldest_stamp(a, j, stamp);
       nd += free_remove(a, j);
       len += nn;
     }
     a->e[j - 1].tag = 0;
-    free_insert(a, i + need, len, nd, now_stamp(a));
+    free_insert(a, i + need, len, nd, stamp);
     SUB(live_pages, n - need);
   } else if (need > n) {  /* take the head of the free run after it */
     uint32_t extra = need - n;
@@ -435,7 +449,8 @@ static void check_run(hk_arena_t *a, uint32_t i) {
   if (!nd) dirty_unlink(a, i);
 }
 
-/* The oldest free run with resident pages of all arenas. */
+/* The free run with resident pages freed first, of all arenas (joined runs
+ * keep older stamps, so this is nearly but not exactly the oldest). */
 static hk_arena_t *oldest(uint32_t *run) {
   hk_arena_t *old = NULL;
   uint64_t old_ms = UINT64_MAX;
@@ -454,8 +469,10 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
   hk_lock(&span_lock);
   for (hk_arena_t *a = arenas; a; a = a->next) {
     uint32_t now = now_stamp(a);
-    while (a->dirty_head && (force || now - a->e[a->dirty_head].f.stamp >= delay_ms))
-      bytes += purge_run(a, a->dirty_head, &calls);
+    for (uint32_t i = a->dirty_head, next; i; i = next) {  /* joined runs keep old stamps: not in order */
+      next = a->e[i].f.dnext;
+      if (force || now - a->e[i].f.stamp >= delay_ms) bytes += purge_run(a, i, &calls);
+    }
   }
   for (hk_arena_t *a = arenas; a && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes; a = a->next)
     for (uint32_t i = a->dirty_head, next; i && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes; i = next) {

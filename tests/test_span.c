@@ -14,6 +14,10 @@
  *      works after it;
  *   E. more live span bytes than one 1 GiB arena holds: a second arena,
  *      blocks in both, freed in an order that empties the first one first.
+ *   F. (`test_span aging`, with HAKMEM_PURGE_DELAY_MS of at most 200) the
+ *      pages of a freed block are purged one delay after its free, even
+ *      while a small block is carved from its start and freed again and
+ *      again (each free joins the two runs into one).
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
  * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
 #define _GNU_SOURCE
@@ -24,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <time.h>
 
 #include "check.h"
 #include "hakmem.h"
@@ -187,8 +193,48 @@ static void two_arenas(void) {
   }
 }
 
-int main(void) {
+static size_t resident_pages(void *p, size_t n) {
+  static unsigned char vec[(8 * MiB) / 4096];
+  CHECK(n <= sizeof vec * 4096 && ((uintptr_t)p & 4095) == 0);
+  CHECK(mincore(p, n, vec) == 0);
+  size_t r = 0;
+  for (size_t i = 0; i < n / 4096; i++) r += vec[i] & 1;
+  return r;
+}
+
+static void aging(void) {
+  const char *d = getenv("HAKMEM_PURGE_DELAY_MS");
+  long delay = d ? atol(d) : 0;
+  CHECKF(delay > 0 && delay <= 200, "test_span aging wants HAKMEM_PURGE_DELAY_MS of 1-200, not %s", d ? d : "unset");
+  if (delay <= 0 || delay > 200) return;
+  unsigned char *x = malloc(8 * MiB);
+  CHECK(x != NULL);
+  memset(x, 1, 8 * MiB);
+  CHECKF(resident_pages(x, 8 * MiB) == 2048, "%zu of 2048 pages resident after memset", resident_pages(x, 8 * MiB));
+  free(x);
+  struct timespec t0, t, nap = {0, 2000000};
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  unsigned joins = 0;
+  do {  /* lowest address first: each block lands at x's start, each free joins the rest of x's run */
+    unsigned char *c = malloc(64 * KiB);
+    CHECK(c != NULL);
+    c[0] = 1;
+    joins += c == x;
+    free(c);
+    nanosleep(&nap, NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 10 * delay);
+  CHECKF(joins > 0, "no 64 KiB block landed at the freed 8 MiB block's start: the test does not test");
+  size_t r = resident_pages(x + MiB, 7 * MiB);
+  CHECKF(r == 0, "%zu of 1792 pages of a block freed %ld ms ago (10 purge delays) still resident", r, 10 * delay);
+}
+
+int main(int argc, char **argv) {
   CHECK(hak_is_active());
+  if (argc > 1 && strcmp(argv[1], "aging") == 0) {
+    aging();
+    return check_done("test_span aging");
+  }
   model(20000);
   calloc_on_resident();
   two_threads();
