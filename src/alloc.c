@@ -133,9 +133,7 @@ void *hk_realloc(void *p, size_t n) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     uintptr_t xhead = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
     bool mine = HK_LOAD_RELAXED(s->owner) == hk_thread_id();
-    /* (not under memcheck: p may be live, and its word must not become
-     * inaccessible; the free at the end of the move still finds the mark) */
-    bool marked = !HK_M_CANARY && !HK_TRACKING && hk_mark_load((hk_block_t *)p) == hk_free_mark &&
+    bool marked = !HK_M_CANARY && hk_mark_load((hk_block_t *)p) == hk_free_mark &&
                   (!mine || hk_heap_block_is_free(s, (hk_block_t *)p));
     if (HK_UNLIKELY((mine && (p == (void *)s->local_free || p == (void *)s->free)) ||
                     xhead == (uintptr_t)p || hk_sec_is_free(s, p) || marked)) {
