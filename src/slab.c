@@ -26,16 +26,23 @@ void hk_slab_check(const hk_slab_t *s, uintptr_t owner) {
 }
 #endif
 
+/* inverse of odd d modulo 2^32 (Newton's iteration) */
+static uint32_t inverse_u32(uint32_t d) {
+  uint32_t x = d;  /* correct to 3 bits */
+  for (int i = 0; i < 5; i++) x *= 2 - d * x;
+  return x;
+}
+
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner) {
   hk_slab_t *s = &ss->slabs[idx];
   s->cls = (uint8_t)cls;
   s->block_size = (uint32_t)hk_class_bytes(cls);
   s->start = HK_HIDE(hk_ss_slab_area(ss, idx));
   s->capacity = (uint16_t)(hk_ss_slab_area_bytes(ss, idx) / s->block_size);
-  s->div_m = hk_slab_div_m(s->block_size);
-  s->start_m = (uint64_t)(uintptr_t)hk_ss_slab_area(ss, idx) * s->div_m;
+  s->div_shift = (uint8_t)__builtin_ctz(s->block_size);
+  s->div_inv = inverse_u32(s->block_size >> s->div_shift);
   s->index = (uint8_t)idx;
-  hk_slab_set_carved(s, 0);
+  s->carved = 0;
   s->batch_kb = 4;
   s->used = 0;
   s->free = s->local_free = NULL;
@@ -59,20 +66,13 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
   uint8_t *first = HK_UNHIDE(s->start) + (size_t)s->carved * bs;
   if (HK_M_SHUFFLE || HK_M_CANARY) {
     hk_sec_carve(s, first, n);  /* random order, trailers */
-    if (!HK_M_CANARY)
-      for (unsigned i = 0; i < n; i++) hk_mark_store((hk_block_t *)(first + i * bs), hk_free_mark);
   } else {
     uint8_t *p = first;
-    uintptr_t mark = hk_free_mark;  /* a free of a block carved, never handed out, finds it */
-    for (unsigned i = 1; i < n; i++, p += bs) {
-      hk_block_set_next(s, (hk_block_t *)p, (hk_block_t *)(p + bs));
-      hk_mark_store((hk_block_t *)p, mark);
-    }
+    for (unsigned i = 1; i < n; i++, p += bs) hk_block_set_next(s, (hk_block_t *)p, (hk_block_t *)(p + bs));
     hk_block_set_next(s, (hk_block_t *)p, s->free);
-    hk_mark_store((hk_block_t *)p, mark);
     s->free = (hk_block_t *)first;
   }
-  hk_slab_set_carved(s, s->carved + n);
+  s->carved = (uint16_t)(s->carved + n);
   return true;
 }
 
@@ -95,7 +95,7 @@ bool hk_slab_extend(hk_slab_t *s) {
 bool hk_slab_restart(hk_slab_t *s) {
   HK_ASSERT(s->used == 0 && s->free == NULL);
   s->local_free = NULL;
-  hk_slab_set_carved(s, 0);
+  s->carved = 0;
   return slab_carve(s, s->batch_kb * 1024u);
 }
 
