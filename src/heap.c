@@ -296,6 +296,8 @@ static void heap_drain_delayed(hk_heap_t *h) {
 /* ---- adopting abandoned superslabs ---------------------------------------- */
 
 static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
+  bool forked = ss->forked;  /* its heap vanished in fork(): rebuild its slabs */
+  ss->forked = false;
   atomic_store_explicit(&ss->heap, h, memory_order_release);
   bool was_full = ss->free_mask == 0;
   hk_ss_list_push(was_full ? &h->ss_full[ss->kind] : &h->ss_avail[ss->kind], ss,
@@ -305,6 +307,7 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     hk_slab_t *s = &ss->slabs[i];
     HK_STORE_RELAXED(s->owner, h->tid);
     s->next = s->prev = NULL;
+    if (forked) hk_slab_rebuild(s);
     size_t got = hk_slab_collect_remote(s);
     if (got && hk_heap_counting) h->st.remote[s->cls] += got;
     if (s->used == 0) {
@@ -683,14 +686,24 @@ void hk_heap_fork_parent(void) { hk_unlock(&registry_lock); }
 
 /* In the child only the forking thread lives. The other heaps' owners are
  * gone (and a new thread may even get one's thread id back): their
- * superslabs become ownerless and adoptable, their heap structs reusable.
- * Their blocks caught in flight by fork() are lost, nothing worse. */
+ * superslabs become ownerless and adoptable (the adopter first rebuilds
+ * each slab: hk_slab_rebuild), their heap structs reusable. Blocks caught
+ * in flight by fork() are lost, nothing worse. */
 void hk_heap_fork_child(void) {
   hk_lock_reset(&registry_lock);
   hk_heap_t *self = hk_tls_heap;
   hk_ss_orphan_foreign(self);
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {
     if (!h->live || h == self) continue;
+    /* blocks other threads handed this heap (whole pushes: a list never
+     * caught halfway) go onto their slabs' remote frees, now ownerless,
+     * for the adopter to collect: counted back, not leaked */
+    hk_block_t *b = atomic_exchange_explicit(&h->delayed, NULL, memory_order_relaxed);
+    while (b) {
+      hk_block_t *next = hk_gblock_next(b);
+      hk_remote_push(hk_slab_of(hk_ss_of(b), b), b);
+      b = next;
+    }
     stats_retire(h);
     h->live = false;
     h->next_free = registry_free;

@@ -191,3 +191,8 @@ bool hk_sec_is_freed(hk_slab_t *s, const void *p) {
   uint32_t c = hk_sec_canary(s, p), lo = (uint32_t)hk_sec_trailer_load(p, avail);
   return lo == (c ^ HK_SEC_FREED) || lo == (c ^ HK_SEC_FREED_FILL) || lo == (c ^ HK_SEC_REMOTE);
 }
+
+bool hk_sec_listed_freed(hk_slab_t *s, const void *p) {
+  uint32_t c = hk_sec_canary(s, p);
+  return (uint32_t)hk_sec_trailer_load(p, s->avail) == (c ^ freed_tag());
+}

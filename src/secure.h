@@ -135,6 +135,12 @@ HK_INLINE bool hk_sec_resize(hk_slab_t *s, void *p, size_t n) {
 HK_INLINE bool hk_sec_is_free(hk_slab_t *s, const void *p) {
   return HK_M_CANARY && hk_sec_is_freed(s, p);
 }
+/* may p, found on an owner list, stay there? (canary: its trailer says
+ * freed; a fork can leave a block listed in another state: slab.c) */
+bool hk_sec_listed_freed(hk_slab_t *s, const void *p);
+HK_INLINE bool hk_sec_listed_ok(hk_slab_t *s, const void *p) {
+  return !HK_M_CANARY || hk_sec_listed_freed(s, p);
+}
 /* the owner took p back from xfree (canary: "remote" becomes "freed") */
 HK_INLINE void hk_sec_on_collected(hk_slab_t *s, void *p) {
   if (HK_M_CANARY) hk_sec_collected(s, p);

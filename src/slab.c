@@ -76,6 +76,51 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
   return true;
 }
 
+/* fork() stops every other thread wherever it is, maybe halfway through
+ * a list update of a slab it owns: a refill that set s->free but not yet
+ * s->local_free (both then hold the same blocks, which would be handed out
+ * twice), a push or a pop whose count is not yet updated, a carve whose
+ * blocks are listed before s->carved says so. The child's adopter calls
+ * this before it uses such a slab: every carved block found on s's lists
+ * goes once onto local_free, in address order; a block found twice, past
+ * `carved` (it is carved again later) or (canary) not marked freed is
+ * dropped; blocks neither listed nor counted out are counted out (lost
+ * with their thread: a leak, never a block handed out twice). Remote frees
+ * are atomic pushes, never caught halfway: xfree is left as it is. */
+void hk_slab_rebuild(hk_slab_t *s) {
+  if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) return;
+  enum { MAX_BLOCKS = (1u << 18) / 16 };  /* the most a 256 KiB slab of 16-byte blocks would hold */
+  uint64_t seen[MAX_BLOCKS / 64] = {0};
+  unsigned carved = s->carved < s->capacity ? s->carved : s->capacity;
+  hk_block_t *lists[3] = { s->free, s->local_free, s->aged };
+  for (int l = 0; l < 3; l++) {
+    hk_block_t *b = lists[l];
+    for (unsigned n = 0; b && n < carved; n++) {
+      if (!hk_slab_is_block(s, b)) break;  /* not a block of s: the list ends here */
+      uint32_t i = hk_slab_block_index(s, b);
+      if (i < carved && i < MAX_BLOCKS && hk_sec_listed_ok(s, b)) seen[i / 64] |= 1ull << (i % 64);
+      hk_block_t *nx = hk_block_next(s, b);
+      if (!hk_link_ok(s, b, nx)) break;
+      b = nx;
+    }
+  }
+  uint8_t *start = HK_UNHIDE(s->start);
+  hk_block_t *head = NULL;
+  unsigned listed = 0;
+  for (unsigned i = carved; i-- > 0;) {
+    if (!(seen[i / 64] >> (i % 64) & 1)) continue;
+    hk_block_t *b = (hk_block_t *)(start + (size_t)i * s->block_size);
+    hk_block_set_next(s, b, head);
+    head = b;
+    listed++;
+  }
+  s->free = NULL;
+  s->aged = NULL;
+  s->local_free = head;
+  s->carved = (uint16_t)carved;
+  s->used = (uint16_t)(carved - listed);
+}
+
 /* A slab's first batch is 4 KiB of blocks and each one it carves to grow
  * is twice the last, up to HAKMEM_CARVE_KB: a class with a few live blocks
  * touches one page, not 16 KiB (64 classes of 16-1024 B with 6 blocks

@@ -27,6 +27,10 @@ bool hk_slab_extend(hk_slab_t *s);
 /* Forget the free lists of a slab with no block out and carve afresh. */
 bool hk_slab_restart(hk_slab_t *s) __attribute__((noinline));
 
+/* s's owner vanished in fork(), maybe halfway through a list update:
+ * make its lists and counts agree again (slab.c). Before the adopter uses it. */
+void hk_slab_rebuild(hk_slab_t *s) __attribute__((cold));
+
 /* Pop b, the first block of s->free, for malloc: its link is checked
  * before it is followed. */
 HK_INLINE void hk_slab_pop_block(hk_slab_t *s, hk_block_t *b) {

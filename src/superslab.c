@@ -60,6 +60,7 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
   ss->free_mask = ss->nslabs == 32 ? 0xffffffffu : ((1u << ss->nslabs) - 1);
   ss->nused = 0;
   ss->list = LIST_NONE;
+  ss->forked = false;
   atomic_store_explicit(&ss->heap, NULL, memory_order_relaxed);
   ss->next = ss->prev = NULL;
   for (unsigned i = 0; i < ss->nslabs; i++) {
@@ -321,6 +322,7 @@ void hk_ss_orphan_foreign(struct hk_heap *self) {
     }
     /* Its owner's lists may have been caught mid-update by fork(): touch
      * nothing but the slabs' ownership; the adopter rebuilds the rest. */
+    ss->forked = true;
     for (unsigned i = 0; i < ss->nslabs; i++) {
       hk_slab_t *s = &ss->slabs[i];
       HK_STORE_RELAXED(s->owner, 0);

@@ -87,6 +87,8 @@ typedef struct hk_superslab {
   uint32_t purged_mask;     /* unused slabs purged since (refault count)   */
   uint32_t nused;           /* slabs in use                                */
   bool purged;              /* whole superslab purged while cached         */
+  bool forked;              /* its heap vanished in fork(): the adopter
+                               rebuilds its slabs (hk_slab_rebuild)       */
   _Atomic(struct hk_heap *) heap;  /* owner; NULL when abandoned/cached    */
   struct hk_superslab *next, *prev;
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
