@@ -27,9 +27,25 @@ void hk_free_other(void *p, unsigned ck, unsigned kind, size_t size) {
 
 void hk_free_invalid(void *p, hk_slab_t *s) {
   if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) hk_report_invalid("free", p, "not a live hakmem block");
+  else if (hk_slab_is_slot(s, p) && !hk_slab_is_block(s, p))  /* a block start past `carved` */
+    hk_report_invalid("free", p, "not a live hakmem block (never handed out)");
   else if (!hk_slab_is_block(s, p))
     hk_report_invalid("free", p, "not the start of a hakmem block (interior or misaligned)");
   else hk_report_invalid("free", p, "block already freed (double free)");
+}
+
+/* free found the free mark in p: a double free, or a free of a block
+ * carved and never handed out, unless the program copied the mark into a
+ * live block. The owner confirms by walking the slab's lists; another
+ * thread cannot walk them safely and takes the mark's word (a random 64-bit
+ * value that only a read of a freed block reveals). */
+void hk_free_marked(hk_slab_t *s, void *p, bool owner) {
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED)) { hk_free_invalid(p, s); return; }
+  if (!owner || hk_heap_block_is_free(s, (hk_block_t *)p)) {
+    hk_report_invalid("free", p, "block already freed (double free)");
+    return;
+  }
+  hk_free_local(s, (hk_block_t *)p);  /* live after all: the mark is in place */
 }
 
 void hk_free_remote_checked(hk_slab_t *s, void *p) {
@@ -117,8 +133,12 @@ void *hk_realloc(void *p, size_t n) {
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     uintptr_t xhead = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
     bool mine = HK_LOAD_RELAXED(s->owner) == hk_thread_id();
+    /* (not under memcheck: p may be live, and its word must not become
+     * inaccessible; the free at the end of the move still finds the mark) */
+    bool marked = !HK_M_CANARY && !HK_TRACKING && hk_mark_load((hk_block_t *)p) == hk_free_mark &&
+                  (!mine || hk_heap_block_is_free(s, (hk_block_t *)p));
     if (HK_UNLIKELY((mine && (p == (void *)s->local_free || p == (void *)s->free)) ||
-                    xhead == (uintptr_t)p || hk_sec_is_free(s, p))) {
+                    xhead == (uintptr_t)p || hk_sec_is_free(s, p) || marked)) {
       hk_report_invalid("realloc", p, "block already freed (double free)");
       errno = EINVAL;
       return NULL;

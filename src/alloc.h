@@ -17,6 +17,7 @@ void  *hk_malloc_large(size_t n, unsigned kind);   /* n > HK_MID_MAX       */
 void   hk_free_other(void *p, unsigned ck, unsigned kind, size_t size);  /* all but small */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
 void   hk_free_invalid(void *p, hk_slab_t *s);     /* reports; cold        */
+void   hk_free_marked(hk_slab_t *s, void *p, bool owner);  /* free mark found; cold */
 void  *hk_calloc(size_t count, size_t size);
 void  *hk_realloc(void *p, size_t n);
 void  *hk_aligned(size_t align, size_t n, unsigned kind);  /* align: power of two */
@@ -133,19 +134,24 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
   if (HK_UNLIKELY(!hk_slab_is_block(s, p))) { hk_free_invalid(p, s); return; }
   hk_block_t *b = (hk_block_t *)p;
   hk_track_free(p);
-  if (HK_LIKELY(HK_LOAD_RELAXED(s->owner) == hk_thread_id())) {
-    if (HK_M_CANARY) {
-      /* the trailer's state catches the immediate double free too */
-      if (HK_UNLIKELY(!hk_sec_on_free_owner(s, p, kind, size))) return;
-    } else if (HK_UNLIKELY(b == s->local_free)) {
-      hk_free_invalid(p, s);
-      return;
+  if (HK_M_CANARY) {
+    bool owner = HK_LOAD_RELAXED(s->owner) == hk_thread_id();
+    /* the trailer's state catches every double free */
+    if (owner) {
+      if (HK_LIKELY(hk_sec_on_free_owner(s, p, kind, size))) hk_free_local(s, b);
+    } else if (HK_LIKELY(hk_sec_on_free_remote(s, p, kind, size))) {
+      hk_free_remote_checked(s, p);
     }
-    hk_free_local(s, b);
     return;
   }
-  if (HK_UNLIKELY(!hk_sec_on_free_remote(s, p, kind, size))) return;
-  hk_free_remote_checked(s, p);
+  uintptr_t mark = hk_free_mark;
+  if (HK_UNLIKELY(hk_mark_load(b) == mark)) {  /* freed already, or never handed out? */
+    hk_free_marked(s, p, HK_LOAD_RELAXED(s->owner) == hk_thread_id());
+    return;
+  }
+  hk_mark_store(b, mark);
+  if (HK_LIKELY(HK_LOAD_RACY(s->owner) == hk_thread_id())) hk_free_local(s, b);
+  else hk_free_remote_checked(s, p);
 }
 
 /* A small block's slab is found by a constant shift, so the CPU reads the

@@ -41,6 +41,15 @@
  * moves on x86, but visible to the compiler and to TSan as atomic. */
 #define HK_LOAD_RELAXED(x)      __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define HK_STORE_RELAXED(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+/* A word another thread may be writing, read where any value it held is
+ * fine (the fast path's reads of a slab's owner and block bound): a plain
+ * load, which the compiler can fold into a compare; an atomic one under
+ * TSan, which would otherwise report it. */
+#if defined(__SANITIZE_THREAD__)
+#define HK_LOAD_RACY(x)         __atomic_load_n(&(x), __ATOMIC_RELAXED)
+#else
+#define HK_LOAD_RACY(x)         (x)
+#endif
 
 /* What a block was allocated as, for the secure build's checks at free. */
 enum { HK_KIND_MALLOC = 0, HK_KIND_NEW = 1, HK_KIND_NEW_ARRAY = 2, HK_KIND_ANY = 255 };

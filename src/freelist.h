@@ -42,25 +42,61 @@ HK_INLINE hk_block_t *hk_gblock_next(const hk_block_t *b) { return hk_link_load(
 HK_INLINE void hk_gblock_set_next(hk_block_t *b, const hk_block_t *next) {
   hk_link_store(b, next, hk_list_key);
 }
+/* The free mark: a freed block's second word holds hk_free_mark, a
+ * random per-process value (not derived from hk_list_key: reading it out
+ * of a freed block tells nothing of the links), which malloc clears. A free
+ * that finds it is a double free however long ago the first one was, or a
+ * free of a block carved and never handed out (carving marks every block);
+ * the owner confirms it out of line by walking the slab's lists (a live
+ * block holds the mark only if the program copied it out of a freed one).
+ * Not with the canary measure: its trailer state does this. */
+extern uintptr_t hk_free_mark HK_HIDDEN;
+HK_INLINE uintptr_t hk_mark_load(const hk_block_t *b) {
+  hk_track_defined(b + 1, sizeof *b);
+  uintptr_t m = b[1].enc;
+  hk_track_noaccess(b + 1, sizeof *b);
+  return m;
+}
+HK_INLINE void hk_mark_store(hk_block_t *b, uintptr_t m) {
+  hk_track_defined(b + 1, sizeof *b);
+  b[1].enc = m;
+  hk_track_noaccess(b + 1, sizeof *b);
+}
+
 /* A link failed its check: reported, then a trap (a corrupted list cannot be
  * followed, whatever HAKMEM_ABORT_ON_INVALID says). */
 void hk_report_list_corrupt(const void *block) __attribute__((cold, noinline, noreturn));
-/* Set hk_list_key from the kernel's AT_RANDOM bytes; before any slab is used. */
+/* Set hk_list_key from the kernel's AT_RANDOM bytes and hk_free_mark from
+ * getrandom(); before any slab is used. */
 void hk_list_key_init(void);
 
-/* Is p the start of a block of s? Exact division by multiplication:
- * (p - start) = q * block_size with q < capacity. Catches interior,
- * misaligned and out-of-slab pointers with a multiply and a rotate. */
-HK_INLINE uint32_t hk_slab_block_index(const hk_slab_t *s, const void *p) {
-  uint32_t n = (uint32_t)((uintptr_t)p - (uintptr_t)s->start);
-  uint32_t x = n * s->div_inv;
-  unsigned k = s->div_shift;
-  return (x >> k) | (x << ((32 - k) & 31));  /* >= capacity unless a block */
+/* Is p the start of one of the `carved` blocks of s? One multiply and one
+ * compare: with M = floor(2^64 / d) + 1 and e = d * M - 2^64 (1 <= e <= d),
+ * an offset n = q * d + r from the slab's start gives n * M = q * e + r * M
+ * (mod 2^64): below carved * e exactly when r = 0 and q < carved, for
+ * |n| < 2^21 (a slab's span; test_size_class checks every offset). So
+ * interior, misaligned and out-of-slab pointers fail, and blocks never
+ * carved (never handed out) too. The owner raises `lim` with `carved`;
+ * another thread reads it only for a block it was handed, so it sees at
+ * least that block's carve. */
+HK_INLINE uint64_t hk_slab_div_m(uint32_t d) {
+  return UINT64_MAX / d + 1 + ((d & (d - 1)) == 0);  /* floor(2^64 / d) + 1 */
+}
+HK_INLINE uint64_t hk_slab_offset_m(const hk_slab_t *s, const void *p) {
+  return (uint64_t)(uintptr_t)p * s->div_m - s->start_m;
 }
 HK_INLINE bool hk_slab_is_block(const hk_slab_t *s, const void *p) {
-  return hk_slab_block_index(s, p) < s->capacity;
+  return hk_slab_offset_m(s, p) < HK_LOAD_RACY(s->lim);
 }
-
+/* ... of any block of s, carved or not */
+HK_INLINE bool hk_slab_is_slot(const hk_slab_t *s, const void *p) {
+  return hk_slab_offset_m(s, p) < (uint64_t)s->capacity * (s->block_size * s->div_m);
+}
+/* The owner carved blocks: free accepts the first n */
+HK_INLINE void hk_slab_set_carved(hk_slab_t *s, unsigned n) {
+  HK_STORE_RELAXED(s->carved, (uint16_t)n);
+  HK_STORE_RELAXED(s->lim, n * (s->block_size * s->div_m));
+}
 /* A link read from block b of slab s must stay in b's superslab (one xor
  * and shift), or be a block of s itself (measure keys: an attacker who
  * learnt a key still cannot point a list at metadata), or end the list. */

@@ -157,6 +157,30 @@ static uint64_t free_list_length(const hk_slab_t *s) {
   return n;
 }
 
+/* Is b on a list that starts at `head`? (the free mark's confirmation;
+ * at most `most` links, a bad one ends the walk) */
+static bool list_holds(const hk_slab_t *s, const hk_block_t *head, const hk_block_t *b, bool global,
+                       uint64_t most) {
+  for (uint64_t n = 0; head && n < most; n++) {
+    if (head == b) return true;
+    const hk_block_t *nx = global ? hk_gblock_next(head) : hk_block_next(s, head);
+    if (!global && !hk_link_ok(s, head, nx)) return false;
+    head = nx;
+  }
+  return false;
+}
+
+bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
+  hk_heap_t *h = hk_tls_heap;
+  HK_ASSERT(HK_LOAD_RELAXED(s->owner) == hk_thread_id());
+  /* only the owner takes blocks off xfree and delayed; others only push in
+   * front of the head read here, so the rest of the chain holds still */
+  const hk_block_t *x = HK_XF_LIST(atomic_load_explicit(&s->xfree, memory_order_acquire));
+  return list_holds(s, s->free, b, false, s->capacity) || list_holds(s, s->local_free, b, false, s->capacity) ||
+         list_holds(s, s->aged, b, false, s->capacity) || list_holds(s, x, b, false, s->capacity) ||
+         list_holds(s, atomic_load_explicit(&h->delayed, memory_order_acquire), b, true, UINT64_MAX);
+}
+
 void hk_heap_sum_stats(hk_heap_stats_t *acc) {
   hk_lock(&registry_lock);
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {

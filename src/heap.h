@@ -80,6 +80,11 @@ void hk_heap_free_local_slow(hk_slab_t *s);
  * (hk_remote_push returned false): hand b to the owner heap. */
 void hk_heap_notify(hk_slab_t *s, hk_block_t *b) __attribute__((noinline));
 
+/* The free mark's confirmation (freelist.h): is b, in slab s that the
+ * calling thread owns, on one of the lists of free blocks (s's own, its
+ * remote frees, the heap's delayed ones)? A walk: out of line, rare. */
+bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) __attribute__((cold, noinline));
+
 /* Thread exit: hand everything over. */
 void hk_heap_thread_done(hk_heap_t *h);
 /* Give back what the calling thread's heap keeps unused. Bytes purged. */

@@ -26,23 +26,16 @@ void hk_slab_check(const hk_slab_t *s, uintptr_t owner) {
 }
 #endif
 
-/* inverse of odd d modulo 2^32 (Newton's iteration) */
-static uint32_t inverse_u32(uint32_t d) {
-  uint32_t x = d;  /* correct to 3 bits */
-  for (int i = 0; i < 5; i++) x *= 2 - d * x;
-  return x;
-}
-
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner) {
   hk_slab_t *s = &ss->slabs[idx];
   s->cls = (uint8_t)cls;
   s->block_size = (uint32_t)hk_class_bytes(cls);
   s->start = HK_HIDE(hk_ss_slab_area(ss, idx));
   s->capacity = (uint16_t)(hk_ss_slab_area_bytes(ss, idx) / s->block_size);
-  s->div_shift = (uint8_t)__builtin_ctz(s->block_size);
-  s->div_inv = inverse_u32(s->block_size >> s->div_shift);
+  s->div_m = hk_slab_div_m(s->block_size);
+  s->start_m = (uint64_t)(uintptr_t)hk_ss_slab_area(ss, idx) * s->div_m;
   s->index = (uint8_t)idx;
-  s->carved = 0;
+  hk_slab_set_carved(s, 0);
   s->batch_kb = 4;
   s->used = 0;
   s->free = s->local_free = NULL;
@@ -66,13 +59,20 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
   uint8_t *first = HK_UNHIDE(s->start) + (size_t)s->carved * bs;
   if (HK_M_SHUFFLE || HK_M_CANARY) {
     hk_sec_carve(s, first, n);  /* random order, trailers */
+    if (!HK_M_CANARY)
+      for (unsigned i = 0; i < n; i++) hk_mark_store((hk_block_t *)(first + i * bs), hk_free_mark);
   } else {
     uint8_t *p = first;
-    for (unsigned i = 1; i < n; i++, p += bs) hk_block_set_next(s, (hk_block_t *)p, (hk_block_t *)(p + bs));
+    uintptr_t mark = hk_free_mark;  /* a free of a block carved, never handed out, finds it */
+    for (unsigned i = 1; i < n; i++, p += bs) {
+      hk_block_set_next(s, (hk_block_t *)p, (hk_block_t *)(p + bs));
+      hk_mark_store((hk_block_t *)p, mark);
+    }
     hk_block_set_next(s, (hk_block_t *)p, s->free);
+    hk_mark_store((hk_block_t *)p, mark);
     s->free = (hk_block_t *)first;
   }
-  s->carved = (uint16_t)(s->carved + n);
+  hk_slab_set_carved(s, s->carved + n);
   return true;
 }
 
@@ -96,8 +96,8 @@ void hk_slab_rebuild(hk_slab_t *s) {
   for (int l = 0; l < 3; l++) {
     hk_block_t *b = lists[l];
     for (unsigned n = 0; b && n < carved; n++) {
-      if (!hk_slab_is_block(s, b)) break;  /* not a block of s: the list ends here */
-      uint32_t i = hk_slab_block_index(s, b);
+      if (!hk_slab_is_slot(s, b)) break;  /* not a block of s: the list ends here */
+      size_t i = (size_t)((uint8_t *)b - HK_UNHIDE(s->start)) / s->block_size;
       if (i < carved && i < MAX_BLOCKS && hk_sec_listed_ok(s, b)) seen[i / 64] |= 1ull << (i % 64);
       hk_block_t *nx = hk_block_next(s, b);
       if (!hk_link_ok(s, b, nx)) break;
@@ -111,13 +111,14 @@ void hk_slab_rebuild(hk_slab_t *s) {
     if (!(seen[i / 64] >> (i % 64) & 1)) continue;
     hk_block_t *b = (hk_block_t *)(start + (size_t)i * s->block_size);
     hk_block_set_next(s, b, head);
+    if (!HK_M_CANARY) hk_mark_store(b, hk_free_mark);
     head = b;
     listed++;
   }
   s->free = NULL;
   s->aged = NULL;
   s->local_free = head;
-  s->carved = (uint16_t)carved;
+  hk_slab_set_carved(s, carved);
   s->used = (uint16_t)(carved - listed);
 }
 
@@ -140,7 +141,7 @@ bool hk_slab_extend(hk_slab_t *s) {
 bool hk_slab_restart(hk_slab_t *s) {
   HK_ASSERT(s->used == 0 && s->free == NULL);
   s->local_free = NULL;
-  s->carved = 0;
+  hk_slab_set_carved(s, 0);
   return slab_carve(s, s->batch_kb * 1024u);
 }
 

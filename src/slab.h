@@ -35,8 +35,12 @@ void hk_slab_rebuild(hk_slab_t *s) __attribute__((cold));
  * before it is followed. */
 HK_INLINE void hk_slab_pop_block(hk_slab_t *s, hk_block_t *b) {
   hk_block_t *nx = hk_block_next(s, b);
+  /* (nx is tested for NULL itself, not by comparing the stored word with
+   * the key: the key need not stay in a register; 2 instructions less) */
+  __asm__("" : "+r"(nx));
   if (HK_UNLIKELY(!hk_link_ok(s, b, nx))) hk_report_list_corrupt(b);
   s->free = nx;
+  if (!HK_M_CANARY) hk_mark_store(b, 0);  /* live: no free mark */
   /* the next malloc of this class reads nx's link: a block freed long ago
    * is a cache miss there (python3 workload +3%, one instruction) */
   __builtin_prefetch(nx);

@@ -67,7 +67,9 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
     hk_slab_t *s = &ss->slabs[i];
     s->free = s->local_free = NULL;
     HK_STORE_RELAXED(s->owner, 0);
-    s->used = s->capacity = s->carved = 0;
+    s->used = s->capacity = 0;
+    HK_STORE_RELAXED(s->carved, 0);
+    HK_STORE_RELAXED(s->lim, 0);
     HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
     s->index = (uint8_t)i;
     atomic_store_explicit(&s->xfree, 0, memory_order_relaxed);

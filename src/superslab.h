@@ -37,41 +37,44 @@ enum { HK_SLAB_UNUSED = 0, HK_SLAB_CUR, HK_SLAB_PARTIAL, HK_SLAB_FULL };
 enum { HK_XF_NORMAL = 0, HK_XF_NOTIFY = 1, HK_XF_NOTIFYING = 2, HK_XF_MASK = 3 };
 
 typedef struct hk_slab {
-  /* line 0: touched by the owner only */
+  /* line 0: touched by the owner only (others read it) */
   hk_block_t *free;         /* malloc pops here                      */
   hk_block_t *local_free;   /* owner's frees land here               */
   uintptr_t owner;          /* owning thread's id; 0 when nobody's   */
   uint16_t used;            /* blocks out (incl. uncollected remote) */
-  uint16_t capacity;        /* blocks in the slab                    */
+  uint16_t carved;          /* blocks carved so far (lazy init)      */
   uint8_t state;            /* HK_SLAB_*                             */
   uint8_t cls;
-  uint8_t div_shift;        /* block_size = odd << div_shift          */
   uint8_t index;            /* in its superslab                      */
-  uint32_t block_size;
-  uint32_t div_inv;         /* inverse of the odd part, mod 2^32     */
-  uint8_t *start;
+  uint8_t batch_kb;         /* owner: KiB the next carve takes       */
+  /* free's block check, one multiply and one compare (hk_slab_is_block):
+   * p * div_m - start_m < lim exactly when p is the start of one of the
+   * first `carved` blocks */
+  uint64_t div_m;           /* floor(2^64 / block_size) + 1          */
+  uint64_t start_m;         /* start * div_m (mod 2^64)              */
 #if HK_SLAB_KEYED
   /* keys or canary: what every malloc and free reads stays on line 0 (line
-   * 1 is written by other threads' frees); the partial-list links move
-   * there. The fields are the same in both orders. */
-  uintptr_t key;            /* this slab's link and canary key       */
+   * 1 is written by other threads' frees) */
+  uint32_t lim;             /* carved * (block_size * div_m mod 2^64) */
   uint32_t avail;           /* block_size - HK_PAD: the trailer word */
-  uint32_t spare;
+  uintptr_t key;            /* this slab's link and canary key       */
   /* line 1: written by other threads */
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
-  uint16_t carved;          /* blocks carved so far (lazy init)      */
-  uint8_t batch_kb;         /* owner: KiB the next carve takes       */
+  uint16_t capacity;        /* blocks in the slab                    */
+  uint32_t block_size;
+  uint8_t *start;
   struct hk_slab *next, *prev;  /* heap's partial list               */
   hk_block_t *aged;         /* owner: freed before the last refill   */
 #else
-  struct hk_slab *next, *prev;  /* heap's partial list               */
+  uint64_t lim;             /* carved * (block_size * div_m mod 2^64) */
+  uint32_t block_size;
+  uint32_t avail;           /* block_size (no trailer)               */
   /* line 1: written by other threads */
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
-  uint16_t carved;          /* blocks carved so far (lazy init)      */
-  uint8_t batch_kb;         /* owner: KiB the next carve takes       */
+  uint16_t capacity;        /* blocks in the slab                    */
+  uint8_t *start;
+  struct hk_slab *next, *prev;  /* heap's partial list               */
   uintptr_t key;            /* unused without keys or canary         */
-  uint32_t avail;           /* block_size (no trailer)               */
-  uint32_t spare;
   hk_block_t *aged;         /* delayed reuse (off: always NULL)      */
 #endif
 } __attribute__((aligned(HK_CACHE_LINE))) hk_slab_t;
@@ -97,7 +100,7 @@ typedef struct hk_superslab {
 
 _Static_assert(sizeof(hk_slab_t) == 128, "slab descriptor is two cache lines");
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
-_Static_assert(!HK_SLAB_KEYED || __builtin_offsetof(hk_slab_t, key) == 48,
+_Static_assert(!HK_SLAB_KEYED || __builtin_offsetof(hk_slab_t, key) == 56,
                "tests/security/forged_link_metadata.c");
 
 HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {

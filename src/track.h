@@ -20,12 +20,14 @@
 
 #ifdef HK_VALGRIND
 #include <valgrind/memcheck.h>
+#define HK_TRACKING 1
 #define hk_track_alloc(p, n, zeroed) VALGRIND_MALLOCLIKE_BLOCK((p), (n), 0, (zeroed))
 #define hk_track_free(p)             VALGRIND_FREELIKE_BLOCK((p), 0)
 #define hk_track_resize(p, from, to) VALGRIND_RESIZEINPLACE_BLOCK((p), (from), (to), 0)
 #define hk_track_defined(p, n)       VALGRIND_MAKE_MEM_DEFINED((p), (n))
 #define hk_track_noaccess(p, n)      VALGRIND_MAKE_MEM_NOACCESS((p), (n))
 #else
+#define HK_TRACKING 0
 #define hk_track_alloc(p, n, zeroed) ((void)(p), (void)(n), (void)(zeroed))
 #define hk_track_free(p)             ((void)(p))
 #define hk_track_resize(p, from, to) ((void)(p), (void)(from), (void)(to))

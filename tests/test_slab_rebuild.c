@@ -143,7 +143,7 @@ static void run_case(int c, int rebuild) {
     }
     unsigned before = s->carved;
     CHECK_FATAL(hk_slab_extend(s));
-    s->carved = (uint16_t)before;
+    hk_slab_set_carved(s, before);
     break;
   }
   }

@@ -1,5 +1,6 @@
 /* free(a), then other mallocs and frees of the same size, then free(a) again:
- * a is no longer at the head of any free list. Caught: secure (free bitmap). */
+ * a is no longer at the head of any free list. Caught: default (the free
+ * mark), secure (the trailer's state). */
 #include "common.h"
 
 int main(void) {

@@ -4,7 +4,8 @@
  *   HAKMEM_FREE_FILL=1  bytes 8..end are zero
  *   HAKMEM_FREE_FILL=2  bytes 8..end hold 0xDF
  * (bytes 0..7 are the encoded free-list link, the last 8 the block's trailer
- * word). argv[1]: the mode under test, which must match the environment.
+ * word; without the canary measure bytes 8..15 hold the free mark, so mode
+ * 0 looks from byte 16). argv[1]: the mode under test, which must match the environment.
  * Exits 0 when the freed data is gone (modes 1, 2) or, mode 0, still there
  * (the switch does what it says). */
 #include "common.h"
@@ -22,7 +23,7 @@ int main(int argc, char **argv) {
     volatile unsigned char *v = launder(p);
     size_t end = n - 8;  /* the block's last word may be its trailer */
     unsigned char want = mode == 0 ? 0x5A : mode == 1 ? 0x00 : 0xDF;
-    for (size_t i = 8; i < end; i++)
+    for (size_t i = mode == 0 ? 16 : 8; i < end; i++)
       if (v[i] != want) {
         fprintf(stderr, "FAIL size %zu mode %d: byte %zu is 0x%02x after free (want 0x%02x)\n",
                 n, mode, i, v[i], want);

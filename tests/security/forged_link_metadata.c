@@ -10,7 +10,7 @@
  * nearby). Secure links must now be blocks of the same slab. The default
  * build refuses it too (its key is not stored in the superslab).
  * The descriptor layout is the secure build's (src/superslab.h): slabs[] at
- * the start of the 2 MiB superslab, 128 bytes each, key at +48; small slabs
+ * the start of the 2 MiB superslab, 128 bytes each, key at +56; small slabs
  * are 64 KiB. If it changes this test only tests a link to some metadata. */
 #include "common.h"
 
@@ -21,7 +21,7 @@ int main(void) {
   uintptr_t key = *(volatile uintptr_t *)launder(b) ^ (uintptr_t)a;
   uintptr_t ss = (uintptr_t)b & ~(uintptr_t)((2u << 20) - 1);
   unsigned slab = (unsigned)(((uintptr_t)b & ((2u << 20) - 1)) >> 16);
-  uintptr_t target = ss + slab * 128 + 48;
+  uintptr_t target = ss + slab * 128 + 56;
   *(volatile uintptr_t *)launder(b) = target ^ key;  /* the forged link */
   for (int i = 0; i < 100000; i++)
     if ((uintptr_t)malloc(48) == target) return not_caught("malloc returned slab metadata");

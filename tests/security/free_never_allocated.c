@@ -1,10 +1,8 @@
 /* free() of an address that is exactly the start of a block of a live slab,
  * but a block hakmem never handed out (not carved yet): p + 40 blocks, for
  * the first block of a fresh 3000-byte class (3072-byte blocks, 256 KiB
- * slabs). Caught: secure (the free bitmap / the canary: reported, with the
- * reason "heap overflow" when the block was never carved).
- * KNOWN GAP in the default build (docs/SECURITY.md): accepted silently; the
- * block is later handed out twice. */
+ * slabs). Caught: default (free's bound is the blocks carved so far),
+ * secure (the canary: reported, with the reason "heap overflow"). */
 #include "common.h"
 
 int main(void) {
