@@ -50,6 +50,10 @@ void hk_free_marked(hk_slab_t *s, void *p, bool owner) {
 
 void hk_free_remote_checked(hk_slab_t *s, void *p) {
   if (HK_UNLIKELY(HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED)) { hk_free_invalid(p, s); return; }
+  if (hk_slab_owner(s) == hk_thread_id()) {  /* the owner's free into its full slab */
+    hk_free_local(s, (hk_block_t *)p);
+    return;
+  }
   uintptr_t head = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
   if (HK_UNLIKELY(head == (uintptr_t)p)) {
     hk_report_invalid("free", p, "block already freed (double free)");
@@ -132,7 +136,7 @@ void *hk_realloc(void *p, size_t n) {
     /* a realloc of a freed block: the same checks free() makes */
     hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     uintptr_t xhead = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
-    bool mine = HK_LOAD_RELAXED(s->owner) == hk_thread_id();
+    bool mine = hk_slab_owner(s) == hk_thread_id();
     /* (not under memcheck: p may be live, and its word must not become
      * inaccessible; the free at the end of the move still finds the mark) */
     bool marked = !HK_M_CANARY && !HK_TRACKING && hk_mark_load((hk_block_t *)p) == hk_free_mark &&
@@ -179,7 +183,7 @@ void hk_debug_check_alloc(void *p, unsigned cls) {
 
 void hk_debug_check_free(void *p, hk_slab_t *s) {
   if (!hk_owns_block(p)) { hk_report_invalid("free", p, "not a live hakmem block"); return; }
-  if (s->owner != hk_thread_id()) return;
+  if (hk_slab_owner(s) != hk_thread_id()) return;
   unsigned n = 0;
   for (hk_block_t *b = s->local_free; b && n < 64; b = hk_block_next(s, b), n++)
     if (b == p) hk_report_invalid("free", p, "block already freed (double free)");

@@ -91,6 +91,11 @@ HK_INLINE void hk_free_local(hk_slab_t *s, hk_block_t *b) {
   hk_slab_push_local(s, b);
   if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
 }
+/* ... when s->owner says the slab is not full */
+HK_INLINE void hk_free_local_fast(hk_slab_t *s, hk_block_t *b) {
+  HK_ASSERT(s->state != HK_SLAB_FULL);
+  hk_slab_push_local(s, b);
+}
 
 /* Pop a block from slab s (class cls) of heap h for a request of n bytes. */
 HK_INLINE void *hk_alloc_from(hk_heap_t *h, hk_slab_t *s, unsigned cls, size_t n, unsigned kind) {
@@ -135,7 +140,7 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
   hk_block_t *b = (hk_block_t *)p;
   hk_track_free(p);
   if (HK_M_CANARY) {
-    bool owner = HK_LOAD_RELAXED(s->owner) == hk_thread_id();
+    bool owner = hk_slab_owner(s) == hk_thread_id();
     /* the trailer's state catches every double free */
     if (owner) {
       if (HK_LIKELY(hk_sec_on_free_owner(s, p, kind, size))) hk_free_local(s, b);
@@ -146,11 +151,13 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
   }
   uintptr_t mark = hk_free_mark;
   if (HK_UNLIKELY(hk_mark_load(b) == mark)) {  /* freed already, or never handed out? */
-    hk_free_marked(s, p, HK_LOAD_RELAXED(s->owner) == hk_thread_id());
+    hk_free_marked(s, p, hk_slab_owner(s) == hk_thread_id());
     return;
   }
   hk_mark_store(b, mark);
-  if (HK_LIKELY(HK_LOAD_RACY(s->owner) == hk_thread_id())) hk_free_local(s, b);
+  /* the owner's free into a slab that is not full; the rest (other threads,
+   * a full slab: HK_OWNER_FULL) out of line */
+  if (HK_LIKELY(HK_LOAD_RACY(s->owner) == hk_thread_id())) hk_free_local_fast(s, b);
   else hk_free_remote_checked(s, p);
 }
 

@@ -172,7 +172,7 @@ static bool list_holds(const hk_slab_t *s, const hk_block_t *head, const hk_bloc
 
 bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
-  HK_ASSERT(HK_LOAD_RELAXED(s->owner) == hk_thread_id());
+  HK_ASSERT(hk_slab_owner(s) == hk_thread_id());
   /* only the owner takes blocks off xfree and delayed; others only push in
    * front of the head read here, so the rest of the chain holds still */
   const hk_block_t *x = HK_XF_LIST(atomic_load_explicit(&s->xfree, memory_order_acquire));
@@ -208,8 +208,15 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc) {
 
 /* ---- partial lists and superslab lists ------------------------------------ */
 
+/* s (h's) changes state; its owner field says whether it is full
+ * (HK_OWNER_FULL) */
+static void slab_set_state(hk_heap_t *h, hk_slab_t *s, uint8_t st) {
+  HK_STORE_RELAXED(s->state, st);
+  HK_STORE_RELAXED(s->owner, h->tid | (st == HK_SLAB_FULL ? HK_OWNER_FULL : 0));
+}
+
 static void partial_push(hk_heap_t *h, hk_slab_t *s) {  /* at the tail */
-  HK_STORE_RELAXED(s->state, HK_SLAB_PARTIAL);
+  slab_set_state(h, s, HK_SLAB_PARTIAL);
   s->next = NULL;
   s->prev = h->partial_tail[s->cls];
   if (s->prev) s->prev->next = s;
@@ -308,7 +315,7 @@ static void heap_drain_delayed(hk_heap_t *h) {
   while (b) {
     hk_block_t *next = hk_gblock_next(b);
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
-    HK_ASSERT(s->owner == h->tid);
+    HK_ASSERT(hk_slab_owner(s) == h->tid);
     if (hk_heap_counting) h->st.remote[s->cls]++;
     hk_sec_on_collected(s, b);
     hk_slab_push_local(s, b);
@@ -335,7 +342,7 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     size_t got = hk_slab_collect_remote(s);
     if (got && hk_heap_counting) h->st.remote[s->cls] += got;
     if (s->used == 0) {
-      HK_STORE_RELAXED(s->state, HK_SLAB_PARTIAL);  /* so release finds it consistent */
+      slab_set_state(h, s, HK_SLAB_PARTIAL);  /* so release finds it consistent */
       /* the whole superslab may go to the global cache, which may unmap
        * it at once (a full cache): then it must not be read again */
       if (heap_slab_release(h, s)) return;
@@ -344,7 +351,7 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     if (s->free || s->local_free || s->carved < s->capacity || HK_SEC_AGED(s)) {
       partial_push(h, s);
     } else if (hk_slab_want_notify(s)) {
-      HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
+      slab_set_state(h, s, HK_SLAB_FULL);
     } else {
       hk_slab_collect_remote(s);
       partial_push(h, s);
@@ -493,7 +500,7 @@ HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
 
 /* s becomes class cls's current slab and hands out its first block */
 HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
-  HK_STORE_RELAXED(s->state, HK_SLAB_CUR);
+  slab_set_state(h, s, HK_SLAB_CUR);
   set_cur(h, cls, s);
   return slab_pop(h, s);
 }
@@ -585,12 +592,12 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
       partial_push(h, s);
       if (next->free || heap_refill(h, next)) return pop_as_cur(h, cls, next);
       set_cur(h, cls, &hk_slab_empty);
-      if (hk_slab_want_notify(next)) HK_STORE_RELAXED(next->state, HK_SLAB_FULL);
+      if (hk_slab_want_notify(next)) slab_set_state(h, next, HK_SLAB_FULL);
       else partial_push(h, next);  /* remote frees arrived meanwhile */
     } else if (hk_slab_extend(s)) {
       return slab_pop(h, s);       /* nothing to reuse: carve fresh blocks here */
     } else if (hk_slab_want_notify(s)) {
-      HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
+      slab_set_state(h, s, HK_SLAB_FULL);
       set_cur(h, cls, &hk_slab_empty);
     } else if (heap_refill(h, s)) {
       return slab_pop(h, s);
@@ -601,7 +608,7 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
     while ((s = h->partial[cls]) != NULL) {
       partial_remove(h, s);
       if (s->free || heap_refill(h, s)) return pop_as_cur(h, cls, s);
-      if (hk_slab_want_notify(s)) HK_STORE_RELAXED(s->state, HK_SLAB_FULL);
+      if (hk_slab_want_notify(s)) slab_set_state(h, s, HK_SLAB_FULL);
       else if (heap_refill(h, s)) return pop_as_cur(h, cls, s);
     }
     bool retry = false;

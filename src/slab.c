@@ -17,7 +17,7 @@ static unsigned check_list_len(const hk_slab_t *s, const hk_block_t *b) {
 }
 
 void hk_slab_check(const hk_slab_t *s, uintptr_t owner) {
-  HK_ASSERT(HK_LOAD_RELAXED(s->owner) == owner);
+  HK_ASSERT(HK_LOAD_RELAXED(s->owner) == (owner | (s->state == HK_SLAB_FULL ? HK_OWNER_FULL : 0)));
   HK_ASSERT(s->cls < HK_NCLASS && s->block_size == hk_class_bytes(s->cls));
   HK_ASSERT(s->carved <= s->capacity && s->used <= s->carved);
   HK_ASSERT(hk_kind_of_class(s->cls) == hk_slab_ss((hk_slab_t *)s)->kind);

@@ -31,6 +31,11 @@ enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 
 /* Where a slab is, seen from its owner heap. */
 enum { HK_SLAB_UNUSED = 0, HK_SLAB_CUR, HK_SLAB_PARTIAL, HK_SLAB_FULL };
+/* A full slab's owner field is its owner's id with this bit set: the free
+ * fast path compares the field with the caller's id, so a free into a full
+ * slab, which must bring the slab back to its heap, takes the slow path
+ * without a state test on the fast one. Thread ids are aligned. */
+#define HK_OWNER_FULL ((uintptr_t)1)
 
 /* Low bits of hk_slab.xfree (the remote-free list head): whether the owner
  * wants to hear about the next remote free (the slab is full). */
@@ -40,7 +45,7 @@ typedef struct hk_slab {
   /* line 0: touched by the owner only (others read it) */
   hk_block_t *free;         /* malloc pops here                      */
   hk_block_t *local_free;   /* owner's frees land here               */
-  uintptr_t owner;          /* owning thread's id; 0 when nobody's   */
+  uintptr_t owner;          /* owner's id (| HK_OWNER_FULL); 0: none */
   uint16_t used;            /* blocks out (incl. uncollected remote) */
   uint16_t carved;          /* blocks carved so far (lazy init)      */
   uint8_t state;            /* HK_SLAB_*                             */
@@ -102,6 +107,11 @@ _Static_assert(sizeof(hk_slab_t) == 128, "slab descriptor is two cache lines");
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
 _Static_assert(!HK_SLAB_KEYED || __builtin_offsetof(hk_slab_t, key) == 56,
                "tests/security/forged_link_metadata.c");
+
+/* the id of s's owner thread (0: none), full or not */
+HK_INLINE uintptr_t hk_slab_owner(const hk_slab_t *s) {
+  return HK_LOAD_RELAXED(s->owner) & ~HK_OWNER_FULL;
+}
 
 HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {
   return (hk_superslab_t *)((uintptr_t)p & ~(uintptr_t)HK_SS_MASK);
