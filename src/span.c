@@ -313,6 +313,17 @@ bool hk_span_check(const char *what, const void *p, size_t *usable, size_t *requ
 
 /* ---- free and resize ---- */
 
+/* A run that becomes free at j - len .. j - 1 takes in the free run that
+ * starts at page j, if there is one: its pages, resident count and age
+ * (oldest_stamp) are added to *len, *nd and *stamp. */
+static void join_next(hk_arena_t *a, uint32_t j, uint32_t *len, uint32_t *nd, uint32_t *stamp) {
+  if (j >= ARENA_PAGES || (a->e[j].tag & (T_HEAD | T_FREE)) != (T_HEAD | T_FREE)) return;
+  uint32_t nn = a->e[j].npages;
+  *stamp = oldest_stamp(a, j, *stamp);
+  *nd += free_remove(a, j);
+  *len += nn;
+}
+
 size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested) {
   hk_arena_t *a;
   const char *why = NULL;
@@ -339,13 +350,7 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
     nd += free_remove(a, start);
     len += pn;
   }
-  uint32_t j = i + n;
-  if (j < ARENA_PAGES && (a->e[j].tag & (T_HEAD | T_FREE)) == (T_HEAD | T_FREE)) {
-    uint32_t nn = a->e[j].npages;
-    stamp = oldest_stamp(a, j, stamp);
-    nd += free_remove(a, j);
-    len += nn;
-  }
+  join_next(a, i + n, &len, &nd, &stamp);
   free_insert(a, start, len, nd, stamp);
   hk_track_free(p);  /* before another thread can get these pages */
   hk_unlock(&span_lock);
@@ -366,12 +371,7 @@ size_t hk_span_resize(void *p, size_t size) {
   }
   if (need < n) {  /* the tail becomes free (joined to a free run after it) */
     uint32_t len = n - need, nd = len, stamp = now_stamp(a);
-    if (j < ARENA_PAGES && (a->e[j].tag & (T_HEAD | T_FREE)) == (T_HEAD | T_FREE)) {
-      uint32_t nn = a->e[j].npages;
-      stamp = oldest_stamp(a, j, stamp);
-      nd += free_remove(a, j);
-      len += nn;
-    }
+    join_next(a, j, &len, &nd, &stamp);
     a->e[j - 1].tag = 0;
     free_insert(a, i + need, len, nd, stamp);
     SUB(live_pages, n - need);
