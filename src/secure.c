@@ -55,7 +55,7 @@ static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SE
 
 /* Fresh blocks: linked onto s->free in a random order (shuffle, else in
  * address order), each with its trailer "freed" (canary; filled when
- * asked). The permutation is built by one
+ * asked) or, without canary, the free mark. The permutation is built by one
  * inside-out Fisher-Yates pass (no separate identity pass), and one pass
  * over the blocks, last to first, writes each trailer and link: about half
  * the instructions of shuffling, linking and stamping separately
@@ -82,6 +82,7 @@ void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
     uint8_t *p = first + (size_t)order[i] * bs;
     if (fill) fill_range(p, avail);
     if (HK_M_CANARY) hk_sec_trailer_store(p, avail, hk_sec_canary_k(key, p) ^ tag);
+    else hk_mark_store((hk_block_t *)p, hk_free_mark);  /* the free mark (freelist.h) */
     hk_link_store((hk_block_t *)p, next, HK_LINK_KEY(s));
     next = (hk_block_t *)p;
   }

@@ -58,9 +58,7 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
   size_t bs = s->block_size;
   uint8_t *first = HK_UNHIDE(s->start) + (size_t)s->carved * bs;
   if (HK_M_SHUFFLE || HK_M_CANARY) {
-    hk_sec_carve(s, first, n);  /* random order, trailers */
-    if (!HK_M_CANARY)
-      for (unsigned i = 0; i < n; i++) hk_mark_store((hk_block_t *)(first + i * bs), hk_free_mark);
+    hk_sec_carve(s, first, n);  /* random order, trailers or free marks */
   } else {
     uint8_t *p = first;
     uintptr_t mark = hk_free_mark;  /* a free of a block carved, never handed out, finds it */
