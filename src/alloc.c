@@ -18,7 +18,8 @@ void *hk_malloc_mid(size_t n, unsigned kind) {
   return hk_malloc_large(n, kind);
 }
 
-void hk_free_other(void *p, unsigned ck, unsigned kind, size_t size) {
+void hk_free_other(void *p, unsigned kind, size_t size) {
+  unsigned ck = hk_chunk_kind(p);  /* read again: the fast path only compared it */
   if (hk_chunk_is_ss(ck)) { hk_free_in_slab(p, hk_slab_at(p, hk_chunk_slab_shift(ck)), kind, size); return; }
   if (p == NULL) return;
   if (hk_chunk_is_large(ck)) { hk_large_free(p, ck, kind, size); return; }

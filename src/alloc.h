@@ -14,7 +14,7 @@
 
 void  *hk_malloc_mid(size_t n, unsigned kind);     /* n > small tier       */
 void  *hk_malloc_large(size_t n, unsigned kind);   /* n > HK_MID_MAX       */
-void   hk_free_other(void *p, unsigned ck, unsigned kind, size_t size);  /* all but small */
+void   hk_free_other(void *p, unsigned kind, size_t size);  /* all but small */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
 void   hk_free_invalid(void *p, hk_slab_t *s);     /* reports; cold        */
 void   hk_free_marked(hk_slab_t *s, void *p, bool owner);  /* free mark found; cold */
@@ -166,9 +166,8 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
  * on it is predicted), instead of waiting for the byte to know the slab
  * size. Mid blocks, large blocks, NULL and foreign pointers: out of line. */
 HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
-  unsigned v = hk_chunk_kind(p);
-  if (HK_UNLIKELY(v != HK_CHUNK_SS_SMALL)) {
-    hk_free_other(p, v, kind, size);
+  if (HK_UNLIKELY(!hk_chunk_is(p, HK_CHUNK_SS_SMALL))) {
+    hk_free_other(p, kind, size);
     return;
   }
   hk_free_in_slab(p, hk_slab_at(p, hk_chunk_slab_shift(HK_CHUNK_SS_SMALL)), kind, size);
