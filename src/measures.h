@@ -27,9 +27,13 @@
  *                           was not allocated with is reported
  *   fill     HK_M_FILL      HAKMEM_FREE_FILL is honoured: freed blocks are
  *                           filled and checked when handed out again
+ *   under    HK_M_UNDER     free checks the byte right before the block (the
+ *                           last byte of the block before's trailer, or of
+ *                           the slab before's unused tail): an underflow
+ *                           that writes a non-zero byte there
  *
- * slack, kind, sized and fill keep what they check in canary's trailer
- * word, so they turn canary on. `make secure` (HK_SECURE) turns every
+ * slack, kind, sized, fill and under keep what they check in canary's
+ * trailer word, so they turn canary on. `make secure` (HK_SECURE) turns every
  * measure on; CMake's -DHAKMEM_MEASURES=canary,shuffle defines the
  * HK_M_* of a subset. A measure not defined is off. */
 #ifndef HK_MEASURES_H
@@ -68,9 +72,12 @@
 #ifndef HK_M_FILL
 #define HK_M_FILL HK_M_ALL
 #endif
+#ifndef HK_M_UNDER
+#define HK_M_UNDER HK_M_ALL
+#endif
 
 /* the measures that live in the trailer word need it */
-#if (HK_M_SLACK || HK_M_KIND || HK_M_SIZED || HK_M_FILL) && !HK_M_CANARY
+#if (HK_M_SLACK || HK_M_KIND || HK_M_SIZED || HK_M_FILL || HK_M_UNDER) && !HK_M_CANARY
 #undef HK_M_CANARY
 #define HK_M_CANARY 1
 #endif
@@ -81,12 +88,16 @@
 #define HK_MEASURE_LIST(X)                                                    \
   X(keys, HK_M_KEYS) X(canary, HK_M_CANARY) X(slack, HK_M_SLACK)              \
   X(shuffle, HK_M_SHUFFLE) X(delay, HK_M_DELAY) X(guard, HK_M_GUARD)          \
-  X(kind, HK_M_KIND) X(sized, HK_M_SIZED) X(fill, HK_M_FILL)
+  X(kind, HK_M_KIND) X(sized, HK_M_SIZED) X(fill, HK_M_FILL)                \
+  X(under, HK_M_UNDER)
 #define HK_M_AND_ON(name, on) && (on)
 #define HK_M_EVERY (1 HK_MEASURE_LIST(HK_M_AND_ON))  /* all on: the secure build */
 
 /* Derived: what the layers below test. */
 #define HK_PAD (HK_M_CANARY ? 8 : 0)        /* bytes of trailer per small block */
+/* under: the last bytes of every slab's area are never a block, so the
+ * byte before a slab's first block is known (zero) */
+#define HK_SLAB_TAIL (HK_M_UNDER ? 8 : 0)
 #define HK_SLAB_KEYED (HK_M_KEYS || HK_M_CANARY)  /* malloc and free read s->key */
 /* large blocks remember their requested size: what usable_size says and
  * sized delete checks (sized turns canary on) */

@@ -125,6 +125,8 @@ bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool 
   } else {
     if (HK_M_SLACK && b[n] != HK_SEC_SLACK_BYTE)
       hk_report_invalid("free", p, "heap overflow: bytes past the end of this block were overwritten");
+    if (!hk_sec_before_ok(b))
+      hk_report_invalid("free", p, "heap underflow: the byte before this block was overwritten");
     unsigned have = (unsigned)(t >> 48) & 0xff;
     if (HK_M_KIND && kind != HK_KIND_ANY && have != kind) {
       const char *why = kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"

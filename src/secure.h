@@ -26,6 +26,7 @@
  *                (below; the "live" tags have a zero low byte)
  *   bits 32..47  the requested size n (n <= avail < 32 KiB)
  *   bits 48..55  kind (HK_KIND_*)
+ *   bits 56..63  zero (measure under reads them in the block after)
  *
  * So the overflow check (canary) and the double-free check (state) are one
  * load and one compare, and malloc checks that the block it pops is free (a
@@ -109,6 +110,11 @@ HK_INLINE void *hk_sec_on_alloc(hk_slab_t *s, void *p, size_t n, unsigned kind) 
   return p;
 }
 
+/* under: the byte before b is zero: the last byte of the trailer of the
+ * block before (bits 56..63, never set) or of the room before a slab's
+ * first block (slab.c: hk_slab_init keeps it zero). */
+HK_INLINE bool hk_sec_before_ok(const uint8_t *b) { return !HK_M_UNDER || b[-1] == 0; }
+
 /* The checks of a free of p (kind, size: see hk_free_checked): the trailer
  * t says "live" with the right canary, the byte after the request is
  * intact, kind and size match. */
@@ -119,7 +125,7 @@ HK_INLINE bool hk_sec_free_ok(const hk_slab_t *s, const uint8_t *b, uint32_t lo,
   return lo == (hk_sec_canary(s, b) ^ HK_SEC_LIVE) && n <= avail &&
          (!HK_M_SLACK || b[n] == HK_SEC_SLACK_BYTE) &&
          (!HK_M_KIND || kind == HK_KIND_ANY || b[avail + 6] == kind) &&
-         (!HK_M_SIZED || size == 0 || size == n);
+         (!HK_M_SIZED || size == 0 || size == n) && hk_sec_before_ok(b);
 }
 
 /* the slab has blocks waiting for reuse (src/slab.c, delayed reuse) */

@@ -30,10 +30,23 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
   hk_slab_t *s = &ss->slabs[idx];
   s->cls = (uint8_t)cls;
   s->block_size = (uint32_t)hk_class_bytes(cls);
-  s->start = HK_HIDE(hk_ss_slab_area(ss, idx));
-  s->capacity = (uint16_t)(hk_ss_slab_area_bytes(ss, idx) / s->block_size);
+  /* under: the byte before a block must read as zero. The last bytes of
+   * every slab's area are no block (HK_SLAB_TAIL); slab 0 also leaves its
+   * first slot out, so that its first block does not follow the metadata
+   * or guard page (the skip keeps blocks aligned as the area is). Zeroed
+   * here in case another layout's block left data there (written only when
+   * needed: a purged page stays unbacked). */
+  uint8_t *first = hk_ss_slab_area(ss, idx);
+  size_t bytes = hk_ss_slab_area_bytes(ss, idx) - HK_SLAB_TAIL;
+  if (HK_M_UNDER && idx == 0) {
+    first += s->block_size;
+    bytes -= s->block_size;
+  }
+  if (HK_M_UNDER && first[-1] != 0) first[-1] = 0;
+  s->start = HK_HIDE(first);
+  s->capacity = (uint16_t)(bytes / s->block_size);
   s->div_m = hk_slab_div_m(s->block_size);
-  s->start_m = (uint64_t)(uintptr_t)hk_ss_slab_area(ss, idx) * s->div_m;
+  s->start_m = (uint64_t)(uintptr_t)first * s->div_m;
   s->index = (uint8_t)idx;
   hk_slab_set_carved(s, 0);
   s->batch_kb = 4;

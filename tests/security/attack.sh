@@ -40,6 +40,7 @@ case $pattern in
   METADATA)       regex="invalid free\\($HEX\\): (not the start of a hakmem block|not a live hakmem block)" ;;
   OVERFLOW)       regex="invalid free\\($HEX\\): heap overflow" ;;
   UAF)            regex="invalid malloc\\($HEX\\): block was written after it was freed" ;;
+  UNDERFLOW)      regex="invalid free\\($HEX\\): heap underflow" ;;
   SIZED)          regex="invalid free\\($HEX\\): sized delete/free_sized with a size" ;;
   FREE_ANY)       regex="invalid free\\($HEX\\): " ;;
   MALLOC_ANY)     regex="invalid malloc\\($HEX\\): " ;;

@@ -5,7 +5,9 @@
 #ifndef SEC_COMMON_H
 #define SEC_COMMON_H
 
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdint.h>
