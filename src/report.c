@@ -1,9 +1,13 @@
+#define _GNU_SOURCE  /* dladdr */
 #include "report.h"
 
+#include <dlfcn.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
+#include <unwind.h>
 
 /* false until the knobs are read: as HAKMEM_ABORT_ON_INVALID was before */
 static bool abort_on_invalid;
@@ -33,9 +37,47 @@ void hk_message_fd(int fd, const char *fmt, ...) {
   va_end(ap);
 }
 
+/* ---- who called: the first frame outside hakmem's own object ------------
+ * The unwinder reads the tables the compiler left (.eh_frame), so this works
+ * without frame pointers and through the fast paths' tail calls; neither it
+ * nor dladdr allocates. When hakmem is linked into the program itself, every
+ * frame is in its object and the caller is not named. */
+struct caller_walk { const void *self; uintptr_t ip; };
+
+static _Unwind_Reason_Code caller_step(struct _Unwind_Context *ctx, void *arg) {
+  struct caller_walk *w = arg;
+  uintptr_t ip = _Unwind_GetIP(ctx);
+  if (ip == 0) return _URC_END_OF_STACK;
+  Dl_info info;
+  if (dladdr((void *)(ip - 1), &info) && info.dli_fbase == w->self) return _URC_NO_REASON;
+  w->ip = ip;
+  return _URC_END_OF_STACK;  /* found: stop */
+}
+
+static uintptr_t find_caller(void) {
+  Dl_info self;
+  if (!dladdr((void *)&find_caller, &self) || !self.dli_fbase) return 0;
+  struct caller_walk w = { self.dli_fbase, 0 };
+  _Unwind_Backtrace(caller_step, &w);
+  return w.ip;
+}
+
 void hk_report_invalid_at(const void *caller, const char *what, const void *p, const char *reason) {
-  if (caller) hk_message("hakmem: invalid %s(%p): %s (called from %p)\n", what, p, reason, caller);
-  else hk_message("hakmem: invalid %s(%p): %s\n", what, p, reason);
+  uintptr_t ip = caller ? (uintptr_t)caller : find_caller();
+  Dl_info info;
+  if (ip && dladdr((void *)(ip - 1), &info) && info.dli_fname) {
+    const char *file = info.dli_fname[0] ? info.dli_fname : "the program";
+    if (info.dli_sname)
+      hk_message("hakmem: invalid %s(%p): %s (called from %p: %s+0x%lx in %s)\n", what, p, reason,
+                 (void *)ip, info.dli_sname, (unsigned long)(ip - (uintptr_t)info.dli_saddr), file);
+    else
+      hk_message("hakmem: invalid %s(%p): %s (called from %p: %s+0x%lx)\n", what, p, reason,
+                 (void *)ip, file, (unsigned long)(ip - (uintptr_t)info.dli_fbase));
+  } else if (ip) {
+    hk_message("hakmem: invalid %s(%p): %s (called from %p)\n", what, p, reason, (void *)ip);
+  } else {
+    hk_message("hakmem: invalid %s(%p): %s\n", what, p, reason);
+  }
   if (abort_on_invalid) abort();
 }
 

@@ -72,6 +72,11 @@ if [ -n "$sig" ]; then result="SIG$sig"; else result="exit $rc"; fi
 want=$expect
 [ "$regex" != - ] && want="$want, /$regex/"
 echo "got: $result; expected: $want"
+# every report names the caller: the first frame outside libhakmem
+if [ "$regex" != - ] && [ -n "$line" ] && ! grep -qE "\\(called from 0x[0-9a-f]+: [^)]+\\)$" <<<"$line"; then
+  echo "the report does not name its caller (called from ADDR: WHERE)"
+  exit 1
+fi
 case $expect in
   ok)     [ $rc -eq 0 ] && [ -z "$line" ] && exit 0; exit 1 ;;
   report) [ $rc -eq 0 ] || exit 1 ;;
