@@ -64,20 +64,20 @@ static uintptr_t find_caller(void) {
 
 void hk_report_invalid_at(const void *caller, const char *what, const void *p, const char *reason) {
   uintptr_t ip = caller ? (uintptr_t)caller : find_caller();
+  char where[320] = "";  /* " (called from ADDR: WHERE)", or nothing when unknown */
   Dl_info info;
   if (ip && dladdr((void *)(ip - 1), &info) && info.dli_fname) {
     const char *file = info.dli_fname[0] ? info.dli_fname : "the program";
     if (info.dli_sname)
-      hk_message("hakmem: invalid %s(%p): %s (called from %p: %s+0x%lx in %s)\n", what, p, reason,
-                 (void *)ip, info.dli_sname, (unsigned long)(ip - (uintptr_t)info.dli_saddr), file);
+      snprintf(where, sizeof where, " (called from %p: %s+0x%lx in %s)", (void *)ip, info.dli_sname,
+               (unsigned long)(ip - (uintptr_t)info.dli_saddr), file);
     else
-      hk_message("hakmem: invalid %s(%p): %s (called from %p: %s+0x%lx)\n", what, p, reason,
-                 (void *)ip, file, (unsigned long)(ip - (uintptr_t)info.dli_fbase));
+      snprintf(where, sizeof where, " (called from %p: %s+0x%lx)", (void *)ip, file,
+               (unsigned long)(ip - (uintptr_t)info.dli_fbase));
   } else if (ip) {
-    hk_message("hakmem: invalid %s(%p): %s (called from %p)\n", what, p, reason, (void *)ip);
-  } else {
-    hk_message("hakmem: invalid %s(%p): %s\n", what, p, reason);
+    snprintf(where, sizeof where, " (called from %p)", (void *)ip);
   }
+  hk_message("hakmem: invalid %s(%p): %s%s\n", what, p, reason, where);
   if (abort_on_invalid) abort();
 }
 
