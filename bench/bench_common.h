@@ -17,7 +17,7 @@
  *                         work (and that nobody corrupted the data).
  *
  * Names: libhakmem -> hakmem, libmimalloc -> mimalloc, libjemalloc -> jemalloc,
- * libtcmalloc -> tcmalloc, libc.so -> glibc. When malloc is defined in the
+ * libtcmalloc -> tcmalloc, libclang_rt.scudo* -> scudo, libc.so -> glibc. When malloc is defined in the
  * executable itself (static link), the name is hakmem only if the executable
  * also exports `hak_version`; anything else is "static-unknown".
  */
@@ -195,6 +195,7 @@ static const char *bc_name_for_path(const char *path)
     if (strstr(base, "libmimalloc")) return "mimalloc";
     if (strstr(base, "libjemalloc")) return "jemalloc";
     if (strstr(base, "libtcmalloc")) return "tcmalloc";
+    if (strncmp(base, "libclang_rt.scudo", 17) == 0) return "scudo";
     if (strncmp(base, "libc.so", 7) == 0 || strncmp(base, "libc-", 5) == 0) return "glibc";
     return "unknown";
 }

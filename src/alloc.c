@@ -7,6 +7,8 @@
 
 #include "../include/hakmem.h"
 #include "large.h"
+#include "zero.h"
+#include "libc.h"  /* realloc's copy and calloc's zeroing: glibc's, unchecked */
 
 void *hk_malloc_large(size_t n, unsigned kind) {
   if (HK_UNLIKELY(n > HK_MAX_ALLOC)) { errno = ENOMEM; return NULL; }
@@ -14,6 +16,7 @@ void *hk_malloc_large(size_t n, unsigned kind) {
 }
 
 void *hk_malloc_mid(size_t n, unsigned kind) {
+  if (HK_M_ZERO && HK_UNLIKELY(n == 0)) return hk_zero_alloc();
   if (HK_LIKELY(n <= HK_MID_MAX - HK_PAD)) return hk_alloc_class(hk_class_of_formula(n + HK_PAD), n, kind);
   return hk_malloc_large(n, kind);
 }
@@ -23,6 +26,7 @@ void hk_free_other(void *p, unsigned kind, size_t size) {
   if (hk_chunk_is_ss(ck)) { hk_free_in_slab(p, hk_slab_at(p, hk_chunk_slab_shift(ck)), kind, size); return; }
   if (p == NULL) return;
   if (hk_chunk_is_large(ck)) { hk_large_free(p, ck, kind, size); return; }
+  if (ck == HK_CHUNK_ZERO) { hk_zero_free("free", p, size); return; }
   hk_report_invalid("free", p, "not allocated by hakmem");
 }
 
@@ -82,6 +86,7 @@ void hk_sec_free_slow(hk_slab_t *s, void *p, unsigned kind, size_t size, bool ow
 void *hk_calloc(size_t count, size_t size) {
   size_t n;
   if (HK_UNLIKELY(__builtin_mul_overflow(count, size, &n))) { errno = ENOMEM; return NULL; }
+  if (HK_M_ZERO && n == 0) return hk_zero_alloc();
   if (HK_LIKELY(n <= HK_MID_MAX - HK_PAD)) {
     void *p = hk_alloc_class(hk_class_of(n + HK_PAD), n, HK_KIND_MALLOC);
     if (HK_LIKELY(p != NULL)) memset(p, 0, n);
@@ -101,7 +106,7 @@ size_t hk_usable(const void *p) {
     return HK_M_CANARY ? hk_sec_requested(s, p) : s->block_size;
   }
   if (hk_chunk_is_large(kind)) return hk_large_usable(p, kind);
-  return 0;
+  return 0;  /* zero-size blocks too */
 }
 
 bool hk_owns_block(const void *p) {
@@ -112,6 +117,7 @@ bool hk_owns_block(const void *p) {
     return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, p);
   }
   if (hk_chunk_is_large(kind)) return hk_large_usable(p, kind) != 0;
+  if (kind == HK_CHUNK_ZERO) return hk_zero_live(p);
   return false;
 }
 
@@ -119,6 +125,16 @@ void *hk_realloc(void *p, size_t n) {
   if (p == NULL) return hk_malloc_inline(n);
   if (n == 0) { hk_free_inline(p); return NULL; }  /* glibc's behaviour */
   unsigned kind = hk_chunk_kind(p);
+  if (kind == HK_CHUNK_ZERO) {  /* nothing to copy */
+    if (!hk_zero_live(p)) {
+      hk_zero_free("realloc", p, 0);  /* reports why */
+      errno = EINVAL;
+      return NULL;
+    }
+    void *q = hk_malloc_inline(n);
+    if (q) hk_zero_free("realloc", p, 0);
+    return q;
+  }
   if (hk_chunk_is_large(kind)) {
     if (n > HK_MID_MAX) return hk_large_realloc(p, kind, n);
     /* a large block shrinking into the slab tiers moves */

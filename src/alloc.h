@@ -117,8 +117,14 @@ HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
   return hk_alloc_from(h, h->cur[cls], cls, n, kind);
 }
 
+/* zero: a request of 0 bytes wraps round to the largest size and leaves
+ * the small path (hk_malloc_mid serves it) at no extra test */
+HK_INLINE bool hk_is_small_request(size_t n) {
+  return HK_M_ZERO ? n - 1 < HK_SMALL_MAX - HK_PAD : n <= HK_SMALL_MAX - HK_PAD;
+}
+
 HK_INLINE void *hk_malloc_kind(size_t n, unsigned kind) {
-  if (HK_LIKELY(n <= HK_SMALL_MAX - HK_PAD)) {
+  if (HK_LIKELY(hk_is_small_request(n))) {
     size_t i = (n + HK_PAD + 15) >> 4;
     hk_heap_t *h = hk_tls_heap;
     hk_slab_t *s = h->direct[i];

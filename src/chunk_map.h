@@ -11,6 +11,7 @@
 
 enum {
   HK_CHUNK_NONE = 0,
+  HK_CHUNK_ZERO = 1,        /* zero-size blocks (zero.c, measure zero)    */
   HK_CHUNK_SPAN = 2,        /* an arena of spans (span.c): 1 GiB-aligned  */
   HK_CHUNK_LARGE = 3,       /* a large block's header is k chunks back:   */
   /* value 3 + k, k in [0, 124]: alignments up to 248 MiB (powers of two:

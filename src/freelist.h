@@ -92,6 +92,16 @@ HK_INLINE bool hk_slab_is_block(const hk_slab_t *s, const void *p) {
 HK_INLINE bool hk_slab_is_slot(const hk_slab_t *s, const void *p) {
   return hk_slab_offset_m(s, p) < (uint64_t)s->capacity * (s->block_size * s->div_m);
 }
+/* The slot of s holding address p (any byte of it): its index, or at
+ * least s->capacity when p is before or past s's blocks (measure copy).
+ * The same multiply: with n the offset from the slab's start,
+ * floor(n * M / 2^64) is floor(n / d) for n < 2^21, and no less than
+ * floor(n / d) >= 2^21 / d >= capacity beyond (a negative offset is a huge
+ * one). */
+HK_INLINE size_t hk_slab_slot_of(const hk_slab_t *s, const void *p) {
+  uint64_t n = (uint64_t)(uintptr_t)p - (uint64_t)(uintptr_t)HK_UNHIDE(s->start);
+  return (size_t)(((unsigned __int128)n * s->div_m) >> 64);
+}
 /* The owner carved blocks: free accepts the first n */
 HK_INLINE void hk_slab_set_carved(hk_slab_t *s, unsigned n) {
   HK_STORE_RELAXED(s->carved, (uint16_t)n);

@@ -28,6 +28,7 @@ static const hk_knob_def_t knob_table[] = {
   K("HAKMEM_VERBOSE",           verbose,           0, 2,       0, 0, 0),
   K("HAKMEM_ABORT_ON_INVALID",  abort_on_invalid,  0, 1,       1, 1, 1),
   K("HAKMEM_FREE_FILL",         free_fill,         0, 2,       0, 0, 0),
+  K("HAKMEM_CLOSE_FREED_KB",    close_freed_kb,    0, 131072,  256, 256, 256),
   K("HAKMEM_CHECK_EVERY",       check_every,       0, 1000000, 256, 256, 256),
   K("HAKMEM_STATS_INTERVAL",    stats_interval_ms, 0, 86400000, 0, 0, 0),
   K("HAKMEM_LEARN",             learn,             0, 1,       0, 0, 0),

@@ -6,6 +6,7 @@
 
 #include "chunk_map.h"
 #include "knobs.h"
+#include "libc.h"  /* calloc's zeroing and realloc's copy: glibc's, unchecked */
 #include "lock.h"
 #include "measures.h"
 #include "os.h"
@@ -29,6 +30,7 @@ typedef struct hk_large {
   uint32_t kind;          /* HK_KIND_* it was allocated as           */
   uint32_t purged;        /* purged while cached (not yet reused)    */
   size_t requested;       /* bytes asked for                         */
+  size_t align;           /* alignment asked for (a move keeps it)   */
   uint64_t stamp_ms;      /* when cached                             */
   struct hk_large *next, *prev;
 } hk_large_t;
@@ -158,6 +160,22 @@ static int serve_cost(const hk_large_t *e, size_t need) {
   return GUARD && e->map_size >= need + GUARD ? 1 : -1;
 }
 
+/* The guard measure puts a PROT_NONE page right before a huge block too
+ * (the header's page is before it): the block starts at least two pages
+ * into its mapping. */
+static size_t user_offset(size_t align) {
+  size_t first = HK_PAGE + GUARD;
+  return align > first ? align : hk_align_up(first, align);
+}
+
+/* guard: a freed huge block waits here, its pages dropped and closed
+ * (PROT_NONE), the header's page kept (a second free is a double free),
+ * before its mapping goes: a write through a dangling pointer faults in it,
+ * and no new block gets its address meanwhile. Under cache_lock. */
+#define HUGE_QUAR 8u
+static hk_large_t *huge_quar[HK_M_GUARD ? HUGE_QUAR : 1];
+static unsigned huge_quar_n;
+
 static hk_large_t *header_of(const void *p, unsigned kind) {
   uintptr_t chunk = (uintptr_t)p & ~(uintptr_t)HK_SS_MASK;
   return (hk_large_t *)(chunk - (uintptr_t)(kind - HK_CHUNK_LARGE) * HK_SS_SIZE);
@@ -256,8 +274,12 @@ static hk_large_t *reshape_plain(hk_large_t *h, size_t need) {
 static hk_large_t *reshape_reserved(hk_large_t *h, size_t need) {
   if (need + GUARD <= h->map_size) return large_set_rw(h, need) ? h : NULL;
   size_t old_rw = h->rw_size, old_map = h->map_size, res = reserve_for(need);
+  size_t off = (size_t)(HK_UNHIDE(h->user) - (uint8_t *)h);
   uint8_t *target = hk_os_reserve_aligned(res, HK_SS_SIZE);
-  hk_large_t *n = target ? large_move(h, old_rw, target, res) : NULL;
+  if (!target) return NULL;
+  hk_os_commit((uint8_t *)h + off - HK_PAGE, HK_PAGE);  /* mremap moves one mapping: the guard opens for it */
+  hk_large_t *n = large_move(h, old_rw, target, res);
+  hk_os_protect_none((n ? (uint8_t *)n : (uint8_t *)h) + off - HK_PAGE, HK_PAGE);
   if (!n) return NULL;
   hk_os_protect_none(target + need, res - need);
   hk_os_unmap((uint8_t *)h + old_rw, old_map - old_rw);
@@ -310,7 +332,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   hk_large_t *h;
   uint8_t *user;
   if (align < HK_SS_SIZE) {
-    size_t off = align;  /* the header page, or up to the alignment */
+    size_t off = user_offset(align);  /* the header page (and guard), or up to the alignment */
     size_t need = hk_align_up(off + size, HK_PAGE);
     h = cache_take(need);
     if (!h) h = cache_take_resized(need);
@@ -333,6 +355,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
       hk_chunk_set(h, HK_CHUNK_LARGE);
     }
     user = (uint8_t *)h + off;
+    if (GUARD) hk_os_protect_none(user - HK_PAGE, HK_PAGE);
   } else {
     /* user lands k chunks past the header; the chunk map says how many */
     size_t need = hk_align_up(size + align, HK_PAGE) + GUARD;
@@ -341,6 +364,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
     if (!h) { errno = ENOMEM; return NULL; }
     if (GUARD) hk_os_protect_none((uint8_t *)h + need - GUARD, GUARD);
     user = (uint8_t *)hk_align_up((uintptr_t)h + HK_PAGE, align);
+    if (GUARD) hk_os_protect_none(user - HK_PAGE, HK_PAGE);  /* a chunk or more past the header */
     h->map_size = need;
     h->rw_size = need - GUARD;
     h->zeroed = 1;
@@ -354,6 +378,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   h->state = LARGE_LIVE;
   h->kind = kind;
   h->requested = size;
+  h->align = align;
   count_alloc(h->rw_size);
   bool was_zero = h->zeroed;
   hk_track_alloc(user, h->usable, was_zero);
@@ -406,7 +431,7 @@ static void span_free(void *p, unsigned kind, size_t size) {
    * a heap of buffers reuses next, and faulted them back in at the next
    * malloc (large_cycles 55k ops/s, the mapping tier 130k; with this rule
    * and span.c's mincore check 165k). */
-  if (hk_span_bytes_cached() > 2 * cap) {
+  if (hk_span_bytes_dirty() > 2 * cap) {
     unsigned long calls;
     size_t purged = hk_span_collect(false, (uint64_t)purge_delay(), cap, &calls);
     while (calls--) note(HK_LARGE_EVICT_BYTES);
@@ -422,6 +447,25 @@ void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
   hk_track_free(p);
   check_kind_size(p, kind, size, h->kind, h->requested);
   count_free(h->rw_size);
+  if (GUARD) {  /* no cache: closed at once, into the quarantine */
+    h->state = LARGE_CACHED;
+    hk_os_decommit((uint8_t *)h + HK_PAGE, h->map_size - HK_PAGE);
+    h->rw_size = 0;  /* nothing left to give back but the mapping */
+    hk_large_t *old = NULL;
+    hk_lock(&cache_lock);
+    if (huge_quar_n == HUGE_QUAR) {
+      old = huge_quar[0];
+      memmove(huge_quar, huge_quar + 1, (HUGE_QUAR - 1) * sizeof huge_quar[0]);
+      huge_quar_n--;
+    }
+    huge_quar[huge_quar_n++] = h;
+    hk_unlock(&cache_lock);
+    if (old) {
+      old->state = 0;
+      large_unmap(old);
+    }
+    return;
+  }
   long max_count = cache_cap_count();
   size_t cap_bytes = (size_t)cache_cap_mb() << 20;
   if (ck != HK_CHUNK_LARGE || h->rw_size > cap_bytes / 2 || max_count == 0) {
@@ -466,6 +510,18 @@ size_t hk_large_usable(const void *p, unsigned kind) {
   hk_large_t *h = header_of(p, kind);
   if (h->magic != LARGE_MAGIC || HK_UNHIDE(h->user) != p || h->state != LARGE_LIVE) return 0;
   return HK_LARGE_REQUESTED ? h->requested : h->usable;
+}
+
+bool hk_large_block_of(const void *p, unsigned kind, uint8_t **start, size_t *requested) {
+  if (kind == HK_CHUNK_SPAN) return hk_span_block_of(p, start, requested);
+  hk_large_t *h = header_of(p, kind);
+  uint8_t *u = HK_UNHIDE(HK_LOAD_RACY(h->user));
+  if (HK_LOAD_RACY(h->magic) != LARGE_MAGIC || HK_LOAD_RACY(h->state) != LARGE_LIVE ||
+      (uintptr_t)p - (uintptr_t)u >= HK_LOAD_RACY(h->usable))
+    return false;
+  *start = u;
+  *requested = h->requested;
+  return true;
 }
 
 /* A span block grows into the free run after it, or moves (a copy, as
@@ -524,7 +580,7 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
       return q;
     }
   }
-  void *q = hk_large_alloc(size, off > HK_PAGE ? off : 0, false, HK_KIND_MALLOC);
+  void *q = hk_large_alloc(size, h->align > HK_PAGE ? h->align : 0, false, HK_KIND_MALLOC);
   if (!q) return NULL;
   memcpy(q, p, h->usable);
   hk_large_free(p, kind, HK_KIND_ANY, 0);
@@ -540,6 +596,11 @@ size_t hk_large_collect(bool force) {
   size_t bytes = 0;
   hk_large_t *victims = NULL;
   hk_lock(&cache_lock);
+  while (force && huge_quar_n) {  /* trim: the quarantine too */
+    hk_large_t *e = huge_quar[--huge_quar_n];
+    e->next = victims;
+    victims = e;
+  }
   for (hk_large_t *e = cache_head, *next; e; e = next) {
     next = e->next;
     if (force) {  /* trim: give it all back */

@@ -14,6 +14,12 @@ void  *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind);
  * what the caller expects (HK_KIND_ANY, 0: unknown). */
 void   hk_large_free(void *p, unsigned ck, unsigned kind, size_t size);
 size_t hk_large_usable(const void *p, unsigned kind);
+/* Measure copy: the live large block holding address p (any byte of its
+ * pages; ck: the chunk-map value of p's chunk), its start and requested
+ * size; false when p is in none. Takes no lock. Only a huge mapping's first
+ * chunk has a chunk-map value: p in a later one is not found here (the
+ * caller sees a chunk that is not hakmem's). */
+bool   hk_large_block_of(const void *p, unsigned ck, uint8_t **start, size_t *requested);
 /* NULL (errno ENOMEM) leaves p untouched. */
 void  *hk_large_realloc(void *p, unsigned kind, size_t size);
 /* Purge/unmap cached mappings (all when force). Bytes given back. */

@@ -31,9 +31,19 @@
  *                           last byte of the block before's trailer, or of
  *                           the slab before's unused tail): an underflow
  *                           that writes a non-zero byte there
+ *   zero     HK_M_ZERO      malloc(0) returns a unique pointer into memory
+ *                           that faults on any access (src/zero.c)
+ *   copy     HK_M_COPY      memcpy, memset, strcpy and the rest of the
+ *                           family (and their fortified __*_chk forms) are
+ *                           interposed: a destination (and a source) in
+ *                           hakmem memory must lie inside one live block's
+ *                           requested size, checked before any byte moves
+ *                           (src/copy_check.c); hakmem's own copies go
+ *                           straight to glibc's (src/libc.h)
  *
- * slack, kind, sized, fill and under keep what they check in canary's
- * trailer word, so they turn canary on. `make secure` (HK_SECURE) turns every
+ * slack, kind, sized, fill, under and copy keep what they check in canary's
+ * trailer word (copy: the requested size and the live state), so they turn
+ * canary on. `make secure` (HK_SECURE) turns every
  * measure on; CMake's -DHAKMEM_MEASURES=canary,shuffle defines the
  * HK_M_* of a subset. A measure not defined is off. */
 #ifndef HK_MEASURES_H
@@ -75,9 +85,15 @@
 #ifndef HK_M_UNDER
 #define HK_M_UNDER HK_M_ALL
 #endif
+#ifndef HK_M_ZERO
+#define HK_M_ZERO HK_M_ALL
+#endif
+#ifndef HK_M_COPY
+#define HK_M_COPY HK_M_ALL
+#endif
 
 /* the measures that live in the trailer word need it */
-#if (HK_M_SLACK || HK_M_KIND || HK_M_SIZED || HK_M_FILL || HK_M_UNDER) && !HK_M_CANARY
+#if (HK_M_SLACK || HK_M_KIND || HK_M_SIZED || HK_M_FILL || HK_M_UNDER || HK_M_COPY) && !HK_M_CANARY
 #undef HK_M_CANARY
 #define HK_M_CANARY 1
 #endif
@@ -89,7 +105,7 @@
   X(keys, HK_M_KEYS) X(canary, HK_M_CANARY) X(slack, HK_M_SLACK)              \
   X(shuffle, HK_M_SHUFFLE) X(delay, HK_M_DELAY) X(guard, HK_M_GUARD)          \
   X(kind, HK_M_KIND) X(sized, HK_M_SIZED) X(fill, HK_M_FILL)                \
-  X(under, HK_M_UNDER)
+  X(under, HK_M_UNDER) X(zero, HK_M_ZERO) X(copy, HK_M_COPY)
 #define HK_M_AND_ON(name, on) && (on)
 #define HK_M_EVERY (1 HK_MEASURE_LIST(HK_M_AND_ON))  /* all on: the secure build */
 

@@ -9,6 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libc.h"  /* the copy that finishes a move under valgrind: glibc's, unchecked */
 #include "report.h"
 
 hk_os_counters_t hk_os_stats;
@@ -150,7 +151,7 @@ static bool protect(void *p, size_t size, int prot) {
   return rc == 0;
 }
 
-void hk_os_protect_none(void *p, size_t size) { protect(p, size, PROT_NONE); }
+bool hk_os_protect_none(void *p, size_t size) { return protect(p, size, PROT_NONE); }
 bool hk_os_commit(void *p, size_t size) { return protect(p, size, PROT_READ | PROT_WRITE); }
 
 /* A fresh PROT_NONE mapping laid over the range: one call that both drops

@@ -30,7 +30,7 @@ void  hk_os_purge(void *p, size_t size);
  * False if the kernel says no. */
 bool  hk_os_resident(void *p, size_t size, unsigned char *vec);
 /* Make pages inaccessible (guard pages). */
-void  hk_os_protect_none(void *p, size_t size);
+bool  hk_os_protect_none(void *p, size_t size);
 /* Grow or shrink a mapping without moving it; false if it cannot. */
 bool  hk_os_resize_inplace(void *p, size_t old_size, size_t new_size);
 /* Move a mapping onto the (already mapped) range at target, replacing it. */

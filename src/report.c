@@ -62,22 +62,38 @@ static uintptr_t find_caller(void) {
   return w.ip;
 }
 
-void hk_report_invalid_at(const void *caller, const char *what, const void *p, const char *reason) {
-  uintptr_t ip = caller ? (uintptr_t)caller : find_caller();
-  char where[320] = "";  /* " (called from ADDR: WHERE)", or nothing when unknown */
+/* " (called from ADDR: WHERE)" for the caller ip, or nothing when unknown */
+static void caller_text(uintptr_t ip, char *where, size_t size) {
   Dl_info info;
+  where[0] = 0;
   if (ip && dladdr((void *)(ip - 1), &info) && info.dli_fname) {
     const char *file = info.dli_fname[0] ? info.dli_fname : "the program";
     if (info.dli_sname)
-      snprintf(where, sizeof where, " (called from %p: %s+0x%lx in %s)", (void *)ip, info.dli_sname,
+      snprintf(where, size, " (called from %p: %s+0x%lx in %s)", (void *)ip, info.dli_sname,
                (unsigned long)(ip - (uintptr_t)info.dli_saddr), file);
     else
-      snprintf(where, sizeof where, " (called from %p: %s+0x%lx)", (void *)ip, file,
+      snprintf(where, size, " (called from %p: %s+0x%lx)", (void *)ip, file,
                (unsigned long)(ip - (uintptr_t)info.dli_fbase));
   } else if (ip) {
-    snprintf(where, sizeof where, " (called from %p)", (void *)ip);
+    snprintf(where, size, " (called from %p)", (void *)ip);
   }
+}
+
+void hk_report_invalid_at(const void *caller, const char *what, const void *p, const char *reason) {
+  char where[320];
+  caller_text(caller ? (uintptr_t)caller : find_caller(), where, sizeof where);
   hk_message("hakmem: invalid %s(%p): %s%s\n", what, p, reason, where);
+  if (abort_on_invalid) abort();
+}
+
+void hk_report_heap(const char *fmt, ...) {
+  char text[256], where[320];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  caller_text(find_caller(), where, sizeof where);
+  hk_message("hakmem: %s%s\n", text, where);
   if (abort_on_invalid) abort();
 }
 

@@ -19,6 +19,12 @@ void hk_report_invalid_at(const void *caller, const char *what, const void *p, c
 void hk_report_invalid(const char *what, const void *p, const char *reason)
     __attribute__((cold, noinline));
 
+/* Report a heap error found outside the malloc family ("hakmem: TEXT",
+ * TEXT from the printf format; the copy measure's "heap overflow in
+ * memcpy(...)"), naming the caller as above, and abort() (returns only with
+ * HAKMEM_ABORT_ON_INVALID=0). */
+void hk_report_heap(const char *fmt, ...) __attribute__((format(printf, 1, 2), cold, noinline));
+
 /* Whether a report aborts (HAKMEM_ABORT_ON_INVALID; set by the knobs). */
 void hk_report_set_abort(bool on);
 

@@ -12,7 +12,10 @@
  *   guard     guard pages: src/superslab.c, src/large.c
  *   kind      C++ kind tags: here (small), src/large.c
  *   sized     sized delete checks: here (small), src/large.c
- *   fill      fill on free (HAKMEM_FREE_FILL): secure.c */
+ *   fill      fill on free (HAKMEM_FREE_FILL): secure.c
+ *   under     the byte before a block: here
+ *   copy      a block's live state and requested size: here; the
+ *             interposers: src/copy_check.c */
 #ifndef HK_SEC_HOOKS_H
 #define HK_SEC_HOOKS_H
 
@@ -134,6 +137,17 @@ HK_INLINE bool hk_sec_free_ok(const hk_slab_t *s, const uint8_t *b, uint32_t lo,
          (!HK_M_SLACK || b[n] == HK_SEC_SLACK_BYTE) &&
          (!HK_M_KIND || kind == HK_KIND_ANY || b[avail + 6] == kind) &&
          (!HK_M_SIZED || size == 0 || size == n) && hk_sec_before_ok(b);
+}
+
+/* copy: the block at b is live (its trailer says so, canary intact):
+ * true, and *n its requested size. False for a freed block, one never
+ * handed out, or one whose trailer was overwritten. */
+HK_INLINE bool hk_sec_live_size(const hk_slab_t *s, const uint8_t *b, size_t *n) {
+  size_t avail = s->avail;
+  uint64_t t = hk_sec_trailer_load(b, avail);
+  uint32_t c = hk_sec_canary(s, b), lo = (uint32_t)t;
+  *n = hk_sec_trailer_n(t);
+  return (lo == (c ^ HK_SEC_LIVE) || lo == (c ^ HK_SEC_LIVE_FILL)) && *n <= avail;
 }
 
 /* the slab has blocks waiting for reuse (src/slab.c, delayed reuse) */

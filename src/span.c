@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "chunk_map.h"
+#include "knobs.h"
+#include "libc.h"  /* calloc's zeroing: glibc's, unchecked */
 #include "lock.h"
 #include "measures.h"
 #include "os.h"
@@ -18,9 +20,19 @@
 #define NBINS 72
 #define BIN_SCAN 32   /* free runs looked at per bin */
 #define ZERO_RUNS 16
-/* The guard measure: every live block's last page is PROT_NONE (a write
- * past the block faults there); it is made accessible again when the block
- * is freed or resized, so free runs never hold a guard. */
+/* The guard measure (secure build): every live block's last page, the last
+ * page of every free run and the page after an arena's descriptor are
+ * PROT_NONE (an arena starts so, and a freed block's guard stays closed),
+ * so the pages on both sides of a live block are guards: a write past it or
+ * before it faults. Allocating opens the block's pages (one mprotect, which
+ * costs only where pages are closed) and closes its last page. A freed
+ * block of up to HAKMEM_CLOSE_FREED_KB (256 KiB) is closed whole at once, so a write
+ * through a dangling pointer faults too; bigger ones are not: closing costs
+ * a page-table walk over every resident page, twice (bench_large, 64 KiB to
+ * 32 MiB blocks, ran at 0.05 of the default build with every freed block
+ * closed). Every freed block then waits in the quarantine (below) before its
+ * pages can be handed out again. */
+static uint32_t close_pages(void) { return (uint32_t)(hk_knobs.close_freed_kb >> 2); }  /* HAKMEM_CLOSE_FREED_KB */
 #define GUARD_PAGES (HK_M_GUARD ? 1u : 0u)  /* resident runs calloc zeroes one by one; more: one memset */
 
 /* Boundary tags: only the first (HEAD) and last (TAIL) page of a run have
@@ -56,6 +68,22 @@ typedef struct hk_arena {
 
 static hk_lock_t span_lock = HK_LOCK_INIT;
 static hk_arena_t *arenas;
+
+/* The quarantine (guard measure): the last QUAR_RUNS freed blocks (closed
+ * when they are at most HAKMEM_CLOSE_FREED_KB), not yet free runs, so that no
+ * request gets a just-freed block's address back, whatever its size. At
+ * most QUAR_PAGES pages wait, but the newest block always does (a bigger
+ * quarantine kept so many pages out of reuse that the cap's purges ran at
+ * every free: bench_large 0.32 of the default build). Their pages are
+ * purged on the purge clock like those of free runs; trim empties it.
+ * Under span_lock. */
+#define QUAR_ON HK_M_GUARD
+#define QUAR_RUNS 16u
+#define QUAR_PAGES 2048u  /* 8 MiB: past it the oldest go (the newest always stays) */
+typedef struct { hk_arena_t *a; uint32_t i; } quar_t;
+static quar_t quar[QUAR_ON ? QUAR_RUNS : 1];
+static unsigned quar_first, quar_n;
+static size_t quar_pages;  /* read without the lock by the stats */
 /* Changed under span_lock; read without it by the stats and the caps, so
  * every access is atomic (relaxed). */
 static size_t live_pages, dirty_pages;
@@ -195,10 +223,15 @@ static uint32_t oldest_stamp(const hk_arena_t *a, uint32_t run, uint32_t stamp) 
 }
 
 static hk_arena_t *arena_new(void) {
-  hk_arena_t *a = hk_os_map_aligned(ARENA_SIZE, ARENA_SIZE);
+  size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE);
+  hk_arena_t *a = GUARD_PAGES ? hk_os_reserve_aligned(ARENA_SIZE, ARENA_SIZE) : hk_os_map_aligned(ARENA_SIZE, ARENA_SIZE);
   if (!a) return NULL;
+  if (GUARD_PAGES && !hk_os_commit(a, desc)) {  /* all but the descriptor stays closed */
+    hk_os_unmap(a, ARENA_SIZE);
+    return NULL;
+  }
   a->magic = ARENA_MAGIC;
-  a->first_page = (uint32_t)(hk_align_up(sizeof *a, HK_PAGE) >> PAGE_SHIFT);
+  a->first_page = (uint32_t)(desc >> PAGE_SHIFT) + GUARD_PAGES;  /* the descriptor's guard */
   a->born_ms = hk_os_now_ms();
   free_insert(a, a->first_page, ARENA_PAGES - a->first_page, 0, 0);
   for (size_t c = ((size_t)a->first_page << PAGE_SHIFT) >> HK_SS_SHIFT; c < ARENA_SIZE >> HK_SS_SHIFT; c++)
@@ -212,6 +245,54 @@ static void arena_unmap(hk_arena_t *a) {
   for (size_t c = 0; c < ARENA_SIZE >> HK_SS_SHIFT; c++)
     hk_chunk_set((uint8_t *)a + (c << HK_SS_SHIFT), HK_CHUNK_NONE);
   hk_os_unmap(a, ARENA_SIZE);
+}
+
+/* ---- freeing a run ---- */
+
+/* A run that becomes free at j - len .. j - 1 takes in the free run that
+ * starts at page j, if there is one: its pages, resident count and age
+ * (oldest_stamp) are added to *len, *nd and *stamp. */
+static void join_next(hk_arena_t *a, uint32_t j, uint32_t *len, uint32_t *nd, uint32_t *stamp) {
+  if (j >= ARENA_PAGES || (a->e[j].tag & (T_HEAD | T_FREE)) != (T_HEAD | T_FREE)) return;
+  uint32_t nn = a->e[j].npages;
+  *stamp = oldest_stamp(a, j, *stamp);
+  *nd += free_remove(a, j);
+  *len += nn;
+}
+
+/* Run i of n pages (its head tagged T_FREED, its tail 0, nd of its pages
+ * resident) becomes free: joined to the free runs on either side, binned. */
+static void run_release(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t nd, uint32_t stamp) {
+  uint32_t start = i, len = n;
+  if (i > a->first_page && (a->e[i - 1].tag & (T_TAIL | T_FREE)) == (T_TAIL | T_FREE)) {
+    uint32_t pn = a->e[i - 1].npages;
+    start = i - pn;
+    stamp = oldest_stamp(a, start, stamp);
+    nd += free_remove(a, start);
+    len += pn;
+  }
+  join_next(a, i + n, &len, &nd, &stamp);
+  free_insert(a, start, len, nd, stamp);
+}
+
+/* Quarantine (QUAR_ON): freed run i waits in a FIFO; the oldest is
+ * released when the FIFO is full or holds too many pages. Its head keeps T_FREED (a
+ * second free is a double free) and, in the union, the stamp of its free. */
+static void quar_release_oldest(void) {
+  quar_t q = quar[quar_first];
+  quar_first = (quar_first + 1) % QUAR_RUNS;
+  quar_n--;
+  entry_t *h = &q.a->e[q.i];
+  uint32_t n = h->npages;
+  SUB(quar_pages, n);
+  run_release(q.a, q.i, n, bits_count(q.a, q.i, n), h->f.stamp);
+}
+static void quar_push(hk_arena_t *a, uint32_t i, uint32_t stamp) {
+  if (quar_n == QUAR_RUNS) quar_release_oldest();
+  while (quar_n && HK_LOAD_RELAXED(quar_pages) + a->e[i].npages > QUAR_PAGES) quar_release_oldest();
+  a->e[i].f.stamp = stamp;
+  quar[(quar_first + quar_n++) % QUAR_RUNS] = (quar_t){ a, i };
+  ADD(quar_pages, a->e[i].npages);
 }
 
 /* ---- allocation ---- */
@@ -248,6 +329,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   uint32_t d = nd ? bits_count(a, at, need) : 0;
   uint32_t df = nd && front ? bits_count(a, i, front) : 0;
   if (front) free_insert(a, i, front, df, stamp);
+  if (GUARD_PAGES && front) hk_os_protect_none(page_addr(a, at - 1), HK_PAGE);  /* a free run ends closed */
   if (back) free_insert(a, at + need, back, nd - d - df, stamp);
   entry_t *h = &a->e[at], *t = &a->e[at + need - 1];
   h->npages = t->npages = need;
@@ -268,12 +350,26 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   bits_set(a, at, need, true);
   ADD(live_pages, need);
   uint8_t *p = page_addr(a, at);
+  /* (the block's last page was the run's, closed already, when nothing is left behind it) */
+  if (GUARD_PAGES && (!hk_os_commit(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT) ||
+                      (back && !hk_os_protect_none(page_addr(a, at + need - 1), HK_PAGE)))) {
+    hk_os_protect_none(page_addr(a, at + need - 1), HK_PAGE);
+    h->tag = T_FREED;  /* no mapping to spare (vm.max_map_count): give the run back */
+    t->tag = 0;
+    SUB(live_pages, need);
+    run_release(a, at, need, need, stamp);  /* bits_set marked them all */
+    hk_unlock(&span_lock);
+    errno = ENOMEM;
+    return NULL;
+  }
   hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
   hk_unlock(&span_lock);
 
-  if (zero_all) memset(p, 0, (size_t)need << PAGE_SHIFT);
-  else for (unsigned r = 0; r < nruns; r++) memset(page_addr(a, runs[r].at), 0, (size_t)runs[r].n << PAGE_SHIFT);
-  if (GUARD_PAGES) hk_os_protect_none(page_addr(a, at + need - 1), HK_PAGE);
+  if (zero_all) memset(p, 0, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT);
+  else for (unsigned r = 0; r < nruns; r++) {
+    uint32_t e = runs[r].at + runs[r].n < at + need - GUARD_PAGES ? runs[r].at + runs[r].n : at + need - GUARD_PAGES;
+    if (e > runs[r].at) memset(page_addr(a, runs[r].at), 0, (size_t)(e - runs[r].at) << PAGE_SHIFT);
+  }
   note->resident_pages = d;
   note->fresh_pages = need - d;
   return p;
@@ -311,18 +407,52 @@ bool hk_span_check(const char *what, const void *p, size_t *usable, size_t *requ
   return h != NULL;
 }
 
-/* ---- free and resize ---- */
+/* Measure copy: the live block holding address p (any byte of its pages),
+ * read without the lock, so that a copy into a large block takes no lock:
+ * a live block's head and tail entries, and the entries between them,
+ * change only when the block itself is freed or resized, which the program
+ * copying into it does not do meanwhile. A block is found by its head, the
+ * entry of p's page or the nearest tagged one before it (the entries inside
+ * a run carry no HEAD or TAIL tag); each thread remembers the last head it
+ * found, so a run of copies into one big block walks once. */
+static __thread struct { hk_arena_t *a; uint32_t head; } copy_hint;
 
-/* A run that becomes free at j - len .. j - 1 takes in the free run that
- * starts at page j, if there is one: its pages, resident count and age
- * (oldest_stamp) are added to *len, *nd and *stamp. */
-static void join_next(hk_arena_t *a, uint32_t j, uint32_t *len, uint32_t *nd, uint32_t *stamp) {
-  if (j >= ARENA_PAGES || (a->e[j].tag & (T_HEAD | T_FREE)) != (T_HEAD | T_FREE)) return;
-  uint32_t nn = a->e[j].npages;
-  *stamp = oldest_stamp(a, j, *stamp);
-  *nd += free_remove(a, j);
-  *len += nn;
+static bool live_run_holds(const hk_arena_t *a, uint32_t h, uint32_t i) {
+  const entry_t *e = &a->e[h];
+  return h >= a->first_page && h <= i &&
+         (HK_LOAD_RACY(e->tag) & (T_HEAD | T_LIVE)) == (T_HEAD | T_LIVE) && i - h < HK_LOAD_RACY(e->npages);
 }
+
+bool hk_span_block_of(const void *p, uint8_t **start, size_t *requested) {
+  hk_arena_t *a = arena_of(p);
+  uint32_t i = page_of(a, p);
+  if (a->magic != ARENA_MAGIC || i < a->first_page) return false;
+  uint32_t h = i;
+  uint8_t tag = HK_LOAD_RACY(a->e[i].tag);
+  if (!(tag & T_HEAD)) {
+    if (copy_hint.a == a && live_run_holds(a, copy_hint.head, i)) {
+      h = copy_hint.head;
+      goto found;
+    }
+    if (tag & T_TAIL) {
+      h = i + 1 - HK_LOAD_RACY(a->e[i].npages);  /* npages == 0 or > i + 1: fails below */
+    } else {
+      do {
+        if (h-- == a->first_page) return false;
+        tag = HK_LOAD_RACY(a->e[h].tag);
+      } while (!(tag & (T_HEAD | T_TAIL)));
+    }
+  }
+  if (!live_run_holds(a, h, i)) return false;
+  copy_hint.a = a;
+  copy_hint.head = h;
+found:
+  *start = page_addr(a, h);
+  *requested = HK_LOAD_RACY(a->e[h].l.requested);
+  return true;
+}
+
+/* ---- free and resize ---- */
 
 size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested) {
   hk_arena_t *a;
@@ -335,23 +465,16 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
     return 0;
   }
   uint32_t i = page_of(a, p);
-  uint32_t n = h->npages, start = i, len = n, nd = n;  /* a live block's pages are all marked */
+  uint32_t n = h->npages;
   uint32_t stamp = now_stamp(a);
-  if (GUARD_PAGES) hk_os_commit(page_addr(a, i + n - 1), HK_PAGE);
+  if (GUARD_PAGES && n - 1 <= close_pages()) hk_os_protect_none(p, (size_t)(n - 1) << PAGE_SHIFT);  /* its last page is closed already */
   *kind = h->kind;
   *requested = h->l.requested;
   SUB(live_pages, n);
   a->e[i + n - 1].tag = 0;
   h->tag = T_FREED;
-  if (i > a->first_page && (a->e[i - 1].tag & (T_TAIL | T_FREE)) == (T_TAIL | T_FREE)) {
-    uint32_t pn = a->e[i - 1].npages;
-    start = i - pn;
-    stamp = oldest_stamp(a, start, stamp);
-    nd += free_remove(a, start);
-    len += pn;
-  }
-  join_next(a, i + n, &len, &nd, &stamp);
-  free_insert(a, start, len, nd, stamp);
+  if (QUAR_ON) quar_push(a, i, stamp);
+  else run_release(a, i, n, n, stamp);  /* a live block's pages are all marked */
   hk_track_free(p);  /* before another thread can get these pages */
   hk_unlock(&span_lock);
   return (size_t)n << PAGE_SHIFT;
@@ -365,10 +488,8 @@ size_t hk_span_resize(void *p, size_t size) {
   entry_t *h = &a->e[i];
   uint32_t n = h->npages, j = i + n;
   size_t ok = 0;
-  if (GUARD_PAGES && need < n) {  /* the guard moves to the new end */
+  if (GUARD_PAGES && need < n)  /* the new last page closes (the tail's last, the old one, is closed) */
     hk_os_protect_none(page_addr(a, i + need - 1), HK_PAGE);
-    hk_os_commit(page_addr(a, j - 1), HK_PAGE);
-  }
   if (need < n) {  /* the tail becomes free (joined to a free run after it) */
     uint32_t len = n - need, nd = len, stamp = now_stamp(a);
     join_next(a, j, &len, &nd, &stamp);
@@ -381,6 +502,13 @@ size_t hk_span_resize(void *p, size_t size) {
       hk_unlock(&span_lock);
       return 0;
     }
+    /* the old last page and all but the last of the new ones open, the new last closes */
+    if (GUARD_PAGES && (!hk_os_commit(page_addr(a, j - 1), (size_t)extra << PAGE_SHIFT) ||
+                        (a->e[j].npages > extra && !hk_os_protect_none(page_addr(a, j + extra - 1), HK_PAGE)))) {
+      hk_os_protect_none(page_addr(a, j - 1), HK_PAGE);
+      hk_unlock(&span_lock);
+      return 0;
+    }
     uint32_t fn = a->e[j].npages, stamp = a->e[j].f.stamp;
     uint32_t nd = free_remove(a, j);
     uint32_t d = nd ? bits_count(a, j, extra) : 0;
@@ -388,10 +516,6 @@ size_t hk_span_resize(void *p, size_t size) {
     bits_set(a, j, extra, true);
     a->e[j - 1].tag = 0;
     ADD(live_pages, extra);
-    if (GUARD_PAGES) {  /* the guard moves to the new end */
-      hk_os_protect_none(page_addr(a, i + need - 1), HK_PAGE);
-      hk_os_commit(page_addr(a, j - 1), HK_PAGE);
-    }
   }
   if (need != n) {
     h->npages = need;
@@ -411,14 +535,20 @@ size_t hk_span_resize(void *p, size_t size) {
 /* madvise only the pages that may be resident: a free run joined to the
  * arena's untouched tail spans up to 1 GiB, and one call over all of it
  * cost more than the pages it gave back (large_cycles at half speed). */
-static size_t purge_run(hk_arena_t *a, uint32_t i, unsigned long *calls) {
-  entry_t *h = &a->e[i];
-  uint32_t n = h->npages, nd = h->f.ndirty, end = i + n;
-  for (uint32_t p = i, q; next_marked(a, &p, end, &q); p = q) {
+static uint32_t purge_marked(hk_arena_t *a, uint32_t i, uint32_t n, unsigned long *calls) {
+  uint32_t pages = 0;
+  for (uint32_t p = i, q; next_marked(a, &p, i + n, &q); p = q) {
     hk_os_purge(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT);
     bits_set(a, p, q - p, false);
+    pages += q - p;
     (*calls)++;
   }
+  return pages;
+}
+static size_t purge_run(hk_arena_t *a, uint32_t i, unsigned long *calls) {
+  entry_t *h = &a->e[i];
+  uint32_t nd = h->f.ndirty;
+  purge_marked(a, i, h->npages, calls);
   dirty_unlink(a, i);
   h->f.ndirty = 0;
   SUB(dirty_pages, nd);
@@ -467,6 +597,12 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
   size_t bytes = 0;
   unsigned long calls = 0;
   hk_lock(&span_lock);
+  while (force && quar_n) quar_release_oldest();  /* trim: the quarantine too */
+  for (unsigned k = 0; k < quar_n; k++) {  /* quarantined runs keep their address, not their pages */
+    quar_t q = quar[(quar_first + k) % QUAR_RUNS];
+    entry_t *h = &q.a->e[q.i];
+    if (now_stamp(q.a) - h->f.stamp >= delay_ms) bytes += (size_t)purge_marked(q.a, q.i, h->npages, &calls) << PAGE_SHIFT;
+  }
   for (hk_arena_t *a = arenas; a; a = a->next) {
     uint32_t now = now_stamp(a);
     for (uint32_t i = a->dirty_head, next; i; i = next) {  /* joined runs keep old stamps: not in order */
@@ -508,7 +644,8 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
 }
 
 size_t hk_span_bytes_live(void) { return HK_LOAD_RELAXED(live_pages) << PAGE_SHIFT; }
-size_t hk_span_bytes_cached(void) { return HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT; }
+size_t hk_span_bytes_dirty(void) { return HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT; }
+size_t hk_span_bytes_cached(void) { return (HK_LOAD_RELAXED(dirty_pages) + HK_LOAD_RELAXED(quar_pages)) << PAGE_SHIFT; }
 
 void hk_span_fork_prepare(void) { hk_lock(&span_lock); }
 void hk_span_fork_parent(void) { hk_unlock(&span_lock); }

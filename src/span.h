@@ -34,6 +34,11 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
  * call: "realloc"). Its usable bytes and requested size. */
 bool hk_span_check(const char *what, const void *p, size_t *usable, size_t *requested);
 
+/* Measure copy: the live block holding address p (any byte of it, the
+ * guard page included), its start and requested size; false when p is in
+ * none. Takes no lock (span.c says why that is sound). */
+bool hk_span_block_of(const void *p, uint8_t **start, size_t *requested);
+
 /* Frees the live block at p: its kind and requested size in *kind and
  * *requested, and the bytes it held; or a report (what: "free") and 0. */
 size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested);
@@ -51,7 +56,8 @@ size_t hk_span_resize(void *p, size_t size);
 size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned long *purges);
 
 size_t hk_span_bytes_live(void);
-size_t hk_span_bytes_cached(void);  /* free and resident */
+size_t hk_span_bytes_cached(void);  /* free and resident (the quarantine's too) */
+size_t hk_span_bytes_dirty(void);   /* of them, the free runs' (what the cap purges) */
 
 void hk_span_fork_prepare(void);
 void hk_span_fork_parent(void);

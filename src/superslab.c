@@ -87,7 +87,10 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!ss) return NULL;
     hk_ss_note(HK_SS_OS_MAPS);
-    if (HK_M_GUARD) hk_os_protect_none((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
+    if (HK_M_GUARD) {  /* after the metadata, and the last page: an overflow running off the end */
+      hk_os_protect_none((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
+      hk_os_protect_none((uint8_t *)ss + HK_SS_SIZE - HK_SS_GUARD_SIZE, HK_SS_GUARD_SIZE);
+    }
     atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);
     hk_lock(&all_lock);
     ss->all_prev = NULL;

@@ -132,8 +132,9 @@ HK_INLINE size_t hk_ss_slab_bytes(const hk_superslab_t *ss) { return (size_t)1 <
 HK_INLINE uint8_t *hk_ss_slab_area(hk_superslab_t *ss, unsigned idx) {
   return (uint8_t *)ss + ((size_t)idx << ss->slab_shift) + (idx == 0 ? HK_SS_HDR_SIZE : 0);
 }
+/* guard: the last page of the last slab is the superslab's end guard */
 HK_INLINE size_t hk_ss_slab_area_bytes(const hk_superslab_t *ss, unsigned idx) {
-  return hk_ss_slab_bytes(ss) - (idx == 0 ? HK_SS_HDR_SIZE : 0);
+  return hk_ss_slab_bytes(ss) - (idx == 0 ? HK_SS_HDR_SIZE : 0) - (idx + 1u == ss->nslabs ? HK_SS_GUARD_SIZE : 0);
 }
 
 /* Doubly-linked superslab lists (owner-local or under a global lock). */

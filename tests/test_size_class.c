@@ -16,7 +16,10 @@
  *   - free's block check (hk_slab_is_block, one multiply and one compare)
  *     is exact for every class: at every byte offset within 2 MiB either
  *     side of a slab's start it says yes exactly at the starts of the first
- *     `carved` blocks (carved = 0, 1, a third, all of a 2 MiB slab).
+ *     `carved` blocks (carved = 0, 1, a third, all of a 2 MiB slab);
+ *   - the copy measure's slot of an address (hk_slab_slot_of, one
+ *     multiply) is offset / size inside a slab's blocks, and at least the
+ *     capacity before and past them (2 MiB either side, and far away).
  *
  * Standalone: the tables and inline functions only, no allocator. Build:
  *   cc -std=gnu11 -O2 -Wall -Wextra tests/test_size_class.c src/size_class.c
@@ -148,9 +151,34 @@ static void check_block_test(void) {
   }
 }
 
+static void check_slot_of(void) {
+  const long span = 2l << 20;
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    uint32_t d = (uint32_t)hk_class_bytes(c);
+    long slab = c < HK_NCLASS_SMALL ? 64l << 10 : 256l << 10;
+    uintptr_t start = ((uintptr_t)0x7f1234 << 21) + 12288;
+    hk_slab_t s = {0};
+    s.block_size = d;
+    s.capacity = (uint16_t)(slab / d);
+    s.div_m = hk_slab_div_m(d);
+    s.start = (uint8_t *)start;
+    long cap = s.capacity, far[] = { -(1l << 40), -(1l << 30), -(1l << 22), 1l << 22, 1l << 30, 1l << 40 };
+    for (long n = -span; n < span; n++) {
+      size_t got = hk_slab_slot_of(&s, (void *)(start + n));
+      bool inside = n >= 0 && n < cap * d;
+      if (inside ? got != (size_t)(n / d) : got < (size_t)cap)
+        fail("class %u (%u B): offset %ld: slot %zu", c, d, n, got);
+    }
+    for (unsigned k = 0; k < sizeof far / sizeof far[0]; k++)
+      if (hk_slab_slot_of(&s, (void *)(start + far[k])) < (size_t)cap)
+        fail("class %u (%u B): offset %ld: slot inside the slab", c, d, far[k]);
+  }
+}
+
 int main(void) {
   size_t nsizes = 0;
   check_block_test();
+  check_slot_of();
   check_classes();
   check_small_table();
   check_sizes(&nsizes);

@@ -7,10 +7,15 @@
 #
 #   EXPECT   abort: SIGABRT;  trap: SIGABRT, SIGILL or SIGTRAP (a corrupted free
 #            list traps when HAKMEM_ABORT_ON_INVALID=0);  segv: SIGSEGV (guard
-#            pages);  these need PATTERN's report line on stderr.
+#            pages: the program's handler, tests/security/common.h, must say
+#            the fault address is in a PROT_NONE mapping);  these need
+#            PATTERN's report line on stderr.
+#            caught: abort with PATTERN's line, or a SIGSEGV in a guard (as
+#            segv, no line needed).
 #            ok: exit 0 and no "hakmem:" line on stderr.
 #            report: exit 0 and PATTERN's line (HAKMEM_ABORT_ON_INVALID=0).
-#   PATTERN  a name below (the "hakmem: invalid ..." line expected), or -
+#   PATTERN  a name below (the "hakmem: invalid ..." line expected; COPY and
+#            COPY_READ: "hakmem: heap overflow in memcpy(...)", measure copy), or -
 #   ENV      VAR=VALUE[,VAR=VALUE] for the program, or -
 # Prints what happened in one line; exits 0 when it was what EXPECT says.
 set -u
@@ -20,7 +25,7 @@ if [ $# -lt 6 ]; then
 fi
 lib=$1 dir=$2 expect=$3 pattern=$4 envs=$5 prog=$6
 shift 6
-unset LD_PRELOAD HAKMEM_FREE_FILL HAKMEM_ABORT_ON_INVALID HAKMEM_VERBOSE HAKMEM_STATS
+unset LD_PRELOAD HAKMEM_FREE_FILL HAKMEM_ABORT_ON_INVALID HAKMEM_VERBOSE HAKMEM_STATS HAKMEM_SECURITY_PEER
 ulimit -c 0  # the attacks abort: no core files
 
 HEX='0x[0-9a-f]+'
@@ -50,6 +55,8 @@ case $pattern in
   REALLOC_DF)     regex="invalid realloc\\($HEX\\): block already freed \\(double free\\)" ;;
   DELETE_NEW)     regex="invalid free\\($HEX\\): delete of memory not from new" ;;
   DELETE_ARRAY)   regex="invalid free\\($HEX\\): delete\\[\\] of memory not from new\\[\\]" ;;
+  COPY)           regex="heap overflow in [a-z_]+\\(dst=$HEX, n=[0-9]+\\): (block $HEX of [0-9]+ bytes|not in a live hakmem block)" ;;
+  COPY_READ)      regex="heap over-read in [a-z_]+\\(src=$HEX, n=[0-9]+\\): (block $HEX of [0-9]+ bytes|not in a live hakmem block)" ;;
   *) echo "attack.sh: unknown pattern $pattern" >&2; exit 2 ;;
 esac
 
@@ -77,12 +84,20 @@ if [ "$regex" != - ] && [ -n "$line" ] && ! grep -qE "\\(called from 0x[0-9a-f]+
   echo "the report does not name its caller (called from ADDR: WHERE)"
   exit 1
 fi
+in_guard() {  # the program's SIGSEGV handler (common.h) found the fault in a PROT_NONE mapping
+  grep -qE "^security test: SIGSEGV at 0x[0-9a-f]+ in a guard" "$err" && return 0
+  echo "the fault is not in a guard page"
+  return 1
+}
 case $expect in
   ok)     [ $rc -eq 0 ] && [ -z "$line" ] && exit 0; exit 1 ;;
   report) [ $rc -eq 0 ] || exit 1 ;;
   abort)  [ "$sig" = ABRT ] || exit 1 ;;
   trap)   [ "$sig" = ABRT ] || [ "$sig" = ILL ] || [ "$sig" = TRAP ] || exit 1 ;;
-  segv)   [ "$sig" = SEGV ] || exit 1 ;;
+  caught) if [ "$sig" = SEGV ]; then in_guard; exit; fi
+          [ "$sig" = ABRT ] || exit 1 ;;
+  segv)   [ "$sig" = SEGV ] || exit 1
+          in_guard || exit 1 ;;
   *)      echo "attack.sh: unknown expectation $expect" >&2; exit 2 ;;
 esac
 [ "$regex" = - ] && exit 0

@@ -10,6 +10,9 @@
 static void (*fn_free_sized)(void *, size_t);
 static void (*fn_free_aligned_sized)(void *, size_t, size_t);
 
+static void free_ignoring_size(void *p, size_t n) { (void)n; free(p); }
+static void free_ignoring_size_alignment(void *p, size_t a, size_t n) { (void)a; (void)n; free(p); }
+
 #define SLOTS 512
 static int rounds = 20000;
 static void *_Atomic handoff[64];  /* blocks passed to the next thread */
@@ -107,9 +110,13 @@ static void *worker(void *arg) {
 }
 
 int main(int argc, char **argv) {
-  require_hakmem();
+  require_allocator();
   fn_free_sized = (void (*)(void *, size_t))dlsym(RTLD_DEFAULT, "free_sized");
   fn_free_aligned_sized = (void (*)(void *, size_t, size_t))dlsym(RTLD_DEFAULT, "free_aligned_sized");
+  if (under_peer()) {  /* a peer without them (scudo): plain free in their place */
+    if (!fn_free_sized) fn_free_sized = free_ignoring_size;
+    if (!fn_free_aligned_sized) fn_free_aligned_sized = free_ignoring_size_alignment;
+  }
   if (!fn_free_sized || !fn_free_aligned_sized) { fprintf(stderr, "benign: no free_sized\n"); return 1; }
   if (argc > 1) nthreads = atoi(argv[1]);
   if (argc > 2) rounds = atoi(argv[2]);

@@ -47,7 +47,7 @@ static void work(int id) {
 }
 
 int main() {
-  require_hakmem();
+  require_allocator();
   std::vector<std::thread> ts;
   for (int i = 0; i < 4; i++) ts.emplace_back(work, i);
   for (auto &t : ts) t.join();

@@ -10,6 +10,8 @@
 #endif
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +39,82 @@ static inline void require_hakmem(void) {
   }
 }
 
+/* require_hakmem() for a program that tests no hakmem feature (a correct
+ * malloc user: benign, benign_cxx, null_returns), so that it can run on a peer
+ * allocator too: when HAKMEM_SECURITY_PEER names a library (peer.sh sets it to
+ * the one it preloads, e.g. scudo), that library must serve malloc instead;
+ * else hakmem must (require_hakmem). Exit 3 when not. */
+static inline int under_peer(void) {
+  const char *peer = getenv("HAKMEM_SECURITY_PEER");
+  return peer && *peer;
+}
+static inline void require_allocator(void) {
+  if (!under_peer()) {
+    require_hakmem();
+    return;
+  }
+  const char *peer = getenv("HAKMEM_SECURITY_PEER");
+  void *lib = dlopen(peer, RTLD_NOW | RTLD_NOLOAD);  /* only if already loaded */
+  void *fn = dlsym(RTLD_DEFAULT, "malloc");
+  if (!lib || !fn || dlsym(lib, "malloc") != fn) {
+    fprintf(stderr, "security test: the peer %s is not this process's malloc\n", peer);
+    exit(3);
+  }
+}
+
 /* Reached only when the allocator let the attack through. */
 static inline int not_caught(const char *what) {
   fprintf(stderr, "security test: NOT CAUGHT: %s\n", what);
   return 1;
+}
+
+/* Every attack program says where a SIGSEGV hit: "caught" by a guard means a
+ * fault in a PROT_NONE mapping ("---p" in /proc/self/maps), never an
+ * arbitrary crash (attack.sh's segv expectation wants the guard line). The
+ * handler reads the maps with raw syscalls, prints one line, then lets the
+ * fault happen again with the default action. */
+static void sec_put(const char *s) { ssize_t r = write(2, s, strlen(s)); (void)r; }
+static void sec_put_hex(uintptr_t v) {
+  char b[19] = "0x";
+  int n = 2;
+  for (int sh = 60; sh >= 0; sh -= 4)
+    if ((v >> sh) || n > 2 || sh == 0) b[n++] = "0123456789abcdef"[(v >> sh) & 15];
+  b[n] = 0;
+  sec_put(b);
+}
+static void sec_segv(int sig, siginfo_t *si, void *ctx) {
+  (void)ctx;
+  uintptr_t addr = (uintptr_t)si->si_addr;
+  char buf[8192], perms[5] = "";
+  int fd = open("/proc/self/maps", O_RDONLY);
+  size_t have = 0;
+  for (ssize_t r; fd >= 0 && (r = read(fd, buf + have, sizeof buf - 1 - have)) > 0;) {
+    have += (size_t)r;
+    buf[have] = 0;
+    char *line = buf, *nl;
+    while ((nl = strchr(line, '\n')) != NULL) {  /* "lo-hi perms ..." */
+      uintptr_t lo = (uintptr_t)strtoull(line, NULL, 16), hi = (uintptr_t)strtoull(strchr(line, '-') + 1, NULL, 16);
+      if (addr >= lo && addr < hi) { memcpy(perms, strchr(line, ' ') + 1, 4); break; }
+      line = nl + 1;
+    }
+    if (perms[0]) break;
+    have = strlen(line);
+    memmove(buf, line, have);
+  }
+  if (fd >= 0) close(fd);
+  sec_put("security test: SIGSEGV at ");
+  sec_put_hex(addr);
+  if (strcmp(perms, "---p") == 0) sec_put(" in a guard (PROT_NONE mapping)\n");
+  else if (perms[0]) { sec_put(" in a mapping with permissions "); sec_put(perms); sec_put(" (not a guard)\n"); }
+  else sec_put(" in no mapping (not a guard)\n");
+  signal(sig, SIG_DFL);  /* the faulting access runs again and kills us */
+}
+__attribute__((constructor)) static void sec_segv_install(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = sec_segv;
+  sa.sa_flags = SA_SIGINFO;
+  sigaction(SIGSEGV, &sa, NULL);
 }
 
 #endif

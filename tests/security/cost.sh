@@ -10,10 +10,18 @@
 # secure/default and the median peak RSS; then the geometric mean of the
 # ratios. With callgrind installed it also counts the instructions of a small
 # malloc/free loop (16 bytes, 100 mallocs then 100 frees, 2000 rounds) under
-# each library: the stable number on a noisy machine.
+# each library: the stable number on a noisy machine; and of a memcpy loop
+# (16 B and 4 KiB into a heap block, a large one and onto the stack:
+# measure copy).
 # COST_REF=DIR (bench/mimalloc_secure.sh DIR): the reference, mimalloc built
 # plain and in its secure mode, runs interleaved with them, and its
 # secure/plain ratio is printed beside hakmem's.
+# COST_SCUDO=PATH (libclang_rt.scudo_standalone-x86_64.so; COST_SCUDO=1: the
+# one tests/security/peer.sh --find-scudo finds, Debian libclang-rt-14-dev):
+# scudo, Android's hardened allocator, runs interleaved with them too (its
+# runs must print "allocator: scudo (PATH)", the name bench_common.h gives
+# the library that serves malloc), and its median ops/s and its ratio to the
+# default build are printed beside hakmem's, with a geomean of that ratio.
 # COST_MEASURES="canary shuffle" (or all): the library of each hardening
 # measure alone (BUILD_DIR/measures/libhakmem-NAME.so, src/measures.h) runs
 # interleaved with them too, and a second table gives each one's ratio to
@@ -32,6 +40,15 @@ if [ -n "$REF" ]; then
   LIBS+=(mi "$REF/libmimalloc.so" mi_secure "$REF/libmimalloc-secure.so")
 fi
 [ -f "$B/libhakmem-secure.so" ] || { echo "$B/libhakmem-secure.so not built: run make" >&2; exit 2; }
+SCUDO=${COST_SCUDO:-}
+if [ "$SCUDO" = 1 ]; then
+  SCUDO=$(bash "$HERE/peer.sh" --find-scudo) ||
+    { echo "COST_SCUDO=1: no libclang_rt.scudo_standalone-x86_64.so found (Debian: libclang-rt-14-dev)" >&2; exit 2; }
+fi
+if [ -n "$SCUDO" ]; then
+  [ -f "$SCUDO" ] || { echo "COST_SCUDO=$SCUDO: no such file" >&2; exit 2; }
+  LIBS+=(scudo "$SCUDO")
+fi
 MEASURES=${COST_MEASURES:-}
 [ "$MEASURES" = all ] &&
   MEASURES=$(grep -oE 'X\([a-z]+, HK_M_' "$ROOT/src/measures.h" | sed -E 's/X\(([a-z]+), HK_M_/\1/' | tr '\n' ' ')
@@ -65,7 +82,7 @@ for r in $(seq 1 "$RUNS"); do
     for ((i = 0; i < ${#LIBS[@]}; i += 2)); do
       build=${LIBS[i]} lib=${LIBS[i + 1]}
       want=hakmem
-      case $build in mi*) want=mimalloc ;; esac
+      case $build in mi*) want=mimalloc ;; scudo) want=scudo ;; esac
       out=$WORK/$name.$build.$r
       # shellcheck disable=SC2086
       env LD_PRELOAD="$lib" "$B/bench/"$cmd >"$out" 2>&1
@@ -79,9 +96,9 @@ for r in $(seq 1 "$RUNS"); do
   done
 done
 
-python3 - "$WORK" "$RUNS" "$REF" $MEASURES <<'EOF'
+python3 - "$WORK" "$RUNS" "$REF" "$SCUDO" $MEASURES <<'EOF'
 import glob, math, os, re, statistics, sys
-work, runs, ref, measures = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+work, runs, ref, scudo, measures = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 def values(name, build, key):
     v = []
     for f in sorted(glob.glob(os.path.join(work, "%s.%s.*" % (name, build)))):
@@ -97,9 +114,10 @@ names.sort(key=lambda n: order.index(n) if n in order else 99)
 hdr = [("benchmark", ""), ("default ops/s", "(median)"), ("secure ops/s", "(median)"), ("secure/", "default"),
        ("spread", "default"), ("spread", "secure"), ("RSS KiB", "default"), ("RSS KiB", "secure")]
 if ref: hdr += [("mimalloc", "secure/plain"), ("hakmem sec/", "mi secure")]
-fmt = "%-14s %16s %16s %9s %8s %8s %11s %11s" + (" %13s %12s" if ref else "")
+if scudo: hdr += [("scudo ops/s", "(median)"), ("scudo/", "default"), ("RSS KiB", "scudo")]
+fmt = "%-14s %16s %16s %9s %8s %8s %11s %11s" + (" %13s %12s" if ref else "") + (" %16s %8s %11s" if scudo else "")
 for k in (0, 1): print(fmt % tuple(h[k] for h in hdr))
-ratios, refs = {}, {}
+ratios, refs, scudos = {}, {}, {}
 spread = lambda v, m: "%.0f%%" % (100 * (max(v) - min(v)) / m)
 for n in names:
     d, s = values(n, "default", "Throughput"), values(n, "secure", "Throughput")
@@ -116,6 +134,13 @@ for n in names:
             row += ["%.3f" % refs[n], "%.3f" % (ms / statistics.median(mq))]
         else:
             row += ["-", "-"]
+    if scudo:
+        sc, rc = values(n, "scudo", "Throughput"), values(n, "scudo", "Peak RSS")
+        if sc:
+            scudos[n] = statistics.median(sc) / md
+            row += ["%.0f" % statistics.median(sc), "%.3f" % scudos[n], "%.0f" % (statistics.median(rc) if rc else 0)]
+        else:
+            row += ["-", "-", "-"]
     print(fmt % tuple(row))
 geo = lambda v: math.exp(sum(math.log(r) for r in v) / len(v)) if v else float("nan")
 for label, skip in (("", ()), (" without false_sharing", ("false_sharing",))):
@@ -124,6 +149,8 @@ for label, skip in (("", ()), (" without false_sharing", ("false_sharing",))):
     if ref:
         gr = geo([r for n, r in refs.items() if n not in skip])
         line += "; mimalloc secure/plain %.3f (overhead %.1f%%)" % (gr, 100 * (1 / gr - 1))
+    if scudo:
+        line += "; scudo/default %.3f" % geo([r for n, r in scudos.items() if n not in skip])
     print(line)
 print("(%d runs each, interleaved; spread = (max-min)/median)" % runs)
 if measures:
@@ -158,15 +185,44 @@ if command -v valgrind >/dev/null; then
   for size in 16 512; do
   for ((i = 0; i < ${#LIBS[@]}; i += 2)); do
     build=${LIBS[i]} lib=${LIBS[i + 1]}
-    n=()
+    n=() died=""
     for f in malloc free; do
-      LD_PRELOAD="$lib" valgrind --tool=callgrind --toggle-collect=$f \
-        --callgrind-out-file="$WORK/cg.$build.$f" "$LOOP" "$size" >/dev/null 2>"$WORK/cg.$build.$f.log"
+      # the braces keep bash's "Aborted" note off the output
+      { LD_PRELOAD="$lib" valgrind --tool=callgrind --toggle-collect=$f \
+        --callgrind-out-file="$WORK/cg.$build.$f" "$LOOP" "$size" >/dev/null 2>"$WORK/cg.$build.$f.log"; } 2>/dev/null ||
+        died=$(grep -m1 -vE '^==[0-9]+==' "$WORK/cg.$build.$f.log")
       n+=("$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/cg.$build.$f.log")")
     done
+    # scudo dies under valgrind ("Scudo ERROR: internal map or unmap
+    # failure": valgrind refuses its 180 GiB PROT_NONE reservation, EINVAL)
+    if [ -n "$died" ]; then
+      printf "%-10s %5s   failed under valgrind: %s\n" "$build" "$size" "$died"
+      continue
+    fi
     awk -v b="$build" -v s="$size" -v m="${n[0]}" -v f="${n[1]}" \
       'BEGIN { printf "%-10s %5s %14s %14s %10.1f %10.1f\n", b, s, m, f, m / 200000, f / 200000 }'
   done
   done
+  # the copy measure: memcpy through a non-inlined call (bench/copy_loop.c)
+  COPY=$B/bench/copy_loop
+  if [ -x "$COPY" ]; then
+    echo
+    echo "callgrind: 200000 memcpy(DST, global, SIZE) calls from a non-inlined function"
+    echo "(DST: heap, a block of SIZE; large, the middle of a 1 MiB block; stack)"
+    echo "(instructions inside copy_once: the call, glibc's memcpy, the check: --toggle-collect)"
+    printf "%-10s %5s %6s %14s %10s\n" build SIZE dst instructions "per call"
+    for size in 16 4096; do
+    for dst in heap large stack; do
+    for ((i = 0; i < ${#LIBS[@]}; i += 2)); do
+      build=${LIBS[i]} lib=${LIBS[i + 1]}
+      LD_PRELOAD="$lib" valgrind --tool=callgrind --toggle-collect=copy_once \
+        --callgrind-out-file="$WORK/cg.$build.copy" "$COPY" "$size" "$dst" 200000 >/dev/null 2>"$WORK/cg.$build.copy.log"
+      c=$(sed -n 's/.*Collected : \([0-9]*\).*/\1/p' "$WORK/cg.$build.copy.log")
+      awk -v b="$build" -v s="$size" -v d="$dst" -v c="$c" \
+        'BEGIN { printf "%-10s %5s %6s %14s %10.1f\n", b, s, d, c, c / 200000 }'
+    done
+    done
+    done
+  fi
 fi
 exit $bad

@@ -17,7 +17,7 @@ static void expect_null(const char *what, void *p, int err) {
 #define CHECK(what, expr) do { errno = 0; void *r_ = (expr); expect_null(what, r_, errno); } while (0)
 
 int main(void) {
-  require_hakmem();
+  require_allocator();
   size_t max = launder_size(SIZE_MAX), half = launder_size(SIZE_MAX / 2 + 1);
   CHECK("malloc(SIZE_MAX)", malloc(max));
   CHECK("malloc(SIZE_MAX - 4096)", malloc(max - 4096));
