@@ -44,8 +44,9 @@ void hk_free_invalid(void *p, hk_slab_t *s) {
  * live block. The owner confirms by walking the slab's lists; another
  * thread cannot walk them safely and takes the mark's word (a random 64-bit
  * value that only a read of a freed block reveals). */
-void hk_free_marked(hk_slab_t *s, void *p, bool owner) {
+void hk_free_marked(hk_slab_t *s, void *p) {
   if (HK_UNLIKELY(HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED)) { hk_free_invalid(p, s); return; }
+  bool owner = hk_slab_owner(s) == hk_thread_id();
   if (!owner || hk_heap_block_is_free(s, (hk_block_t *)p)) {
     hk_report_invalid("free", p, "block already freed (double free)");
     return;

@@ -17,7 +17,7 @@ void  *hk_malloc_large(size_t n, unsigned kind);   /* n > HK_MID_MAX       */
 void   hk_free_other(void *p, unsigned kind, size_t size);  /* all but small */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
 void   hk_free_invalid(void *p, hk_slab_t *s);     /* reports; cold        */
-void   hk_free_marked(hk_slab_t *s, void *p, bool owner);  /* free mark found; cold */
+void   hk_free_marked(hk_slab_t *s, void *p);        /* free mark found; cold */
 void  *hk_calloc(size_t count, size_t size);
 void  *hk_realloc(void *p, size_t n);
 void  *hk_aligned(size_t align, size_t n, unsigned kind);  /* align: power of two */
@@ -125,12 +125,11 @@ HK_INLINE bool hk_is_small_request(size_t n) {
 
 HK_INLINE void *hk_malloc_kind(size_t n, unsigned kind) {
   if (HK_LIKELY(hk_is_small_request(n))) {
-    size_t i = (n + HK_PAD + 15) >> 4;
     hk_heap_t *h = hk_tls_heap;
-    hk_slab_t *s = h->direct[i];
+    hk_slab_t *s = h->direct[n];
     hk_block_t *b = s->free;
     if (HK_LIKELY(b != NULL)) return hk_alloc_from(h, s, s->cls, n, kind);
-    return hk_alloc_from(h, s, hk_class_small[i], n, kind);  /* the slow path */
+    return hk_alloc_from(h, s, hk_class_small[(n + HK_PAD + 15) >> 4], n, kind);  /* the slow path */
   }
   return hk_malloc_mid(n, kind);
 }
@@ -157,7 +156,7 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
   }
   uintptr_t mark = hk_free_mark;
   if (HK_UNLIKELY(hk_mark_load(b) == mark)) {  /* freed already, or never handed out? */
-    hk_free_marked(s, p, hk_slab_owner(s) == hk_thread_id());
+    hk_free_marked(s, p);
     return;
   }
   hk_mark_store(b, mark);
@@ -172,11 +171,20 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
  * on it is predicted), instead of waiting for the byte to know the slab
  * size. Mid blocks, large blocks, NULL and foreign pointers: out of line. */
 HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
-  if (HK_UNLIKELY(!hk_chunk_is(p, HK_CHUNK_SS_SMALL))) {
+  size_t chunk = hk_chunk_index((uintptr_t)p);
+  if (HK_UNLIKELY(HK_LOAD_RACY(hk_chunk_map[chunk]) != HK_CHUNK_SS_SMALL)) {
     hk_free_other(p, kind, size);
     return;
   }
-  hk_free_in_slab(p, hk_slab_at(p, hk_chunk_slab_shift(HK_CHUNK_SS_SMALL)), kind, size);
+  /* The superslab from the chunk index, shifted back: one instruction less
+   * than masking p again. Bits of p above the map's reach (47) are dropped
+   * there, so such a p gets a real slab of hakmem's; its block check then
+   * fails (p is 2^47 k away from any block start), or, with one of the few
+   * k for which p * div_m wraps onto a block start, its free-mark read
+   * faults, a non-canonical address, as the descriptor read did before. */
+  hk_superslab_t *ss = (hk_superslab_t *)(chunk << HK_SS_SHIFT);
+  hk_free_in_slab(p, &ss->slabs[((uintptr_t)p & HK_SS_MASK) >> hk_chunk_slab_shift(HK_CHUNK_SS_SMALL)],
+                  kind, size);
 }
 HK_INLINE void hk_free_inline(void *p) { hk_free_checked(p, HK_KIND_ANY, 0); }
 

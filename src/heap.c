@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "knobs.h"
+#include "libc.h"  /* a new heap struct (10 KiB) is zeroed by a call: glibc's memset, unchecked */
 #include "lock.h"
 #include "os.h"
 #include "remote.h"
@@ -28,25 +29,22 @@ void hk_heap_set_hooks(const hk_heap_hooks_t *h) {
 }
 #define CALL_HOOK(name) do { void (*fn_)(void) = HK_LOAD_RELAXED(hooks.name); if (fn_) fn_(); } while (0)
 
-#define E &hk_slab_empty
-#define E8 E, E, E, E, E, E, E, E
 hk_heap_t hk_heap_empty = {
-  .direct = { E8, E8, E8, E8, E8, E8, E8, E8, E },
-  .cur = { E8, E8, E8, E8, E8, E8, E8, E8, E8 },
+  .direct = { [0 ... HK_DIRECT_N - 1] = &hk_slab_empty },
+  .cur = { [0 ... HK_NCLASS - 1] = &hk_slab_empty },
 };
-#undef E8
-#undef E
-_Static_assert(HK_NCLASS == 72, "hk_heap_empty initializer lists 72 classes");
-_Static_assert(HK_DIRECT_N == 65, "hk_heap_empty initializer lists 65 sizes");
 
-/* direct[] indices of each small class, [first, last] (from hk_class_small) */
-static const uint8_t direct_first[HK_NCLASS_SMALL] = { 0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 19, 21, 23, 25, 27, 29, 31, 33, 37, 41, 45, 49, 53, 57, 61 };
-static const uint8_t direct_last[HK_NCLASS_SMALL] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 18, 20, 22, 24, 26, 28, 30, 32, 36, 40, 44, 48, 52, 56, 60, 64 };
+/* The request sizes that small class cls serves: [first, last], its
+ * trailer (HK_PAD) included; size 0 goes with the smallest class. */
+static unsigned direct_first(unsigned cls) {
+  return cls == 0 ? 0 : hk_class_bytes(cls - 1) - HK_PAD + 1;
+}
+static unsigned direct_last(unsigned cls) { return hk_class_bytes(cls) - HK_PAD; }
 
 static void set_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
   h->cur[cls] = s;
   if (cls < HK_NCLASS_SMALL)
-    for (unsigned i = direct_first[cls]; i <= direct_last[cls]; i++) h->direct[i] = s;
+    for (unsigned i = direct_first(cls), last = direct_last(cls); i <= last; i++) h->direct[i] = s;
 }
 
 /* ---- heap registry: heap structs live in their own mapped pages ---------- */
@@ -134,6 +132,7 @@ static hk_heap_t *heap_thread_init(void) {
   hk_heap_t *keep_all = h->next_all;
   memset(h, 0, sizeof *h);
   h->next_all = keep_all;
+  for (unsigned i = 0; i < HK_DIRECT_N; i++) h->direct[i] = &hk_slab_empty;  /* past the last class's range too */
   for (unsigned c = 0; c < HK_NCLASS; c++) set_cur(h, c, &hk_slab_empty);
   h->tid = hk_thread_id();
   h->live = true;
@@ -430,7 +429,7 @@ static void heap_check(hk_heap_t *h) {
     hk_slab_t *cur = h->cur[c];
     HK_ASSERT(cur == &hk_slab_empty || (cur->cls == c && HK_LOAD_RELAXED(cur->state) == HK_SLAB_CUR));
     if (c < HK_NCLASS_SMALL)
-      for (unsigned i = direct_first[c]; i <= direct_last[c]; i++) HK_ASSERT(h->direct[i] == cur);
+      for (unsigned i = direct_first(c); i <= direct_last(c); i++) HK_ASSERT(h->direct[i] == cur);
     const hk_slab_t *prev = NULL;
     for (hk_slab_t *s = h->partial[c]; s; prev = s, s = s->next, on_lists++) {
       HK_ASSERT(s->cls == c && s->prev == prev);

@@ -9,7 +9,7 @@
 #include "freelist.h"
 #include "superslab.h"
 
-#define HK_DIRECT_N (HK_SMALL_MAX / 16 + 1)   /* sizes 0..1024 in 16-byte steps */
+#define HK_DIRECT_N (HK_SMALL_MAX + 1)   /* request sizes 0..1024, one entry each */
 
 /* Counters a heap keeps in its slow paths when counting (HAKMEM_STATS or
  * HAKMEM_STATS_INTERVAL set); the stats read them (hk_heap_sum_stats). */
@@ -20,8 +20,9 @@ typedef struct hk_heap_stats {
 } hk_heap_stats_t;
 
 typedef struct hk_heap {
-  /* cur[] of the small classes again, indexed by (size + 15) / 16: malloc of
-   * a small size finds its slab with one load, no class table. */
+  /* cur[] of the small classes again, indexed by the request size itself:
+   * malloc of a small size finds its slab with one load, no arithmetic and
+   * no class table (8 KiB a heap; set_cur writes a class's whole range) */
   hk_slab_t *direct[HK_DIRECT_N];
   hk_slab_t *cur[HK_NCLASS];           /* never NULL: &hk_slab_empty if none */
   uintptr_t tid;                        /* owner thread id                    */

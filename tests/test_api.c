@@ -138,6 +138,28 @@ static void test_hak_identity(void) {
   }
 }
 
+/* ---- every small size gets the smallest block that holds it: malloc finds
+ * its slab by the request size itself (heap.h direct[]), one entry per
+ * size, so a wrong entry would give too small a block or a needlessly big
+ * one. The usable size is at least n, and grows only where the block of
+ * n - 1 no longer holds n. ---- */
+static void test_small_sizes_tight(void) {
+  size_t prev = 0;
+  for (size_t n = 0; n <= 1100; n++) {
+    void *p = malloc(n);
+    CHECKF(p != NULL, "malloc(%zu) returned NULL", n);
+    if (!p) continue;
+    size_t u = malloc_usable_size(p);
+    CHECKF(u >= n, "malloc_usable_size(malloc(%zu))=%zu", n, u);
+    if (!HK_STUB && n > 0)
+      CHECKF(u == prev || prev < n, "malloc(%zu) got %zu usable bytes, malloc(%zu) %zu: not the smallest block",
+             n, u, n - 1, prev);
+    memset(p, 0xa5, n);
+    free(p);
+    prev = u;
+  }
+}
+
 /* ---- malloc over many sizes, all held at once: no overlap, contents kept ---- */
 static void test_malloc_sizes(void) {
   void *ptrs[512];
@@ -874,6 +896,7 @@ int main(void) {
   test_symbols();
   test_hak_identity();
   test_malloc_sizes();
+  test_small_sizes_tight();
   test_many_blocks();
   test_zero_and_null();
   test_api_mixing();
