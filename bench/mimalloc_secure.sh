@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mimalloc_secure.sh [DIR]
+# usage: bench/mimalloc_secure.sh [DIR]
 #
 # The reference for the secure build's cost (issue: "mimalloc's secure mode
 # is the reference"): builds the Debian source of the mimalloc that is

@@ -5,6 +5,7 @@
 # that both programs work (not part of CI; `make` first).
 #   bash bench/try_churn_zeroed.sh            quick sizes (500 replacements, 30 rounds)
 #   FULL=1 bash bench/try_churn_zeroed.sh     the harness's full sizes
+# usage: bench/try_churn_zeroed.sh (no arguments)
 set -u
 case ${1:-} in
   -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;

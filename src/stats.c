@@ -345,7 +345,8 @@ void hk_stats_at_exit(int report_fd) {
     print_json(&tick_sink, &tick_snap, now - start_ms);
     sink_flush(&tick_sink);
   }
-  if (hk_knobs.stats) {
+  /* json with a timeline: its last line, just written, is the report */
+  if (hk_knobs.stats && !(hk_knobs.stats == 2 && timeline_fd >= 0)) {
     int fd = report_fd, own = -1;
     if (hk_knobs.stats_file[0] && timeline_fd < 0) {
       own = open_stats_file("the report on stderr");
