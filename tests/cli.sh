@@ -304,7 +304,8 @@ case_docs() {
   # the knob tables of ENV_VARS.md: rows "| `HAKMEM_X` |"
   local in_doc in_man in_code
   in_code=$(all_knobs | sort -u)
-  in_doc=$(sed -n 's/^| `\(HAKMEM_[A-Z0-9_]*\)` |.*/\1/p' "$doc" | sort -u)
+  # (the knob tables: everything before the list of names that are not knobs)
+  in_doc=$(sed '/^## Variables that are not knobs/q' "$doc" | sed -n 's/^| `\(HAKMEM_[A-Z0-9_]*\)` |.*/\1/p' | sort -u)
   in_man=$(sed -n '/^\.SH KNOBS/,/^\.SH [^K]/p' "$man" | sed -n 's/^\.B \(HAKMEM_[A-Z0-9_]*\)$/\1/p' | sort -u)
   [ "$in_code" = "$in_doc" ] || fail "ENV_VARS.md knob rows differ from src/knobs.c: $(diff <(echo "$in_code") <(echo "$in_doc") | grep '^[<>]' | tr '\n' ' ')"
   [ "$in_code" = "$in_man" ] || fail "hakmem.1 KNOBS differ from src/knobs.c: $(diff <(echo "$in_code") <(echo "$in_man") | grep '^[<>]' | tr '\n' ' ')"
