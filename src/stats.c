@@ -12,6 +12,7 @@
 #include "heap.h"
 #include "knobs.h"
 #include "large.h"
+#include "libc.h"  /* memcpy/memset: glibc's, not the copy measure's */
 #include "lock.h"
 #include "os.h"
 #include "report.h"
