@@ -226,6 +226,8 @@ EOF
     fail "hakmem stats -i exited $?"
   "$H" report "$W/tl.jsonl" -o "$W/tl.html" >/dev/null 2>"$W/rep.err" || fail "hakmem report: $(cat "$W/rep.err")"
   grep -q '<svg' "$W/tl.html" 2>/dev/null || fail "hakmem report wrote no page"
+  grep -q "Configuration</div><div class='v'>balanced</div><div class='n'>[^<]*HAKMEM_STATS_INTERVAL=5" "$W/tl.html" ||
+    fail "the page does not show the configuration"
   [ $fails = 0 ] && ok "JSON Lines with schema, profile, knobs; text config line; stats -o and report"
 }
 
