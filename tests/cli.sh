@@ -168,6 +168,24 @@ case_stats_file() {
   # two processes: two files
   (cd "$W" && env HAKMEM_STATS=json HAKMEM_STATS_FILE="$W/j-%p.json" LD_PRELOAD="$LIB" sh -c "$TRUE; $TRUE")
   [ "$(ls "$W"/j-*.json | wc -l)" -ge 2 ] || fail "one file per process: $(ls "$W")"
+  # a fork child with a timeline writes its own file (it reopens under its pid)
+  mkdir "$W/fk"
+  (cd "$W/fk" && env HAKMEM_STATS=json HAKMEM_STATS_INTERVAL=1 HAKMEM_STATS_FILE="$W/fk/f-%p.jsonl" \
+     LD_PRELOAD="$LIB" "$PY" -c '
+import os, sys
+x = [bytearray(100) for _ in range(10000)]
+pid = os.fork()
+if pid == 0:
+    y = [bytearray(200) for _ in range(100000)]
+    sys.exit(0)
+os.waitpid(pid, 0)')
+  [ "$(ls "$W/fk" | wc -l)" = 2 ] || fail "fork: expected two timeline files: $(ls "$W/fk")"
+  for f in "$W"/fk/f-*.jsonl; do
+    python3 -c 'import json, sys, os
+pids = set(json.loads(l)["pid"] for l in open(sys.argv[1]))
+want = int(os.path.basename(sys.argv[1])[2:-6])
+assert pids == {want}, (sys.argv[1], pids)' "$f" || fail "fork: $f holds another process's lines"
+  done
   # unwritable: one line naming the path and the error, then the fallback
   err=$(cd "$W" && env HAKMEM_STATS=1 HAKMEM_STATS_FILE="$W/no/such/dir/x-%p" LD_PRELOAD="$LIB" "$TRUE" 2>&1)
   printf '%s\n' "$err" | grep -q "^hakmem: cannot open HAKMEM_STATS_FILE $W/no/such/dir/x-[0-9]*: No such file or directory; the report on stderr" ||
