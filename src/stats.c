@@ -208,8 +208,9 @@ static void print_config_text(sink_t *k) {
   bool any = false;
   for (size_t i = 1; hk_knob_get(i, &x); i++) {
     if (hk_knob_is_default(&x)) continue;
-    if (x.text) out(k, "%s%s=%s", any ? ", " : "; ", x.name, x.text);
-    else out(k, "%s%s=%ld", any ? ", " : "; ", x.name, x.value);
+    out(k, "%s%s=", any ? ", " : "; ", x.name);
+    if (x.text) out(k, "%s", x.text);  /* alone: a path may be long */
+    else out(k, "%ld", x.value);
     any = true;
   }
   out(k, "%s\n", any ? "" : "; every knob at its default");
