@@ -171,6 +171,8 @@ static void serialize(const struct node *n, struct sbuf *b)
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 3, "[ROUNDS] [NODES] [SEED]",
+             "  An application-like workload: a document tree (think DOM, JSON or a\n  compiler's AST) of NODES nodes, built, used, edited and torn down ROUNDS\n  times. Each node has a name string (strdup'd, 3-40 chars), sometimes a value\n  buffer (calloc, 8-300 bytes) and a child array grown with realloc.\n  Per round:\n    build     NODES nodes, each attached to a random existing node\n    query     a depth-first walk hashing every name and value\n    edit      NODES/10 times: delete a random subtree, or rename a node, or\n              grow a value with realloc\n    serialize the tree into a text buffer grown with realloc (\"name=value;\")\n    teardown  free everything, children first\n  Defaults: 10 200000 11. One op = one malloc, calloc, realloc or free call.\n");
     uint64_t rounds = bc_arg_u64(argc, argv, 1, 10);
     uint64_t nodes = bc_arg_u64(argc, argv, 2, 200000);
     uint64_t seed = bc_arg_u64(argc, argv, 3, 11);

@@ -14,6 +14,8 @@
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 4, "[BURSTS] [BURST_MB] [PAUSE_MS] [SEED]",
+             "  Bursty work: every burst builds BURST_MB of small objects (32-512 B),\n  works on them and frees them all; between bursts the program idles for\n  PAUSE_MS doing light work (a few small allocations). Defaults 6 64 1200 3.\n");
     uint64_t bursts = bc_arg_u64(argc, argv, 1, 6);
     size_t mb = (size_t)bc_arg_u64(argc, argv, 2, 64);
     uint64_t pause_ms = bc_arg_u64(argc, argv, 3, 1200);

@@ -114,6 +114,39 @@ static BC_UNUSED void bc_work(uint64_t digest)
 
 /* ------------------------------------------------------------ arguments */
 
+/* Set by bc_usage: a bad argument prints it (and exits 2). */
+static const char *bc_usage_name, *bc_usage_args, *bc_usage_about;
+
+static BC_UNUSED void bc_print_usage(FILE *f)
+{
+    fprintf(f, "usage: %s %s\n%s", bc_usage_name ? bc_usage_name : "bench",
+            bc_usage_args ? bc_usage_args : "", bc_usage_about ? bc_usage_about : "");
+}
+
+/* First thing in main: --help or -h prints the usage on stdout and exits 0;
+ * more than max_args arguments print it on stderr and exit 2. args: the
+ * argument synopsis; about: what it does and the defaults (lines ending in
+ * a newline). */
+static BC_UNUSED void bc_usage(int argc, char **argv, int max_args, const char *args,
+                               const char *about)
+{
+    const char *slash = argv[0] ? strrchr(argv[0], '/') : NULL;
+    bc_usage_name = slash ? slash + 1 : (argv[0] ? argv[0] : "bench");
+    bc_usage_args = args;
+    bc_usage_about = about;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            bc_print_usage(stdout);
+            exit(0);
+        }
+    }
+    if (argc - 1 > max_args) {
+        fprintf(stderr, "%s: too many arguments\n", bc_usage_name);
+        bc_print_usage(stderr);
+        exit(2);
+    }
+}
+
 static BC_UNUSED uint64_t bc_arg_u64(int argc, char **argv, int i, uint64_t dflt)
 {
     if (i >= argc) return dflt;
@@ -125,6 +158,7 @@ static BC_UNUSED uint64_t bc_arg_u64(int argc, char **argv, int i, uint64_t dflt
         if (end && (end[0] == 'm' || end[0] == 'M') && !end[1]) return v << 20;
         if (end && (end[0] == 'g' || end[0] == 'G') && !end[1]) return v << 30;
         fprintf(stderr, "bad number for argument %d: '%s'\n", i, argv[i]);
+        if (bc_usage_args) bc_print_usage(stderr);
         exit(2);
     }
     return v;

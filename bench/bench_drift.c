@@ -58,6 +58,8 @@ static void *consumer(void *arg)
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 4, "[MESSAGES] [DEPTH] [START_KB] [SEED]",
+             "  Producer/consumer with drifting sizes: a producer thread builds messages\n  (large buffers, written through) whose size creeps upward, 0.5% per\n  message from START_KB, and hands them to a consumer thread, which keeps\n  the last DEPTH messages and frees the oldest. Defaults 3000 16 256 5.\n");
     uint64_t messages = bc_arg_u64(argc, argv, 1, 3000);
     depth = (size_t)bc_arg_u64(argc, argv, 2, 16);
     size_t start_kb = (size_t)bc_arg_u64(argc, argv, 3, 256);

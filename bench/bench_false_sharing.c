@@ -49,6 +49,8 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 4, "[THREADS] [ROUNDS] [WRITES] [OBJSIZE]",
+             "  Cache-line sharing caused by the allocator (after the Hoard benchmarks\n  cache-scratch and cache-thrash). Each round:\n   1. passive: the main thread allocates THREADS small objects back to back\n      and hands object i to worker i, which writes it WRITES times. If the\n      allocator packed them into one cache line, the workers fight over it.\n   2. the worker frees the object it was given (a remote free) and\n      allocates its own object of the same size;\n   3. active: each worker writes its own object WRITES times. An allocator\n      that hands freed or neighbouring blocks to different threads makes\n      them share lines again.\n  Defaults: 4 100 100000 8. One op = one write to an object.\n");
     g_threads = (int)bc_arg_u64(argc, argv, 1, 4);
     g_rounds = bc_arg_u64(argc, argv, 2, 100);
     g_writes = bc_arg_u64(argc, argv, 3, 100000);

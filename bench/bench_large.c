@@ -89,6 +89,8 @@ static int zeroed(uint64_t iters, size_t ws, size_t mn, size_t mx, uint64_t seed
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 7, "[ITERS] [WS] [MIN] [MAX] [SEED] [CHAINS] [MODE]",
+             "  Large and huge blocks, 64 KiB - 32 MiB by default.\n   phase 1, alloc/free cycles: a working set of WS slots; ITERS times, free a\n     random slot and refill it with a block of a log-uniform random size in\n     [MIN, MAX]. Each new block has one byte written in each of its first 16\n     pages and its last byte written (a program uses what it allocates, but\n     the page-fault cost must not drown the allocator).\n   phase 2, realloc growth: CHAINS times, start at MIN and grow by 1.5x (plus\n     a random bit) with realloc up to MAX, writing the new tail, then free.\n  Defaults: 20000 8 64k 32m 3 40. One op = one malloc, free or realloc call.\n");
     uint64_t iters = bc_arg_u64(argc, argv, 1, 20000);
     size_t ws = (size_t)bc_arg_u64(argc, argv, 2, 8);
     size_t mn = (size_t)bc_arg_u64(argc, argv, 3, 64 << 10);

@@ -15,6 +15,8 @@
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 4, "[ROUNDS] [BATCH] [SIZE_KB] [SEED]",
+             "  A batch job over big buffers: each round allocates BATCH buffers of about\n  SIZE_KB (+-10%, all close enough to reuse each other's memory), writes\n  every page of each, then frees them all. Defaults 200 48 2560 7: 48\n  buffers of ~2.5 MiB, 120 MiB per round.\n");
     uint64_t rounds = bc_arg_u64(argc, argv, 1, 200);
     size_t batch = (size_t)bc_arg_u64(argc, argv, 2, 48);
     size_t kb = (size_t)bc_arg_u64(argc, argv, 3, 2560);

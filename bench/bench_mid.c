@@ -61,6 +61,8 @@ static void *run(void *arg)
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 6, "THREADS [ITERS] [WS] [MIN] [MAX] [SEED]",
+             "  Mid-size blocks (default 2-32 KiB), Larson-style random replacement, each\n  thread on its own working set of WS slots: ITERS ops per thread, where one\n  op frees a random slot and refills it with a block of a random size (first\n  and last cache line written). Same work per thread whatever the thread\n  count; throughput = all ops / wall time.\n  Defaults: THREADS=1 ITERS=2000000 WS=1000 MIN=2048 MAX=32768 SEED=42.\n");
     int threads = (int)bc_arg_u64(argc, argv, 1, 1);
     g_iters = bc_arg_u64(argc, argv, 2, 2000000);
     g_ws = (size_t)bc_arg_u64(argc, argv, 3, 1000);

@@ -13,6 +13,8 @@
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 5, "[CYCLES] [LARGE_MB] [SMALL_MB] [SEED] [CHURN]",
+             "  A program with phases: phase A builds LARGE_MB of 2 MiB buffers, works on\n  them and frees them; phase B then builds SMALL_MB of small objects\n  (16-256 B), replaces CHURN x as many at random, and frees them. Repeated\n  CYCLES times. Defaults 3 64 64 11 4.\n");
     uint64_t cycles = bc_arg_u64(argc, argv, 1, 3);
     size_t large_mb = (size_t)bc_arg_u64(argc, argv, 2, 64);
     size_t small_mb = (size_t)bc_arg_u64(argc, argv, 3, 64);

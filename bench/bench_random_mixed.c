@@ -9,6 +9,8 @@
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 5, "ITERS WS MIN MAX SEED",
+             "  A working set of WS slots, each holding a block of a random size in\n  [MIN, MAX]. Each op frees a random slot and refills it with a new block of a\n  new random size (first and last byte written). The fill before and the\n  drain after the timed loop are not timed.\n  Defaults: 20000000 400 16 1024 1. One op = one free + one malloc.\n");
     uint64_t iters = bc_arg_u64(argc, argv, 1, 20000000);
     size_t ws = (size_t)bc_arg_u64(argc, argv, 2, 400);
     size_t mn = (size_t)bc_arg_u64(argc, argv, 3, 16);

@@ -20,6 +20,8 @@ typedef struct desc { unsigned char *buf; size_t len; uint64_t id; uint64_t pad[
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 5, "[ROUNDS] [SMALL_MB] [LARGE_MB] [BUF_KB] [SEED]",
+             "  One phase change, small objects then large buffers: a program loads its\n  input into SMALL_MB of small objects (16-256 B, a parse tree: built,\n  edited at random, freed), then settles into a long steady phase over\n  LARGE_MB of large buffers of about BUF_KB (+-10%): ROUNDS times it drops\n  a buffer at random and makes a new one (every page written), each with a\n  small descriptor (48 B) allocated and freed beside it. Defaults\n  200000 64 64 1024 13.\n");
     uint64_t rounds = bc_arg_u64(argc, argv, 1, 200000);
     size_t small_mb = (size_t)bc_arg_u64(argc, argv, 2, 64);
     size_t large_mb = (size_t)bc_arg_u64(argc, argv, 3, 64);

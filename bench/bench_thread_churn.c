@@ -150,6 +150,8 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 8, "[ROUNDS] [THREADS] [SMALL] [MID] [LARGE] [HANDOFF] [WARMUP] [SEED]",
+             "  Short-lived threads, created and joined in rounds: ROUNDS times, start\n  THREADS threads, then join them all. Each thread\n   - first frees the HANDOFF blocks left to it by a thread of the previous\n     round (thread i takes those of thread i-1): every one of them is freed\n     by a thread other than the (now dead) one that allocated it;\n   - allocates SMALL blocks of 16 B-1 KiB, MID of 1-32 KiB and LARGE of\n     64 KiB-4 MiB (uniform, log-uniform for the large), in a random order,\n     freeing a random live block after about one allocation in four;\n   - leaves HANDOFF of its live blocks to the next round and frees the rest.\n  Every block is filled with a pattern (small and mid: every byte; large: one\n  byte per 4 KiB page and the last 64 bytes) that is checked before the\n  free: a mismatch exits 1. After the last round main frees what is left.\n");
     rounds = (size_t)bc_arg_u64(argc, argv, 1, 50);
     nthreads = (size_t)bc_arg_u64(argc, argv, 2, 8);
     nsmall = (size_t)bc_arg_u64(argc, argv, 3, 2000);

@@ -7,6 +7,8 @@
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 3, "[ROUNDS] [SIZE] [BATCH]",
+             "  The tiny fast path: BATCH allocations of SIZE bytes, then BATCH frees (in\n  allocation order), repeated ROUNDS times. Defaults: 10000000 16 100.\n  One op = one malloc or one free call (2*ROUNDS*BATCH ops).\n");
     uint64_t rounds = bc_arg_u64(argc, argv, 1, 10000000);
     size_t size = (size_t)bc_arg_u64(argc, argv, 2, 16);
     size_t batch = (size_t)bc_arg_u64(argc, argv, 3, 100);

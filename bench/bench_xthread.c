@@ -81,6 +81,8 @@ static void *consumer(void *arg)
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 6, "[PAIRS] [BLOCKS] [MIN] [MAX] [SEED] [BATCH]",
+             "  Producer/consumer pipelines: PAIRS producer threads each allocate BLOCKS\n  blocks of random sizes in [MIN, MAX], write them, and pass them in batches\n  of BATCH through a bounded single-producer/single-consumer ring to their\n  consumer thread, which reads and frees them. Every block is freed by a\n  thread other than the one that allocated it (remote free). Producer i and\n  consumer i are pinned to different CPUs (when there are two), so that the\n  pipeline really runs in parallel, as it would in a server.\n  Defaults: 2 2000000 16 512 7 64. One op = one block (malloc + remote free).\n");
     int pairs = (int)bc_arg_u64(argc, argv, 1, 2);
     g_blocks = bc_arg_u64(argc, argv, 2, 2000000);
     g_min = (size_t)bc_arg_u64(argc, argv, 3, 16);

@@ -87,6 +87,8 @@ static void *worker(void *arg)
 
 int main(int argc, char **argv)
 {
+    bc_usage(argc, argv, 7, "SECONDS MIN MAX CHUNKS ROUNDS SEED THREADS",
+             "  A server simulation after the benchmark of Larson and Krishnan (\"Memory\n  allocation for long-running server applications\", ISMM 1998), written here\n  from its published description (not from its code).\n");
     if (argc < 8) {
         fprintf(stderr, "usage: larson SECONDS MIN MAX CHUNKS ROUNDS SEED THREADS\n"
                         "  e.g. larson 10 2048 32768 10000 1 12345 4\n");

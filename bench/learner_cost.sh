@@ -1,7 +1,15 @@
 #!/bin/bash
 # bench/learner_cost.sh: the learner's cost in instructions (docs/BENCHMARKS.md, learner section)
 # instruction counts (callgrind, whole process incl. start-up) HAKMEM_LEARN=0 vs 1
-cd /work/wt-learner
+# Usage: bench/learner_cost.sh (no arguments; needs `make` and valgrind)
+set -u
+case ${1:-} in
+  -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  *) echo "learner_cost.sh: unexpected argument '$1'" >&2
+     sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+esac
+cd "$(dirname "$0")/.."
 B=build/bench; L=$PWD/build/libhakmem.so
 while read -r name args; do
   for v in 0 1; do

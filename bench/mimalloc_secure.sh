@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# mimalloc_secure.sh [DIR]
+# usage: bench/mimalloc_secure.sh [DIR]
 #
 # The reference for the secure build's cost (issue: "mimalloc's secure mode
 # is the reference"): builds the Debian source of the mimalloc that is
@@ -16,6 +16,15 @@
 # Needs the Debian archive (a deb-src entry is added for the download only,
 # then removed), cmake and a C compiler. Not part of the test suite.
 set -eu
+case ${1:-} in
+  -h|--help) sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  -*) echo "mimalloc_secure.sh: unknown option '$1'" >&2
+      sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2 ;;
+esac
+if [ $# -gt 1 ]; then
+  echo "mimalloc_secure.sh: too many arguments" >&2
+  sed -n '2,/^set -eu/p' "$0" | sed '$d; s/^# \{0,1\}//' >&2; exit 2
+fi
 DIR=${1:-/tmp/mimalloc-ref}
 mkdir -p "$DIR/src"
 DIR=$(cd "$DIR" && pwd)

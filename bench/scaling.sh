@@ -312,6 +312,7 @@ summarize() {
 }
 
 case "${1:-}" in
+    -h|--help) sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
     pack) shift; do_pack "$@" ;;
     run) shift; do_run "$@"; exit $? ;;
     *) usage ;;

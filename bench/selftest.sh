@@ -42,7 +42,15 @@
 # Exit status 0 when all checks pass. Takes a few seconds; needs the build's
 # benchmark programs (`make`: the harness compiles nothing itself).
 # BENCH_BUILD=DIR runs it against a copy of the build directory (--build).
+# Usage: bench/selftest.sh (no arguments); --help prints this text.
 set -u
+# the header above is the usage: --help shows it (and runs nothing)
+help_text() { sed -n '2,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; }
+case ${1:-} in
+  -h|--help) help_text; exit 0 ;;
+  "") ;;
+  *) echo "selftest.sh: unexpected argument '$1'" >&2; help_text >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${BENCH_BUILD:-$ROOT/build}

@@ -14,6 +14,7 @@
 #   bin/hakmem                                                         launcher (tools/hakmem)
 #   bin/hakmem-report                                                  stats timeline viewer, if present
 #   share/doc/hakmem/                                                  README, docs
+#   share/man/man1/hakmem.1                                            man hakmem (docs/hakmem.1)
 #
 # Debug info: the libraries are compiled with -g (code generation is the same
 # with or without it); at install time the shared library's DWARF is moved
@@ -282,4 +283,10 @@ endif()
 file(GLOB _hk_docs ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/*.md)
 if(_hk_docs)
   install(FILES ${_hk_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
+endif()
+
+# ---- man page: `man hakmem` (the launcher, the knobs, the control API) --------------
+if(EXISTS ${PROJECT_SOURCE_DIR}/docs/hakmem.1)
+  install(FILES ${PROJECT_SOURCE_DIR}/docs/hakmem.1
+          DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT doc)
 endif()

@@ -73,9 +73,23 @@ struct hak_stats {
   size_t allocs, frees;           /* all tiers                         */
   double fast_path_hit_rate;      /* 1 - refills / small allocs        */
   struct hak_class_stats classes[HAK_STATS_CLASSES];
+  /* ---- since 0.2: filled by hak_stats_read only (see below) ---- */
+  int    profile;                 /* HAKMEM_PROFILE: 0 fast, 1 balanced, 2 lowmem */
 };
 
-/* Fill *out (returns 0), or -1 if out is NULL. */
+/* The ABI rule of struct hak_stats: fields are only ever appended at its
+ * end, never inserted, removed or retyped. A program compiled against an
+ * older hakmem.h passes its own sizeof and gets exactly that many bytes;
+ * one compiled against a newer header gets the fields this library knows
+ * and zeros after them.
+ *
+ * hak_stats_read: fill the first size bytes of *out (size: the caller's
+ * sizeof(struct hak_stats)). Returns how many bytes this library filled
+ * (min(size, its own struct size)); 0 if out is NULL or size is 0. */
+size_t hak_stats_read(struct hak_stats *out, size_t size);
+/* The 0.1 call, kept for the programs built with it: fills the struct as
+ * 0.1.0 defined it (everything before `profile`) and returns 0, or -1 if
+ * out is NULL. New code calls hak_stats_read(out, sizeof *out). */
 int  hak_stats_get(struct hak_stats *out);
 /* Human-readable report (the HAKMEM_STATS=1 exit report). */
 void hak_stats_print(FILE *out);

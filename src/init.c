@@ -47,6 +47,8 @@ static void purge_large(void) { hk_large_collect(false); }
  * here the learner does not tick and the stats timeline does not sample. */
 __attribute__((constructor(101))) static void hk_init(void) {
   hk_heap_start();
+  /* what is in force: 1 one line (the profile, knobs off their default), 2 every knob */
+  if (hk_knobs.verbose) hk_knobs_print(STDERR_FILENO, hk_knobs.verbose >= 2);
   hk_learner_init();
   hk_stats_init();
   bool learn = hk_knobs.learn != 0;

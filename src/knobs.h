@@ -46,4 +46,23 @@ extern hk_knobs_t hk_knobs;
 void hk_knobs_init(void);
 const char *hk_profile_name(void);
 
+/* The configuration in force, row by row: HAKMEM_PROFILE, HAKMEM_STATS,
+ * HAKMEM_STATS_FILE, then the table. text is set for the rows that are not
+ * numbers (then value/def/min/max are 0). src: 0 default, 1 set by the
+ * environment, 2 the environment's value was invalid (default used). */
+typedef struct {
+  const char *name;
+  long value, def, min, max;
+  const char *text, *def_text;
+  int src;
+} hk_knob_info_t;
+size_t hk_knobs_count(void);
+bool hk_knob_get(size_t i, hk_knob_info_t *out);   /* false past the end */
+bool hk_knob_is_default(const hk_knob_info_t *k);  /* value == its profile's */
+/* The nearest knob name to name[0..n) (edit distance), or NULL if none is near. */
+const char *hk_knobs_closest(const char *name, size_t n);
+/* On fd: all: every knob, one a line ("hakmem: config: NAME VALUE (...)");
+ * else one line, the profile and each knob that differs from its default. */
+void hk_knobs_print(int fd, bool all);
+
 #endif

@@ -1,6 +1,7 @@
 #define _GNU_SOURCE
 #include "stats.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -11,6 +12,7 @@
 #include "heap.h"
 #include "knobs.h"
 #include "large.h"
+#include "libc.h"  /* memcpy/memset: glibc's, not the copy measure's */
 #include "lock.h"
 #include "os.h"
 #include "report.h"
@@ -23,15 +25,83 @@ static hk_lock_t tick_lock = HK_LOCK_INIT;
 static _Atomic uint64_t next_tick_ms;
 static uint64_t start_ms;
 static int timeline_fd = -1;
+static pid_t timeline_pid;     /* the process that opened it (a fork child reopens) */
+static bool stats_file_failed; /* said once: the reports go to stderr */
+
+/* HAKMEM_STATS_FILE with %p replaced by the pid and %% by %, so that every
+ * process of a launcher script gets a file of its own. false (and a
+ * message) when the result does not fit. */
+static bool stats_path(char *dst, size_t size) {
+  const char *s = hk_knobs.stats_file;
+  size_t n = 0;
+  for (; *s; s++) {
+    char pid[24];
+    const char *add = NULL;
+    char one[2] = { *s, 0 };
+    if (s[0] == '%' && s[1] == 'p') {
+      snprintf(pid, sizeof pid, "%d", (int)getpid());
+      add = pid;
+      s++;
+    } else if (s[0] == '%' && s[1] == '%') {
+      add = "%";
+      s++;
+    } else {
+      add = one;
+    }
+    for (; *add; add++) {
+      if (n + 1 >= size) {
+        hk_message("hakmem: HAKMEM_STATS_FILE=%s is too long once expanded; statistics on stderr\n",
+                   hk_knobs.stats_file);
+        return false;
+      }
+      dst[n++] = *add;
+    }
+  }
+  dst[n] = 0;
+  return true;
+}
+
+static bool path_has_pid(void) {
+  for (const char *s = hk_knobs.stats_file; *s; s++) {
+    if (s[0] == '%' && s[1] == '%') s++;
+    else if (s[0] == '%' && s[1] == 'p') return true;
+  }
+  return false;
+}
+
+/* Opens the expanded HAKMEM_STATS_FILE for appending; on failure says so
+ * once (the path and the reason) and returns -1: the caller falls back. */
+static int open_stats_file(const char *fallback) {
+  char path[sizeof hk_knobs.stats_file + 256];
+  if (stats_file_failed) return -1;
+  if (!stats_path(path, sizeof path)) { stats_file_failed = true; return -1; }
+  int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    int e = errno;
+    const char *why = strerrordesc_np(e);  /* untranslated, static: no malloc */
+    hk_message("hakmem: cannot open HAKMEM_STATS_FILE %s: %s; %s\n", path,
+               why ? why : "unknown error", fallback);
+    stats_file_failed = true;
+  }
+  return fd;
+}
 
 void hk_stats_init(void) {
   start_ms = hk_os_now_ms();
   if (hk_knobs.stats_interval_ms && hk_knobs.stats_file[0]) {
-    timeline_fd = open(hk_knobs.stats_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (timeline_fd < 0)
-      hk_message("hakmem: warning: cannot open HAKMEM_STATS_FILE=%s; no timeline\n",
-                 hk_knobs.stats_file);
+    timeline_fd = open_stats_file("no timeline");
+    timeline_pid = getpid();
   }
+}
+
+/* A child of fork() writes to a file of its own when the name has %p. */
+static void timeline_check_pid(void) {
+  if (timeline_fd < 0 || !path_has_pid()) return;
+  pid_t me = getpid();
+  if (me == timeline_pid) return;
+  close(timeline_fd);
+  timeline_pid = me;
+  timeline_fd = open_stats_file("no timeline");
 }
 
 void hk_stats_collect(struct hak_stats *o) {
@@ -91,6 +161,7 @@ void hk_stats_collect(struct hak_stats *o) {
   o->madvise_bytes = atomic_load(&hk_os_stats.madvise_bytes);
   o->rss_bytes = hk_os_rss_bytes();
   o->peak_rss_bytes = hk_os_peak_rss_bytes(o->rss_bytes);
+  o->profile = (int)hk_knobs.profile;
 }
 
 /* ---- output: a small buffered writer onto an fd or a FILE, no malloc ---------- */
@@ -129,8 +200,54 @@ static void out(sink_t *k, const char *fmt, ...) {
   k->n += (size_t)m;
 }
 
+/* The configuration in the reports: the profile and each knob that differs
+ * from its default (`hakmem config` shows them all). */
+static void print_config_text(sink_t *k) {
+  hk_knob_info_t x;
+  out(k, "  config: profile %s", hk_profile_name());
+  bool any = false;
+  for (size_t i = 1; hk_knob_get(i, &x); i++) {
+    if (hk_knob_is_default(&x)) continue;
+    out(k, "%s%s=", any ? ", " : "; ", x.name);
+    if (x.text) out(k, "%s", x.text);  /* alone: a path may be long */
+    else out(k, "%ld", x.value);
+    any = true;
+  }
+  out(k, "%s\n", any ? "" : "; every knob at its default");
+}
+
+/* JSON string body: quotes, backslashes and control bytes escaped */
+static void out_json_str(sink_t *k, const char *s) {
+  for (; *s; s++) {
+    unsigned char c = (unsigned char)*s;
+    if (c == '"' || c == '\\') out(k, "\\%c", c);
+    else if (c < 0x20) out(k, "\\u%04x", c);
+    else out(k, "%c", c);
+  }
+}
+
+static void print_config_json(sink_t *k) {
+  hk_knob_info_t x;
+  out(k, "\"profile\": \"%s\", \"knobs\": {", hk_profile_name());
+  bool any = false;
+  for (size_t i = 1; hk_knob_get(i, &x); i++) {
+    if (hk_knob_is_default(&x)) continue;
+    out(k, "%s\"%s\": ", any ? ", " : "", x.name);
+    if (x.text) {
+      out(k, "\"");
+      out_json_str(k, x.text);
+      out(k, "\"");
+    } else {
+      out(k, "%ld", x.value);
+    }
+    any = true;
+  }
+  out(k, "}, ");
+}
+
 static void print_text(sink_t *k, const struct hak_stats *s) {
   out(k, "hakmem %s statistics (pid %d)\n", HK_VERSION_STRING, (int)getpid());
+  print_config_text(k);
   out(k, "  live: %zu bytes (peak %zu)   mapped: %zu bytes (peak %zu)   RSS: %zu (peak %zu)\n",
       s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes, s->rss_bytes,
       s->peak_rss_bytes);
@@ -158,12 +275,20 @@ static void print_text(sink_t *k, const struct hak_stats *s) {
   }
 }
 
+/* The JSON record's layout: a reader checks "schema" before it trusts a key.
+ * 1: the first numbered one (adds schema, hakmem, profile, knobs). Bump it
+ * when a key changes meaning or goes; new keys alone do not need it. */
+#define HK_STATS_JSON_SCHEMA 1
+
 static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
-  out(k, "{\"t_ms\": %llu, \"pid\": %d, \"counting\": %d, \"rss\": %zu, \"peak_rss\": %zu, "
+  out(k, "{\"schema\": %d, \"hakmem\": \"%s\", ", HK_STATS_JSON_SCHEMA, HK_VERSION_STRING);
+  out(k, "\"t_ms\": %llu, \"pid\": %d, ", (unsigned long long)t_ms, (int)getpid());
+  print_config_json(k);
+  out(k, "\"counting\": %d, \"rss\": %zu, \"peak_rss\": %zu, "
          "\"live_bytes\": %zu, \"peak_live_bytes\": %zu, \"mapped\": %zu, \"peak_mapped\": %zu, "
          "\"superslabs\": %zu, \"heaps\": %zu, \"allocs\": %zu, \"frees\": %zu, "
          "\"fast_path_hit_rate\": %.6f, ",
-      (unsigned long long)t_ms, (int)getpid(), s->counting, s->rss_bytes, s->peak_rss_bytes,
+      s->counting, s->rss_bytes, s->peak_rss_bytes,
       s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes, s->superslabs,
       s->heaps, s->allocs, s->frees, s->fast_path_hit_rate);
   out(k, "\"os\": {\"mmap\": %lu, \"munmap\": %lu, \"madvise\": %lu, \"mremap\": %lu, "
@@ -198,6 +323,7 @@ void hk_stats_tick(void) {
   uint64_t iv = hk_knobs.stats_interval_ms ? (uint64_t)hk_knobs.stats_interval_ms : 50;
   atomic_store_explicit(&next_tick_ms, now + iv, memory_order_relaxed);
   hk_stats_collect(&tick_snap);  /* also samples the peaks */
+  timeline_check_pid();
   if (timeline_fd >= 0) {
     tick_sink.fd = timeline_fd;
     tick_sink.fp = NULL;
@@ -213,6 +339,7 @@ void hk_stats_at_exit(int report_fd) {
   hk_lock(&tick_lock);
   hk_stats_collect(&tick_snap);
   uint64_t now = hk_os_now_ms();
+  timeline_check_pid();
   if (timeline_fd >= 0) {
     tick_sink.fd = timeline_fd;
     tick_sink.fp = NULL;
@@ -220,10 +347,11 @@ void hk_stats_at_exit(int report_fd) {
     print_json(&tick_sink, &tick_snap, now - start_ms);
     sink_flush(&tick_sink);
   }
-  if (hk_knobs.stats) {
+  /* json with a timeline: its last line, just written, is the report */
+  if (hk_knobs.stats && !(hk_knobs.stats == 2 && timeline_fd >= 0)) {
     int fd = report_fd, own = -1;
     if (hk_knobs.stats_file[0] && timeline_fd < 0) {
-      own = open(hk_knobs.stats_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+      own = open_stats_file("the report on stderr");
       if (own >= 0) fd = own;
     }
     tick_sink.fd = fd;
@@ -239,10 +367,28 @@ void hk_stats_at_exit(int report_fd) {
 
 /* ---- public API and glibc-format answers ---------------------------------------- */
 
+/* The struct as 0.1.0 shipped it: hak_stats_get's callers were compiled
+ * with this size, and get this many bytes, whatever is appended later. */
+#define HK_STATS_V1_SIZE offsetof(struct hak_stats, profile)
+_Static_assert(HK_STATS_V1_SIZE == 5968, "struct hak_stats: a field was inserted before the end "
+               "(append new fields after the last one: the installed ABI)");
+
 HK_EXPORT int hak_stats_get(struct hak_stats *outp) {
   if (!outp) return -1;
-  hk_stats_collect(outp);
+  struct hak_stats full;
+  hk_stats_collect(&full);
+  memcpy(outp, &full, HK_STATS_V1_SIZE);
   return 0;
+}
+
+HK_EXPORT size_t hak_stats_read(struct hak_stats *outp, size_t size) {
+  if (!outp || !size) return 0;
+  struct hak_stats full;
+  hk_stats_collect(&full);
+  size_t n = size < sizeof full ? size : sizeof full;
+  memcpy(outp, &full, n);
+  if (size > n) memset((char *)outp + n, 0, size - n);  /* a newer caller's fields: 0 */
+  return n;
 }
 
 HK_EXPORT void hak_stats_print(FILE *fp) {

@@ -6,7 +6,8 @@
 # registers one ctest per test and build), then one summary over all of them:
 # a "PASS name" / "FAIL name" / "SKIP name" line per test, the time, and
 # "N passed, N failed" (", N skipped" when a test's tool was missing). Exits
-# non-zero if anything failed.
+# non-zero if anything failed, or if any test's output (passed ones too) has
+# a "hakmem: unknown variable" line.
 #
 #   HAKMEM_TEST_JOBS      tests run at once (default: nproc)
 #   HAKMEM_TEST_SANITIZE  1: include the sanitizer builds (label sanitize,
@@ -43,6 +44,12 @@ for d in "${dirs[@]}"; do
   # ctest failed, yet no test line says so (it could not start): a failure
   if [ "$rc" -ne 0 ] && ! grep -qE '^ *[0-9]+/[0-9]+ Test +#[0-9]+: .*\*\*\*' "$LOG.one"; then
     echo "FAIL $B (ctest exited $rc)"; bad_dirs=$((bad_dirs + 1))
+  fi
+  # every test's output, passed ones too: no HAKMEM_* name of the suite may
+  # be one the library does not know (tests/cli.sh script_names checks the
+  # names; this catches one set some other way)
+  if grep -h '^hakmem: unknown variable' "$B"/Testing/Temporary/LastTest*.log 2>/dev/null | sort -u | grep .; then
+    echo "FAIL $B (the lines above: a test set a HAKMEM_* variable that is no knob)"; bad_dirs=$((bad_dirs + 1))
   fi
 done
 

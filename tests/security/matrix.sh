@@ -21,7 +21,7 @@
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 table=$here/attacks.txt
-matrix=${HAKMEM_MATRIX_FILE:-$here/matrix.txt}  # another file: the planted test
+matrix=${HAKMEM_TEST_MATRIX_FILE:-$here/matrix.txt}  # another file: the planted test
 if [ $# -lt 1 ]; then
   echo "usage: $0 BUILD [--write] [COLUMN...]" >&2
   exit 2

@@ -13,7 +13,7 @@ awk -v row="$row" -v col="$col" -v from="$from" -v to="$to" '
   $1 == row && c { if ($c != from) { print "cell is " $c > "/dev/stderr"; bad = 1 }; $c = to }
   { print }
   END { exit bad ? 2 : (c ? 0 : 3) }' "$here/matrix.txt" >"$copy" || { echo "matrix_plant: no cell ($row, $col) = $from"; exit 1; }
-out=$(HAKMEM_MATRIX_FILE=$copy bash "$here/matrix.sh" "$build" "$col")
+out=$(HAKMEM_TEST_MATRIX_FILE=$copy bash "$here/matrix.sh" "$build" "$col")
 rc=$?
 echo "$out"
 if [ $rc = 0 ]; then echo "matrix_plant: matrix.sh passed with ($row, $col) changed to $to"; exit 1; fi

@@ -1,0 +1,378 @@
+#!/usr/bin/env bash
+# tests/cli.sh BUILD CASE — the configuration people can see, the stats
+# files and the command line (issue 27). One ctest per CASE:
+#
+#   unknown_names  a misspelt HAKMEM_* variable is warned about once, with the
+#                  nearest knob; known knobs and the listed non-knob names are not
+#   script_names   every HAKMEM_* name the project's scripts use (tests/ bench/
+#                  tools/ .ci/) is a knob, on the library's non-knob list, or on
+#                  this file's list of names that are no environment variables:
+#                  `make test` prints no "unknown variable" line
+#   verbose        HAKMEM_VERBOSE=1: one line at start with the profile and the
+#                  knobs off their default; 2: every knob
+#   config         `hakmem config`: every knob of src/knobs.c once, its value,
+#                  default or set, for the environment it runs in
+#   stats_file     HAKMEM_STATS_FILE: %p and %% expanded, one file per process;
+#                  an unwritable path named on stderr, then the report on stderr
+#   stats_json     the JSON report: JSON Lines, a schema field, the profile and
+#                  the knobs; the text report has the config line;
+#                  `hakmem stats --json -o FILE -- PROG` and `hakmem report FILE`
+#   help           every hakmem verb, tools/hakmem-report and every benchmark
+#                  program and script answer --help (exit 0, usage on stdout) and
+#                  a bad argument with the usage and exit 2
+#   docs           docs/ENV_VARS.md and docs/hakmem.1 list exactly the knobs of
+#                  src/knobs.c, and the same non-knob names as the library
+#   man_install    `cmake --install` puts the man page in share/man/man1
+set -u
+B=$(cd "${1:?usage: cli.sh BUILD CASE}" && pwd)
+CASE=${2:?usage: cli.sh BUILD CASE}
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+LIB=$B/libhakmem.so
+H=$ROOT/tools/hakmem
+TRUE=$(type -P true)
+W=$(mktemp -d)
+trap 'rm -rf "$W"' EXIT
+unset LD_PRELOAD HAKMEM_LIB
+# start from a clean slate: no knob of the caller's
+for v in $(env | sed -n 's/^\(HAKMEM_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+export HAKMEM_LIB=$LIB
+# the interpreter itself, not a launcher shim: a pyenv shim is a script that
+# runs dozens of processes, each of which would warn and report
+PY=$(python3 -c 'import sys; print(sys.executable)')
+fails=0
+fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
+ok() { echo "ok: $*"; }
+
+# the knob names of the table, and the special ones
+table_knobs() { sed -n 's/^ *K("\(HAKMEM_[A-Z0-9_]*\)".*/\1/p' "$ROOT/src/knobs.c"; }
+all_knobs() { printf '%s\n' HAKMEM_PROFILE HAKMEM_STATS HAKMEM_STATS_FILE; table_knobs; }
+# the library's list of names that are not knobs (and its prefix)
+non_knob_names() {
+  sed -n '/^static const char \*const non_knob_names\[\]/,/^};/p' "$ROOT/src/knobs.c" |
+    sed -n 's/^ *"\(HAKMEM_[A-Z0-9_]*\)".*/\1/p'
+}
+
+case_unknown_names() {
+  local err
+  err=$(cd "$W" && env HAKMEM_PURGE_DELAY=5 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  [ "$err" = "hakmem: unknown variable HAKMEM_PURGE_DELAY (did you mean HAKMEM_PURGE_DELAY_MS?)" ] ||
+    fail "misspelt knob: got '$err'"
+  err=$(cd "$W" && env HAKMEM_PROFLE=fast HAKMEM_LARGE_CACH_MB=1 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  printf '%s\n' "$err" | grep -qx 'hakmem: unknown variable HAKMEM_PROFLE (did you mean HAKMEM_PROFILE?)' ||
+    fail "HAKMEM_PROFLE: got '$err'"
+  printf '%s\n' "$err" | grep -qx 'hakmem: unknown variable HAKMEM_LARGE_CACH_MB (did you mean HAKMEM_LARGE_CACHE_MB?)' ||
+    fail "HAKMEM_LARGE_CACH_MB: got '$err'"
+  # far from every knob: named, no suggestion
+  err=$(cd "$W" && env HAKMEM_XYZZY_PLUGH_QUUX=1 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  printf '%s\n' "$err" | grep -q '^hakmem: unknown variable HAKMEM_XYZZY_PLUGH_QUUX (no such knob' ||
+    fail "far name: got '$err'"
+  # once per process, however much it allocates and whatever threads it runs
+  err=$(cd "$W" && env HAKMEM_PURGE_DELAY=5 LD_PRELOAD="$LIB" "$PY" -c '
+import threading
+def f(): [bytearray(i % 5000) for i in range(20000)]
+t = [threading.Thread(target=f) for _ in range(4)]
+[x.start() for x in t]; [x.join() for x in t]' 2>&1)
+  [ "$(printf '%s\n' "$err" | grep -c 'unknown variable')" = 1 ] || fail "not once: '$err'"
+  # every knob, the special ones, the listed names and a HAKMEM_TEST_ name: silence
+  local envs=() n
+  for n in $(all_knobs) $(non_knob_names) HAKMEM_TEST_ANYTHING; do envs+=("$n=0"); done
+  err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  printf '%s\n' "$err" | grep 'unknown variable' && fail "a known name was warned about"
+  # a name that merely starts like a knob is still unknown
+  err=$(cd "$W" && env HAKMEM_VERBOSEX=1 HAKMEM_TEST_=1 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  printf '%s\n' "$err" | grep -q 'unknown variable HAKMEM_VERBOSEX' || fail "HAKMEM_VERBOSEX not warned"
+  printf '%s\n' "$err" | grep -q 'unknown variable HAKMEM_TEST_ ' || fail "bare HAKMEM_TEST_ not warned"
+  [ $fails = 0 ] && ok "unknown names warned once, with the nearest knob; known ones silent"
+}
+
+# Names in the project's scripts that are not environment variables at all:
+# CMake options and variables, C macros, Makefile/Python/launcher variables.
+NOT_ENV="HAKMEM_DEBUG HAKMEM_OVERRIDE HAKMEM_BUILD_BENCH HAKMEM_BUILD_TESTS HAKMEM_MEASURES
+HAKMEM_MEASURE_LIBS HAKMEM_MEASURE_NAMES HAKMEM_SPLIT_DEBUGINFO HAKMEM_DEBUGINFO HAKMEM_INSTALL
+HAKMEM_TESTS_CHECK_H HAKMEM_VERSION_MAJOR HAKMEM_VERSION_MINOR HAKMEM_VERSION_PATCH HAKMEM_VERSION_
+HAKMEM_LAUNCHER_VERSION HAKMEM_LAUNCHER_LIBDIR HAKMEM_ENV HAKMEM_H"
+
+case_script_names() {
+  local names n envs=() err bad=""
+  # (not this file: it plants misspelt names on purpose)
+  names=$(cd "$ROOT" && grep -rhoE --exclude=cli.sh 'HAKMEM_[A-Z0-9_]+' tests bench tools .ci 2>/dev/null | sort -u)
+  [ -n "$names" ] || { fail "no names found in the scripts"; return; }
+  for n in $names; do
+    case " $(echo $NOT_ENV) " in *" $n "*) continue ;; esac
+    envs+=("$n=0")
+  done
+  # HAKMEM_STATS_FILE=0 would name a file: empty is "unset"
+  err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  bad=$(printf '%s\n' "$err" | sed -n 's/^hakmem: unknown variable \([A-Z0-9_]*\).*/\1/p')
+  [ -z "$bad" ] || fail "names the scripts use that the library warns about (rename them out of HAKMEM_, or list them in src/knobs.c non_knob_names and docs/ENV_VARS.md): $(echo $bad)"
+  # the check is alive: one planted name among them is warned about
+  err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= HAKMEM_PLANTED_UNKNOWN=1 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  printf '%s\n' "$err" | grep -q 'unknown variable HAKMEM_PLANTED_UNKNOWN' || fail "the planted name was not warned about"
+  # the not-an-environment-variable list holds no knob and nothing stale
+  for n in $NOT_ENV; do
+    all_knobs | grep -qx "$n" && fail "$n is a knob, not a non-environment name"
+  done
+  [ $fails = 0 ] && ok "${#envs[@]} script names set at once: no warning"
+}
+
+case_verbose() {
+  local err
+  err=$(cd "$W" && env HAKMEM_VERBOSE=1 HAKMEM_SS_CACHE=0 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  printf '%s\n' "$err" | grep -qx 'hakmem: config: profile balanced; HAKMEM_SS_CACHE=0, HAKMEM_VERBOSE=1' ||
+    fail "verbose 1: '$err'"
+  err=$(cd "$W" && env HAKMEM_VERBOSE=1 HAKMEM_PROFILE=lowmem HAKMEM_PURGE_DELAY_MS=100 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  # 100 is lowmem's own default: not listed
+  printf '%s\n' "$err" | grep -qx 'hakmem: config: profile lowmem; HAKMEM_VERBOSE=1' || fail "verbose 1 lowmem: '$err'"
+  [ "$(printf '%s\n' "$err" | grep -c '^hakmem: config:')" = 1 ] || fail "verbose 1: not one line"
+  err=$(cd "$W" && env HAKMEM_VERBOSE=2 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  local n
+  for n in $(all_knobs); do
+    [ "$(printf '%s\n' "$err" | grep -c "^hakmem: config: $n ")" = 1 ] || fail "verbose 2: $n not once"
+  done
+  err=$(cd "$W" && env LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  [ -z "$err" ] || fail "verbose 0 printed: '$err'"
+  [ $fails = 0 ] && ok "verbose 1 one line, 2 every knob, 0 nothing"
+}
+
+case_config() {
+  local out err n
+  out=$("$H" config 2>"$W/err") || fail "hakmem config exited $?"
+  for n in $(all_knobs); do
+    [ "$(printf '%s\n' "$out" | grep -c "^$n ")" = 1 ] || fail "config: $n not listed once"
+  done
+  [ "$(printf '%s\n' "$out" | grep -c '^HAKMEM_')" = "$(all_knobs | wc -l)" ] || fail "config: extra rows"
+  printf '%s\n' "$out" | grep -q '^HAKMEM_PROFILE  *balanced  *(default)' || fail "config: profile row: $out"
+  printf '%s\n' "$out" | grep -q '^HAKMEM_VERBOSE  *0  *(default)' || fail "config: verbose row is not the caller's"
+  printf '%s\n' "$out" | grep -E '^HAKMEM_' | grep -v '(default)' && fail "config: a row not default in a clean environment"
+  out=$(env HAKMEM_PROFILE=lowmem HAKMEM_SS_CACHE=3 HAKMEM_VERBOSE=1 HAKMEM_CARVE_KB=999 HAKMEM_PURGE_DELAY=1 \
+        "$H" config 2>"$W/err")
+  printf '%s\n' "$out" | grep -q '^HAKMEM_PROFILE  *lowmem  *(set; default balanced)' || fail "config: lowmem profile"
+  printf '%s\n' "$out" | grep -q '^HAKMEM_SS_CACHE  *3  *(set; default 16)' || fail "config: set knob: $out"
+  printf '%s\n' "$out" | grep -q '^HAKMEM_PURGE_DELAY_MS  *100  *(default)' || fail "config: lowmem default"
+  printf '%s\n' "$out" | grep -q '^HAKMEM_VERBOSE  *1  *(set; default 0)' || fail "config: the caller's verbose"
+  printf '%s\n' "$out" | grep -q '^HAKMEM_CARVE_KB  *4  *(default: the value given is invalid)' || fail "config: invalid value"
+  grep -q 'unknown variable HAKMEM_PURGE_DELAY (did you mean HAKMEM_PURGE_DELAY_MS?)' "$W/err" ||
+    fail "config: the unknown-name warning is not on stderr"
+  grep -q 'HAKMEM_CARVE_KB="999"' "$W/err" || fail "config: the bad-value warning is not on stderr"
+  HAKMEM_LIB=$W/nope.so "$H" config >/dev/null 2>&1 && fail "config with a missing library succeeded"
+  [ $fails = 0 ] && ok "hakmem config lists every knob, default or set"
+}
+
+case_stats_file() {
+  local err pid f
+  (cd "$W" && env HAKMEM_STATS=1 HAKMEM_STATS_FILE="$W/s-%p-%%.txt" LD_PRELOAD="$LIB" sh -c 'echo $$ > pid; exec '"$TRUE")
+  pid=$(cat "$W/pid")
+  [ -s "$W/s-$pid-%.txt" ] || fail "no $W/s-$pid-%.txt: $(ls "$W")"
+  ls "$W" | grep -q 's-%p' && fail "a file named with a literal %p"
+  grep -q "^hakmem .* statistics (pid $pid)" "$W/s-$pid-%.txt" || fail "the report is not this process's"
+  # two processes: two files
+  (cd "$W" && env HAKMEM_STATS=json HAKMEM_STATS_FILE="$W/j-%p.json" LD_PRELOAD="$LIB" sh -c "$TRUE; $TRUE")
+  [ "$(ls "$W"/j-*.json | wc -l)" -ge 2 ] || fail "one file per process: $(ls "$W")"
+  # a fork child with a timeline writes its own file (it reopens under its pid)
+  mkdir "$W/fk"
+  (cd "$W/fk" && env HAKMEM_STATS=json HAKMEM_STATS_INTERVAL=1 HAKMEM_STATS_FILE="$W/fk/f-%p.jsonl" \
+     LD_PRELOAD="$LIB" "$PY" -c '
+import os, sys
+x = [bytearray(100) for _ in range(10000)]
+pid = os.fork()
+if pid == 0:
+    y = [bytearray(200) for _ in range(100000)]
+    sys.exit(0)
+os.waitpid(pid, 0)')
+  [ "$(ls "$W/fk" | wc -l)" = 2 ] || fail "fork: expected two timeline files: $(ls "$W/fk")"
+  for f in "$W"/fk/f-*.jsonl; do
+    python3 -c 'import json, sys, os
+pids = set(json.loads(l)["pid"] for l in open(sys.argv[1]))
+want = int(os.path.basename(sys.argv[1])[2:-6])
+assert pids == {want}, (sys.argv[1], pids)' "$f" || fail "fork: $f holds another process's lines"
+  done
+  # unwritable: one line naming the path and the error, then the fallback
+  err=$(cd "$W" && env HAKMEM_STATS=1 HAKMEM_STATS_FILE="$W/no/such/dir/x-%p" LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  printf '%s\n' "$err" | grep -q "^hakmem: cannot open HAKMEM_STATS_FILE $W/no/such/dir/x-[0-9]*: No such file or directory; the report on stderr" ||
+    fail "unwritable path: '$err'"
+  printf '%s\n' "$err" | grep -q '^hakmem .* statistics' || fail "no fallback report on stderr"
+  [ "$(printf '%s\n' "$err" | grep -c 'cannot open')" = 1 ] || fail "not one line"
+  # with a timeline too (a directory: root may open anything else): still one line
+  err=$(cd "$W" && env HAKMEM_STATS=1 HAKMEM_STATS_INTERVAL=1 HAKMEM_STATS_FILE="$W" LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  [ "$(printf '%s\n' "$err" | grep -c "^hakmem: cannot open HAKMEM_STATS_FILE $W: Is a directory; no timeline")" = 1 ] ||
+    fail "timeline on an unwritable path: '$err'"
+  [ "$(printf '%s\n' "$err" | grep -c 'cannot open')" = 1 ] || fail "timeline: not one line: '$err'"
+  [ $fails = 0 ] && ok "%p and %% expanded; unwritable path reported, report on stderr"
+}
+
+case_stats_json() {
+  local f=$W/t.jsonl
+  (cd "$W" && env HAKMEM_STATS=json HAKMEM_STATS_INTERVAL=1 HAKMEM_STATS_FILE="$f" HAKMEM_SS_CACHE=7 \
+     LD_PRELOAD="$LIB" "$PY" -c '
+import time
+t = time.time(); x = []
+while time.time() - t < 0.3: x = [bytearray(i % 3000) for i in range(3000)]')
+  (cd "$W" && env HAKMEM_STATS=json HAKMEM_STATS_FILE="$f" LD_PRELOAD="$LIB" "$TRUE")
+  python3 - "$f" <<'EOF' || fail "JSON Lines check"
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+assert len(lines) >= 3, "expected a timeline and two exit reports, got %d lines" % len(lines)
+pids = set()
+for i, l in enumerate(lines):
+    r = json.loads(l)            # each line one object: JSON Lines
+    assert r["schema"] == 1, r.get("schema")
+    assert r["profile"] == "balanced", r["profile"]
+    assert isinstance(r["knobs"], dict)
+    assert "hakmem" in r and "classes" in r and "pid" in r
+    pids.add(r["pid"])
+assert len(pids) == 2, pids
+first = json.loads(lines[0])
+assert first["knobs"].get("HAKMEM_SS_CACHE") == 7, first["knobs"]
+assert first["knobs"].get("HAKMEM_STATS") == "json", first["knobs"]
+assert "HAKMEM_PURGE_DELAY_MS" not in first["knobs"]       # only what differs
+last = json.loads(lines[-1])
+assert "HAKMEM_SS_CACHE" not in last["knobs"], last["knobs"]
+EOF
+  # the text report's config line
+  local err
+  err=$(cd "$W" && env HAKMEM_STATS=1 HAKMEM_CARVE_KB=8 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  printf '%s\n' "$err" | grep -qx '  config: profile balanced; HAKMEM_STATS=1, HAKMEM_CARVE_KB=8' ||
+    fail "text report config line: '$err'"
+  # the launcher: stats --json -o FILE, then report FILE
+  "$H" stats --json -o "$W/run-%p.jsonl" -- sort /dev/null || fail "hakmem stats --json -o exited $?"
+  local out
+  out=$(ls "$W"/run-*.jsonl 2>/dev/null | head -1)
+  [ -n "$out" ] || { fail "hakmem stats -o: no file"; return; }
+  python3 -c 'import json,sys; r=json.loads(open(sys.argv[1]).readline()); assert r["schema"] == 1' "$out" ||
+    fail "hakmem stats --json: not JSON"
+  "$H" stats --json -i 5 -o "$W/tl.jsonl" -- "$PY" -c 'import time; time.sleep(0.05); x=[bytearray(99) for _ in range(99999)]' ||
+    fail "hakmem stats -i exited $?"
+  "$H" report "$W/tl.jsonl" -o "$W/tl.html" >/dev/null 2>"$W/rep.err" || fail "hakmem report: $(cat "$W/rep.err")"
+  grep -q '<svg' "$W/tl.html" 2>/dev/null || fail "hakmem report wrote no page"
+  grep -q "Configuration</div><div class='v'>balanced</div><div class='n'>[^<]*HAKMEM_STATS_INTERVAL=5" "$W/tl.html" ||
+    fail "the page does not show the configuration"
+  [ $fails = 0 ] && ok "JSON Lines with schema, profile, knobs; text config line; stats -o and report"
+}
+
+# expect_help NAME CMD...: exit 0, the usage on stdout naming NAME, stderr empty
+expect_help() {
+  local name=$1 out rc
+  shift
+  out=$("$@" 2>"$W/help.err" </dev/null)
+  rc=$?
+  [ $rc = 0 ] || { fail "$* : exit $rc"; return; }
+  [ -n "$out" ] || fail "$* : no usage on stdout"
+  printf '%s\n' "$out" | grep -q "$name" || fail "$* : the usage does not name $name"
+  [ -s "$W/help.err" ] && fail "$* : wrote to stderr: $(head -2 "$W/help.err")"
+}
+# expect_bad CMD...: exit 2, a usage on stdout or stderr
+expect_bad() {
+  local out rc
+  out=$("$@" 2>&1 </dev/null)
+  rc=$?
+  [ $rc = 2 ] || { fail "$* : exit $rc, not 2"; return; }
+  printf '%s\n' "$out" | grep -qi "usage" || fail "$* : no usage printed"
+}
+
+case_help() {
+  local v p name
+  expect_help hakmem "$H" --help
+  expect_help hakmem "$H" help
+  for v in run stats config report version lib help; do
+    expect_help "hakmem $v" "$H" "$v" --help
+    expect_help "hakmem $v" "$H" help "$v"
+  done
+  expect_bad "$H" nosuchverb
+  expect_bad "$H" help nosuchverb
+  expect_bad "$H" run --bogus true
+  expect_bad "$H" run
+  expect_bad "$H" stats --bogus true
+  expect_bad "$H" stats -o
+  expect_bad "$H" stats -i x -o f true
+  expect_bad "$H" stats -i 5 true
+  expect_bad "$H" config --bogus
+  expect_bad "$H" report
+  expect_bad "$H" version --bogus
+  expect_bad "$H" lib --bogus
+  expect_bad "$H" run --json true
+  # hakmem-report (argparse)
+  expect_help hakmem-report python3 "$ROOT/tools/hakmem-report" --help
+  expect_bad python3 "$ROOT/tools/hakmem-report" --bogus
+  # the benchmark programs: every bench/*.c that builds a program
+  for p in "$ROOT"/bench/*.c; do
+    name=$(basename "$p" .c)
+    [ "$name" = probe ] && continue      # the preload probe is a library
+    [ -x "$B/bench/$name" ] || { fail "no $B/bench/$name"; continue; }
+    expect_help "$name" "$B/bench/$name" --help
+    expect_help "$name" "$B/bench/$name" -h
+    expect_bad "$B/bench/$name" 1 2 3 4 5 6 7 8 9 10 11 12
+    expect_bad "$B/bench/$name" notanumber
+  done
+  # and the scripts
+  for p in "$ROOT"/bench/*.sh; do
+    name=$(basename "$p")
+    expect_help "$name" bash "$p" --help
+    expect_bad bash "$p" --no-such-option
+  done
+  # selftest.sh --help does not run the self-test: it prints no ok/FAIL line
+  # and makes no harness run (the harness writes into a temporary directory
+  # it names: nothing in our own)
+  local out
+  out=$(cd "$W" && BENCH_BUILD=$W/none bash "$ROOT/bench/selftest.sh" --help 2>&1)
+  printf '%s\n' "$out" | grep -qE '^(ok|FAIL) +- ' && fail "selftest.sh --help ran checks"
+  [ $fails = 0 ] && ok "every verb, hakmem-report, every bench program and script: --help and bad arguments"
+}
+
+case_docs() {
+  local doc=$ROOT/docs/ENV_VARS.md man=$ROOT/docs/hakmem.1 n
+  [ -f "$man" ] || { fail "no docs/hakmem.1"; return; }
+  # the knob tables of ENV_VARS.md: rows "| `HAKMEM_X` |"
+  local in_doc in_man in_code
+  in_code=$(all_knobs | sort -u)
+  # (the knob tables: everything before the list of names that are not knobs)
+  in_doc=$(sed '/^## Variables that are not knobs/q' "$doc" | sed -n 's/^| `\(HAKMEM_[A-Z0-9_]*\)` |.*/\1/p' | sort -u)
+  in_man=$(sed -n '/^\.SH KNOBS/,/^\.SH [^K]/p' "$man" | sed -n 's/^\.B \(HAKMEM_[A-Z0-9_]*\)$/\1/p' | sort -u)
+  [ "$in_code" = "$in_doc" ] || fail "ENV_VARS.md knob rows differ from src/knobs.c: $(diff <(echo "$in_code") <(echo "$in_doc") | grep '^[<>]' | tr '\n' ' ')"
+  [ "$in_code" = "$in_man" ] || fail "hakmem.1 KNOBS differ from src/knobs.c: $(diff <(echo "$in_code") <(echo "$in_man") | grep '^[<>]' | tr '\n' ' ')"
+  # defaults and ranges of the table rows, in both
+  local line name lo hi f b l
+  while read -r name lo hi f b l; do
+    grep -q "^| \`$name\` | $f | $b | $l | $lo – $hi |" "$doc" ||
+      fail "ENV_VARS.md: $name is not '| $f | $b | $l | $lo – $hi |'"
+    sed -n "/^\.B $name\$/,/^\.TP/p" "$man" | grep -q "fast $f, balanced $b, lowmem $l; range $lo to $hi" ||
+      fail "hakmem.1: $name is not 'fast $f, balanced $b, lowmem $l; range $lo to $hi'"
+  done < <(sed -n 's/^ *K("\(HAKMEM_[A-Z0-9_]*\)", *[a-z_]*, *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\)).*/\1 \2 \3 \4 \5 \6/p' "$ROOT/src/knobs.c")
+  # the non-knob names: the library's list, ENV_VARS.md's and the man page's
+  local lib_nk doc_nk man_nk
+  lib_nk=$( (non_knob_names; echo 'HAKMEM_TEST_*') | sort -u)
+  doc_nk=$(sed -n '/^## Variables that are not knobs/,/^## /p' "$doc" | sed -n 's/^| `\(HAKMEM_[A-Z0-9_*]*\)` |.*/\1/p' | sort -u)
+  man_nk=$(sed -n '/^\.SS Variables that are not knobs/,/^\.S[SH] [^V]/p' "$man" | sed -n 's/^\.B \(HAKMEM_[A-Z0-9_*]*\)$/\1/p' | sort -u)
+  [ "$lib_nk" = "$doc_nk" ] || fail "ENV_VARS.md non-knob list differs from src/knobs.c: $(echo $doc_nk) vs $(echo $lib_nk)"
+  [ "$lib_nk" = "$man_nk" ] || fail "hakmem.1 non-knob list differs from src/knobs.c: $(echo $man_nk) vs $(echo $lib_nk)"
+  # the man page has its sections and is well-formed roff
+  for n in NAME SYNOPSIS DESCRIPTION COMMANDS KNOBS "CONTROL API" FILES "SEE ALSO"; do
+    grep -q "^\.SH \"\?$n\"\?\$" "$man" || fail "hakmem.1: no section $n"
+  done
+  if command -v groff >/dev/null 2>&1; then
+    local warn
+    warn=$(groff -man -Tutf8 -ww -z "$man" 2>&1)
+    [ -z "$warn" ] || fail "groff warns: $warn"
+  fi
+  [ $fails = 0 ] && ok "ENV_VARS.md and hakmem.1 agree with src/knobs.c"
+}
+
+case_man_install() {
+  cmake --install "$B" --prefix "$W/prefix" >"$W/install.log" 2>&1 || { fail "install: $(tail -3 "$W/install.log")"; return; }
+  local m=$W/prefix/share/man/man1/hakmem.1
+  [ -f "$m" ] || { fail "no $m"; return; }
+  head -5 "$m" | grep -q '^\.TH HAKMEM 1' || fail "$m: no .TH header"
+  if command -v man >/dev/null 2>&1; then
+    MANPATH=$W/prefix/share/man man hakmem 2>/dev/null | grep -q 'HAKMEM_PURGE_DELAY_MS' ||
+      man -l "$m" 2>/dev/null | grep -q 'HAKMEM_PURGE_DELAY_MS' || echo "note: man could not render it here"
+  fi
+  # the installed launcher finds it documented: hakmem help names man hakmem
+  "$W/prefix/bin/hakmem" help | grep -q 'man hakmem' || fail "installed hakmem help does not point at man hakmem"
+  [ $fails = 0 ] && ok "man page installed under share/man/man1"
+}
+
+if ! declare -F "case_$CASE" >/dev/null; then
+  echo "cli.sh: no case '$CASE'" >&2
+  exit 2
+fi
+"case_$CASE"
+[ $fails = 0 ] || { echo "$fails failure(s)"; exit 1; }
