@@ -43,6 +43,11 @@ static const hk_knob_def_t knob_table[] = {
   K("HAKMEM_CAP_MIN_PURGE_MS",  cap_min_purge_ms,  0, 3600000, 100, 50, 10),
   K("HAKMEM_SMALL_IDLE_EPOCHS", small_idle_epochs, 1, 1000000, 8, 2, 1),
   K("HAKMEM_CAP_MAX_SMALL_IDLE", cap_max_small_idle, 1, 1000000, 256, 64, 16),
+  K("HAKMEM_PROF",              prof,              0, 1,       0, 0, 0),
+  K("HAKMEM_PROF_SAMPLE",       prof_sample,       1, 1L << 40, 524288, 524288, 524288),
+  K("HAKMEM_PROF_INTERVAL",     prof_interval,     0, 1L << 50, 0, 0, 0),
+  K("HAKMEM_PROF_LEAKS",        prof_leaks,        0, 1,       0, 0, 0),
+  K("HAKMEM_PROF_SEED",         prof_seed,         0, 0x7fffffffffffffffL, 0, 0, 0),
 };
 #undef K
 
@@ -67,7 +72,17 @@ static bool parse_long(const char *s, long *out) {
 static const char *profile_names[3] = { "fast", "balanced", "lowmem" };
 
 /* Knobs that are not plain integers. */
+static void copy_path(const char *name, char *to, size_t size) {
+  const char *s = getenv(name);
+  if (!s || !*s) return;
+  size_t n = 0;
+  while (s[n] && n + 1 < size) { to[n] = s[n]; n++; }
+  to[n] = 0;
+  if (s[n]) hk_message("hakmem: warning: %s is longer than %zu bytes; truncated\n", name, size - 1);
+}
+
 static void knobs_init_special(void) {
+  copy_path("HAKMEM_PROF_FILE", hk_knobs.prof_file, sizeof hk_knobs.prof_file);
   const char *s = getenv("HAKMEM_STATS");
   if (s) {
     if (str_eq(s, "0") || str_eq(s, "")) hk_knobs.stats = 0;

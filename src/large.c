@@ -10,6 +10,7 @@
 #include "lock.h"
 #include "measures.h"
 #include "os.h"
+#include "prof.h"
 #include "report.h"
 #include "span.h"
 #include "track.h"
@@ -319,6 +320,10 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   if (HK_UNLIKELY(hook != NULL)) hook((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
   if (size == 0) size = 1;
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) {
+    void *p = hk_prof_large(size, align, zero);
+    if (p) return p;
+  }
   if (size <= HK_SPAN_MAX && align < HK_SS_SIZE) {
     hk_span_note_t sn;
     void *p = hk_span_alloc(size, align, zero, kind, &sn);
