@@ -28,7 +28,7 @@ void hk_free_other(void *p, unsigned kind, size_t size) {
   if (p == NULL) return;
   if (hk_chunk_is_large(ck)) { hk_large_free(p, ck, kind, size); return; }
   if (ck == HK_CHUNK_ZERO) { hk_zero_free("free", p, size); return; }
-  if (ck == HK_CHUNK_PROF) { hk_prof_free("free", p); return; }
+  if (HK_PROF_BUILD && ck == HK_CHUNK_PROF) { hk_prof_free("free", p); return; }
   hk_report_invalid("free", p, "not allocated by hakmem");
 }
 

@@ -662,7 +662,7 @@ static HK_NOINLINE void *heap_alloc_prof(hk_heap_t *h, unsigned cls) {
 }
 
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
-  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) return heap_alloc_prof(h, cls);
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) return heap_alloc_prof(h, cls);
   return heap_alloc_slow(h, cls);
 }
 

@@ -320,7 +320,7 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   if (HK_UNLIKELY(hook != NULL)) hook((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
   if (size == 0) size = 1;
-  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) {
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) {
     void *p = hk_prof_large(size, align, zero);
     if (p) return p;
   }

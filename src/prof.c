@@ -32,6 +32,7 @@
 #include "chunk_map.h"
 #include "freelist.h"
 #include "knobs.h"
+#include "libc.h"  /* memcpy, memset: glibc's, unchecked (measure copy) */
 #include "lock.h"
 #include "os.h"
 #include "report.h"

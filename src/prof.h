@@ -8,11 +8,19 @@
 #define HK_PROF_H
 
 #include "config.h"
+#include "measures.h"
 #include "superslab.h"
+#include "track.h"
 
 /* Profiling needs blocks without a trailer and untracked by memcheck: the
- * builds with the canary (and what needs it), guard, or valgrind ignore it. */
-#define HK_PROF_BUILD (!HK_M_CANARY && !HK_M_GUARD && !HK_TRACKING)
+ * builds with the canary (and what needs it), guard, or valgrind ignore it.
+ * HK_NO_PROF compiles the hooks out: tests/prof_fastpath.sh compares
+ * malloc and free with and without them. */
+#if defined(HK_NO_PROF) || HK_M_CANARY || HK_M_GUARD || HK_TRACKING
+#define HK_PROF_BUILD 0
+#else
+#define HK_PROF_BUILD 1
+#endif
 
 extern int hk_prof_on HK_HIDDEN;  /* set once by hk_prof_init; slow paths test it */
 
