@@ -110,6 +110,7 @@ static hk_lock_t prof_lock = HK_LOCK_INIT;
 static double total_alloc_bytes, next_dump_at;
 static unsigned dump_seq;
 static uint64_t samples, dropped;
+static size_t live_blocks, live_mapped;  /* sampled blocks now */
 
 static uintptr_t self_lo, self_hi;  /* hakmem's own code: frames skipped */
 
@@ -221,6 +222,8 @@ static void *sample_alloc(prof_tls_t *t, size_t size, size_t align, bool zero) {
   } else {
     dropped++;
   }
+  live_blocks++;
+  live_mapped += map_size;
   total_alloc_bytes += weight * (double)size;
   if (hk_knobs.prof_interval && total_alloc_bytes >= next_dump_at) {
     next_dump_at += (double)hk_knobs.prof_interval;
@@ -240,8 +243,12 @@ static void *sample_alloc(prof_tls_t *t, size_t size, size_t align, bool zero) {
 void *hk_prof_small(unsigned cls) {
   prof_tls_t *t = tls_get();
   if (t->busy) return NULL;
-  if (!take(t, cls, hk_class_bytes(cls))) return NULL;
-  return sample_alloc(t, hk_class_bytes(cls), 0, false);
+  size_t c = hk_class_bytes(cls);
+  if (!take(t, cls, c)) return NULL;
+  /* aligned as the class's blocks are: an aligned malloc picks a class
+   * whose size is a multiple of its alignment (up to a page) */
+  size_t align = c & -c;
+  return sample_alloc(t, c, align < HK_PAGE ? align : HK_PAGE, false);
 }
 
 void *hk_prof_large(size_t size, size_t align, bool zero) {
@@ -309,17 +316,29 @@ bool hk_prof_free(const char *what, void *p) {
   }
   hk_chunk_set(p, HK_CHUNK_NONE);
   uint8_t *map = h->map;
-  size_t map_size = h->map_size;
-  bool cached = false;
+  size_t map_size = h->map_size, end = (size_t)((uint8_t *)p - map) + h->size;
   hk_lock(&prof_lock);
   if (h->stack < NSTACK) {
     stack_t_ *e = &stacks[h->stack];
     e->lobjs -= h->weight;
     e->lbytes -= h->weight * (double)h->size;
   }
-  if (map_size == HK_SS_SIZE && ncache < CACHE_MAX) { cache[ncache++] = map; cached = true; }
+  live_blocks--;
+  live_mapped -= map_size;
+  bool room = ncache < CACHE_MAX;
   hk_unlock(&prof_lock);
-  if (!cached) hk_os_unmap(map, map_size);
+  if (map_size != HK_SS_SIZE || !room) {
+    hk_os_unmap(map, map_size);
+    return true;
+  }
+  /* kept for the next sample: only its first page resident (purged
+   * before it is published: then another thread may take it at once) */
+  if (end > HK_PAGE) hk_os_purge(map + HK_PAGE, hk_align_up(end, HK_PAGE) - HK_PAGE);
+  hk_lock(&prof_lock);
+  room = ncache < CACHE_MAX;
+  if (room) cache[ncache++] = map;
+  hk_unlock(&prof_lock);
+  if (!room) hk_os_unmap(map, map_size);
   return true;
 }
 
@@ -327,6 +346,13 @@ size_t hk_prof_usable(const void *p) {
   const prof_hdr_t *h = hdr_of(p);
   if (!is_block(p, h)) return 0;
   return atomic_load_explicit(&h->live, memory_order_relaxed) ? h->size : 0;
+}
+
+void hk_prof_live(size_t *blocks, size_t *mapped) {
+  hk_lock(&prof_lock);
+  *blocks = live_blocks;
+  *mapped = live_mapped;
+  hk_unlock(&prof_lock);
 }
 
 /* ---- the profile ---------------------------------------------------------------

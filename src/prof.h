@@ -37,6 +37,8 @@ void *hk_prof_large(size_t size, size_t align, bool zero);
 /* blocks of chunk kind HK_CHUNK_PROF */
 bool   hk_prof_free(const char *what, void *p);  /* false: reported */
 size_t hk_prof_usable(const void *p);            /* 0: not a live block */
+/* sampled blocks live and the bytes their mappings take (mallinfo) */
+void   hk_prof_live(size_t *blocks, size_t *mapped);
 
 void hk_prof_at_exit(void);
 void hk_prof_fork_prepare(void);
