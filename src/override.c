@@ -115,7 +115,7 @@ HK_EXPORT struct mallinfo mallinfo(void) {
 
 HK_EXPORT int malloc_trim(size_t pad) {
   (void)pad;
-  size_t bytes = hk_heap_trim(hk_tls_heap) + hk_large_collect(true);
+  size_t bytes = hk_heap_trim(hk_tls_heap) + hk_large_collect(true) + hk_prof_trim();
   return bytes > 0;
 }
 

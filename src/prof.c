@@ -160,7 +160,8 @@ static stack_t_ *stack_find(const uintptr_t *pc, unsigned n) {
  * A sampled block has a mapping of its own, 2 MiB aligned, the block at
  * offset HDR (or its alignment) and this header just before it; the chunk
  * of the block's start is marked HK_CHUNK_PROF. A few freed mappings of
- * one chunk are kept for reuse (no mmap per sample). */
+ * one chunk are kept for reuse (no mmap per sample), still marked, their
+ * header saying "freed": a second free of the block is named a double free. */
 #define PROF_MAGIC 0x68616b6d50524f46ull  /* "hakmPROF" */
 #define HDR ((size_t)64)
 #define CACHE_MAX 16
@@ -255,7 +256,7 @@ void *hk_prof_large(size_t size, size_t align, bool zero) {
   prof_tls_t *t = tls_get();
   if (t->busy) return NULL;
   if (!take(t, HK_NCLASS, size ? size : 1)) return NULL;
-  return sample_alloc(t, size ? size : 1, align, zero);
+  return sample_alloc(t, size ? size : 1, align > HK_PAGE ? align : HK_PAGE, zero);  /* large blocks start pages */
 }
 
 /* The slow path just popped one block of s, class cls's current slab (that
@@ -314,7 +315,6 @@ bool hk_prof_free(const char *what, void *p) {
     hk_report_invalid(what, p, "block already freed (double free)");
     return false;
   }
-  hk_chunk_set(p, HK_CHUNK_NONE);
   uint8_t *map = h->map;
   size_t map_size = h->map_size, end = (size_t)((uint8_t *)p - map) + h->size;
   hk_lock(&prof_lock);
@@ -328,6 +328,7 @@ bool hk_prof_free(const char *what, void *p) {
   bool room = ncache < CACHE_MAX;
   hk_unlock(&prof_lock);
   if (map_size != HK_SS_SIZE || !room) {
+    hk_chunk_set(p, HK_CHUNK_NONE);
     hk_os_unmap(map, map_size);
     return true;
   }
@@ -338,7 +339,10 @@ bool hk_prof_free(const char *what, void *p) {
   room = ncache < CACHE_MAX;
   if (room) cache[ncache++] = map;
   hk_unlock(&prof_lock);
-  if (!room) hk_os_unmap(map, map_size);
+  if (!room) {
+    hk_chunk_set(p, HK_CHUNK_NONE);
+    hk_os_unmap(map, map_size);
+  }
   return true;
 }
 
@@ -353,6 +357,20 @@ void hk_prof_live(size_t *blocks, size_t *mapped) {
   *blocks = live_blocks;
   *mapped = live_mapped;
   hk_unlock(&prof_lock);
+}
+
+size_t hk_prof_trim(void) {
+  uint8_t *maps[CACHE_MAX];
+  hk_lock(&prof_lock);
+  unsigned n = ncache;
+  memcpy(maps, cache, n * sizeof *maps);
+  ncache = 0;
+  hk_unlock(&prof_lock);
+  for (unsigned i = 0; i < n; i++) {
+    hk_chunk_set(maps[i], HK_CHUNK_NONE);
+    hk_os_unmap(maps[i], HK_SS_SIZE);
+  }
+  return n * HK_SS_SIZE;
 }
 
 /* ---- the profile ---------------------------------------------------------------

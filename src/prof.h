@@ -39,6 +39,8 @@ bool   hk_prof_free(const char *what, void *p);  /* false: reported */
 size_t hk_prof_usable(const void *p);            /* 0: not a live block */
 /* sampled blocks live and the bytes their mappings take (mallinfo) */
 void   hk_prof_live(size_t *blocks, size_t *mapped);
+/* unmap the kept mappings (malloc_trim); the bytes unmapped */
+size_t hk_prof_trim(void);
 
 void hk_prof_at_exit(void);
 void hk_prof_fork_prepare(void);
