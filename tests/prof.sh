@@ -5,6 +5,8 @@
 #                           google-pprof --text ranks them in order (live
 #                           and allocated); --collapsed has main;churn;site
 #   prof.sh BUILD leak      HAKMEM_PROF_LEAKS=1 names the leaking site
+#   prof.sh BUILD report    tools/hakmem prof runs the program and prints
+#                           the paths; the report's flame graph names the sites
 #   prof.sh BUILD fastpath  malloc and free do not touch the profiler:
 #                           no profiler symbol in them (libhakmem.so), and
 #                           override.c's code is the same with the hooks
@@ -107,6 +109,24 @@ elif [ "$mode" = leak ]; then
   python3 -c "import sys; v=float('$mb'); sys.exit(0 if 0.7*64 <= v <= 1.3*64 else 1)" ||
     fail "leak_site: $mb MB, not within 30% of 64"
   echo "prof.sh leak: OK"
+elif [ "$mode" = report ]; then
+  src=$(cd "$(dirname "$0")/.." && pwd)
+  HAKMEM_LIB=$lib HAKMEM_PROF_DIR=$tmp/out "$src/tools/hakmem" prof -- "$prog" sites "$tmp/p.dump" \
+    > out.txt 2> err.txt || { cat err.txt; fail "hakmem prof failed"; }
+  cat err.txt
+  heap=$(sed -n 's/^hakmem: profile: //p' err.txt)
+  page=$(sed -n 's/^hakmem: report:  //p' err.txt)
+  [ -s "$heap" ] || fail "no profile at the path printed: '$heap'"
+  [ -s "$page" ] || fail "no report at the path printed: '$page'"
+  grep -q "id='chart-rss'" "$page" || fail "the report has no timeline chart"
+  grep -q "id='chart-flame'" "$page" || fail "the report has no flame graph"
+  # the exit profile has nothing live (all freed); the dump made while the
+  # sites' blocks were live has them
+  python3 "$src/tools/hakmem-report" "${heap%.heap}.jsonl" p.dump --program "$prog" -o r.html
+  for s in site_small site_mid site_large; do
+    grep -q "<title>$s — " r.html || fail "the flame graph does not name $s"
+  done
+  echo "prof.sh report: OK"
 else
   fail "no mode $mode"
 fi
