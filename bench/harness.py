@@ -165,6 +165,8 @@ VARIANTS = [
     ("hakmem:fast", {"HAKMEM_PROFILE": "fast"}, "libhakmem.so", "HAKMEM_PROFILE=fast"),
     ("hakmem:lowmem", {"HAKMEM_PROFILE": "lowmem"}, "libhakmem.so", "HAKMEM_PROFILE=lowmem"),
     ("hakmem:learn", {"HAKMEM_LEARN": "1"}, "libhakmem.so", "HAKMEM_LEARN=1"),
+    ("hakmem:prof", {"HAKMEM_PROF": "1", "HAKMEM_PROF_FILE": "/dev/null"}, "libhakmem.so",
+     "HAKMEM_PROF=1 (heap profiling, default rate; the profile to /dev/null)"),
     ("hakmem-secure", {}, "libhakmem-secure.so", "the hardened build (`make secure`)"),
 ]
 VARIANT_LABELS = [v[0] for v in VARIANTS]

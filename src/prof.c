@@ -183,38 +183,14 @@ static unsigned ncache;
 
 static prof_hdr_t *hdr_of(const void *p) { return (prof_hdr_t *)((uintptr_t)p - HDR); }
 
-static void *sample_alloc(prof_tls_t *t, size_t size, size_t align, bool zero) {
-  if (align >= HK_SS_SIZE) return NULL;  /* (never sampled: rare, and would cross chunks) */
-  size_t off = align > HDR ? align : HDR;
-  if (size > HK_MAX_ALLOC - off) return NULL;
-  size_t map_size = hk_align_up(off + size, HK_SS_SIZE);
-  uintptr_t pc[DEPTH];
-  t->busy = 1;  /* the unwinder's first use may call malloc */
-  unsigned n = capture(pc);
-  uint8_t *map = NULL;
-  bool reused = false;
-  hk_lock(&prof_lock);
-  if (map_size == HK_SS_SIZE && ncache) { map = cache[--ncache]; reused = true; }
-  hk_unlock(&prof_lock);
-  if (!map) map = hk_os_map_aligned(map_size, HK_SS_SIZE);
-  if (!map) { t->busy = 0; return NULL; }
-  uint8_t *p = map + off;
-  if (zero && reused) memset(p, 0, size);
-  prof_hdr_t *h = hdr_of(p);
-  double weight = -1.0 / expm1(-(double)size / rate);
-  h->magic = PROF_MAGIC;
-  h->size = size;
-  h->map_size = map_size;
-  h->map = map;
-  h->weight = weight;
-  h->stack = NSTACK;
-  atomic_store_explicit(&h->live, 1, memory_order_relaxed);
-  bool dump = false;
-  hk_lock(&prof_lock);
+/* A sample's stack and weight into the table; its entry (NSTACK: none).
+ * Locked. *dump: an interval profile is due. */
+static uint32_t record(const uintptr_t *pc, unsigned n, size_t size, double weight, bool *dump) {
+  uint32_t idx = NSTACK;
   stack_t_ *e = stack_find(pc, n);
   if (!e) e = stack_find(pc, n ? 1 : 0);  /* full: its innermost frame alone */
   if (e) {
-    h->stack = (uint32_t)(e - stacks);
+    idx = (uint32_t)(e - stacks);
     e->aobjs += weight;
     e->abytes += weight * (double)size;
     e->lobjs += weight;
@@ -223,20 +199,57 @@ static void *sample_alloc(prof_tls_t *t, size_t size, size_t align, bool zero) {
   } else {
     dropped++;
   }
-  live_blocks++;
-  live_mapped += map_size;
   total_alloc_bytes += weight * (double)size;
   if (hk_knobs.prof_interval && total_alloc_bytes >= next_dump_at) {
     next_dump_at += (double)hk_knobs.prof_interval;
-    dump = true;
+    *dump = true;
   }
+  return idx;
+}
+
+/* a sample freed: its share of live comes off. Locked. */
+static void unrecord(uint32_t idx, size_t size, double weight) {
+  if (idx >= NSTACK) return;
+  stacks[idx].lobjs -= weight;
+  stacks[idx].lbytes -= weight * (double)size;
+}
+
+static void dump_due(void) {
+  char path[600];
+  snprintf(path, sizeof path, "%s.%04u.heap", hk_knobs.prof_file, ++dump_seq);
+  hak_prof_dump(path);
+}
+
+static double weight_of(size_t size) { return -1.0 / expm1(-(double)size / rate); }
+
+static void *sample_alloc(prof_tls_t *t, size_t size, size_t align) {
+  size_t off = align > HDR ? align : HDR;
+  uintptr_t pc[DEPTH];
+  t->busy = 1;  /* the unwinder's first use may call malloc */
+  unsigned n = capture(pc);
+  uint8_t *map = NULL;
+  hk_lock(&prof_lock);
+  if (ncache) map = cache[--ncache];
+  hk_unlock(&prof_lock);
+  if (!map) map = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
+  if (!map) { t->busy = 0; return NULL; }
+  uint8_t *p = map + off;
+  prof_hdr_t *h = hdr_of(p);
+  double weight = weight_of(size);
+  h->magic = PROF_MAGIC;
+  h->size = size;
+  h->map_size = HK_SS_SIZE;
+  h->map = map;
+  h->weight = weight;
+  atomic_store_explicit(&h->live, 1, memory_order_relaxed);
+  bool dump = false;
+  hk_lock(&prof_lock);
+  h->stack = record(pc, n, size, weight, &dump);
+  live_blocks++;
+  live_mapped += HK_SS_SIZE;
   hk_unlock(&prof_lock);
   hk_chunk_set(p, HK_CHUNK_PROF);
-  if (dump) {
-    char path[600];
-    snprintf(path, sizeof path, "%s.%04u.heap", hk_knobs.prof_file, ++dump_seq);
-    hak_prof_dump(path);
-  }
+  if (dump) dump_due();
   t->busy = 0;
   return p;
 }
@@ -249,14 +262,67 @@ void *hk_prof_small(unsigned cls) {
   /* aligned as the class's blocks are: an aligned malloc picks a class
    * whose size is a multiple of its alignment (up to a page) */
   size_t align = c & -c;
-  return sample_alloc(t, c, align < HK_PAGE ? align : HK_PAGE, false);
+  return sample_alloc(t, c, align < HK_PAGE ? align : HK_PAGE);
 }
 
-void *hk_prof_large(size_t size, size_t align, bool zero) {
+/* ---- sampled large blocks -------------------------------------------------------
+ * Large blocks stay where the large tier put them (its cache and its
+ * reuse of zeroed pages matter more for them than for small ones, and a
+ * block above the sampling interval is nearly always sampled): their
+ * samples are kept by address, and the large tier's free (a slow path)
+ * asks for the address. Open addressing, deletion by backward shift. */
+#define NLARGE 65536u            /* a power of two */
+
+typedef struct { uintptr_t addr; uint32_t stack; uint32_t pad; size_t size; double weight; } lsample_t;
+
+static lsample_t *ltab;
+static _Atomic unsigned nlarge;
+
+static unsigned lslot(uintptr_t a) { return (unsigned)((a >> 12) * 0x9e3779b97f4a7c15ull >> 48) & (NLARGE - 1); }
+
+void hk_prof_large(void *p, size_t size) {
   prof_tls_t *t = tls_get();
-  if (t->busy) return NULL;
-  if (!take(t, HK_NCLASS, size ? size : 1)) return NULL;
-  return sample_alloc(t, size ? size : 1, align > HK_PAGE ? align : HK_PAGE, zero);  /* large blocks start pages */
+  if (t->busy) return;
+  if (!take(t, HK_NCLASS, size ? size : 1)) return;
+  uintptr_t pc[DEPTH];
+  t->busy = 1;
+  unsigned n = capture(pc);
+  double weight = weight_of(size);
+  bool dump = false;
+  hk_lock(&prof_lock);
+  if (atomic_load_explicit(&nlarge, memory_order_relaxed) < NLARGE / 4 * 3) {
+    unsigned i = lslot((uintptr_t)p);
+    while (ltab[i].addr && ltab[i].addr != (uintptr_t)p) i = (i + 1) & (NLARGE - 1);
+    if (ltab[i].addr) unrecord(ltab[i].stack, ltab[i].size, ltab[i].weight);  /* (missed free) */
+    else atomic_fetch_add_explicit(&nlarge, 1, memory_order_relaxed);
+    ltab[i] = (lsample_t){ (uintptr_t)p, record(pc, n, size, weight, &dump), 0, size, weight };
+  } else {
+    dropped++;
+  }
+  hk_unlock(&prof_lock);
+  if (dump) dump_due();
+  t->busy = 0;
+}
+
+void hk_prof_forget(const void *p) {
+  if (atomic_load_explicit(&nlarge, memory_order_relaxed) == 0) return;
+  hk_lock(&prof_lock);
+  unsigned i = lslot((uintptr_t)p);
+  while (ltab[i].addr && ltab[i].addr != (uintptr_t)p) i = (i + 1) & (NLARGE - 1);
+  if (ltab[i].addr) {
+    unrecord(ltab[i].stack, ltab[i].size, ltab[i].weight);
+    atomic_fetch_sub_explicit(&nlarge, 1, memory_order_relaxed);
+    /* backward shift: move up every later entry that may sit at the hole */
+    for (unsigned j = (i + 1) & (NLARGE - 1); ltab[j].addr; j = (j + 1) & (NLARGE - 1)) {
+      unsigned home = lslot(ltab[j].addr);
+      if (((j - home) & (NLARGE - 1)) >= ((j - i) & (NLARGE - 1))) {
+        ltab[i] = ltab[j];
+        i = j;
+      }
+    }
+    ltab[i].addr = 0;
+  }
+  hk_unlock(&prof_lock);
 }
 
 /* The slow path just popped one block of s, class cls's current slab (that
@@ -316,28 +382,13 @@ bool hk_prof_free(const char *what, void *p) {
     return false;
   }
   uint8_t *map = h->map;
-  size_t map_size = h->map_size, end = (size_t)((uint8_t *)p - map) + h->size;
+  size_t map_size = h->map_size;
   hk_lock(&prof_lock);
-  if (h->stack < NSTACK) {
-    stack_t_ *e = &stacks[h->stack];
-    e->lobjs -= h->weight;
-    e->lbytes -= h->weight * (double)h->size;
-  }
+  unrecord(h->stack, h->size, h->weight);
   live_blocks--;
   live_mapped -= map_size;
   bool room = ncache < CACHE_MAX;
-  hk_unlock(&prof_lock);
-  if (map_size != HK_SS_SIZE || !room) {
-    hk_chunk_set(p, HK_CHUNK_NONE);
-    hk_os_unmap(map, map_size);
-    return true;
-  }
-  /* kept for the next sample: only its first page resident (purged
-   * before it is published: then another thread may take it at once) */
-  if (end > HK_PAGE) hk_os_purge(map + HK_PAGE, hk_align_up(end, HK_PAGE) - HK_PAGE);
-  hk_lock(&prof_lock);
-  room = ncache < CACHE_MAX;
-  if (room) cache[ncache++] = map;
+  if (room) cache[ncache++] = map;  /* (a small block: its few pages stay) */
   hk_unlock(&prof_lock);
   if (!room) {
     hk_chunk_set(p, HK_CHUNK_NONE);
@@ -530,6 +581,11 @@ void hk_prof_init(void) {
   stacks = hk_os_map_aligned(hk_align_up(NSTACK * sizeof(stack_t_), HK_PAGE), HK_PAGE);
   if (!stacks) {
     hk_message("hakmem: warning: HAKMEM_PROF: no memory for the stack table; profiling is off\n");
+    return;
+  }
+  ltab = hk_os_map_aligned(hk_align_up(NLARGE * sizeof(lsample_t), HK_PAGE), HK_PAGE);
+  if (!ltab) {
+    hk_message("hakmem: warning: HAKMEM_PROF: no memory for the sample table; profiling is off\n");
     return;
   }
   rate = (double)hk_knobs.prof_sample;

@@ -1,9 +1,11 @@
 /* Heap profiling by call site (HAKMEM_PROF=1, docs/PROFILING.md).
- * Allocations are sampled by bytes; a sampled block is served from its own
- * mapping, whose chunk-map kind (HK_CHUNK_PROF) free already reads, so no
- * fast path changes. Only the slow paths call in here: the heap's refill
- * (which also trims the free list it hands the fast path so that it runs
- * dry exactly where the next sample falls) and the large tier. */
+ * Allocations are sampled by bytes; a sampled small or mid block is served
+ * from a mapping of its own, whose chunk-map kind (HK_CHUNK_PROF) free
+ * already reads, so no fast path changes; a sampled large block stays in
+ * the large tier, whose free asks for its address. Only slow paths call in
+ * here: the heap's refill (which also trims the free list it hands the fast
+ * path so that it runs dry exactly where the next sample falls) and the
+ * large tier. */
 #ifndef HK_PROF_H
 #define HK_PROF_H
 
@@ -31,8 +33,10 @@ void *hk_prof_small(unsigned cls);
 /* after the slow path handed out one block of s (class cls's current slab):
  * s->free is cut where the next sample of the class falls */
 void hk_prof_limit(hk_slab_t *s);
-/* the large tier: a sampled block, or NULL to allocate as usual */
-void *hk_prof_large(size_t size, size_t align, bool zero);
+/* the large tier: p (size bytes) was just allocated; maybe sampled */
+void  hk_prof_large(void *p, size_t size);
+/* the large tier: p is being freed or moved; its sample, if any, goes */
+void  hk_prof_forget(const void *p);
 
 /* blocks of chunk kind HK_CHUNK_PROF */
 bool   hk_prof_free(const char *what, void *p);  /* false: reported */
