@@ -157,29 +157,45 @@ static stack_t_ *stack_find(const uintptr_t *pc, unsigned n) {
 }
 
 /* ---- sampled blocks ------------------------------------------------------------
- * A sampled block has a mapping of its own, 2 MiB aligned, the block at
- * offset HDR (or its alignment) and this header just before it; the chunk
- * of the block's start is marked HK_CHUNK_PROF. A few freed mappings of
- * one chunk are kept for reuse (no mmap per sample), still marked, their
- * header saying "freed": a second free of the block is named a double free. */
+ * A sampled block has a slot of its own: 64 KiB of a 2 MiB chunk marked
+ * HK_CHUNK_PROF, the block at offset HDR (or its alignment, a page at most)
+ * and this header just before it. Chunks are mapped as slots run out and
+ * kept; a freed slot keeps its header saying "freed" (a second free of the
+ * block is named a double free) and its pages until it is reused. */
 #define PROF_MAGIC 0x68616b6d50524f46ull  /* "hakmPROF" */
 #define HDR ((size_t)64)
-#define CACHE_MAX 16
+#define SLOT_SHIFT 16
+#define SLOT ((size_t)1 << SLOT_SHIFT)
+#define NSLOT_MAX 65536u         /* slots at most: 4 GiB of address space */
+_Static_assert(HK_MID_MAX + HK_PAGE <= SLOT, "a mid block and its header fit in a slot");
 
 typedef struct {
   uint64_t magic;
   _Atomic uint32_t live;
   uint32_t stack;                /* index into stacks; NSTACK: none */
   size_t size;                   /* usable bytes */
-  size_t map_size;
-  uint8_t *map;
+  uint64_t unused;
+  uint8_t *slot;
   double weight;                 /* 1/q: objects this sample stands for */
   uint64_t pad;
 } prof_hdr_t;
 _Static_assert(sizeof(prof_hdr_t) <= HDR, "header fits before the block");
 
-static uint8_t *cache[CACHE_MAX];
-static unsigned ncache;
+static uint8_t **free_slots;     /* NSLOT_MAX entries, mapped at init */
+static unsigned nfree, nslots;
+
+/* a free slot, mapping a chunk of them when none is left. Locked. */
+static uint8_t *slot_get(void) {
+  if (nfree == 0) {
+    if (nslots + HK_SS_SIZE / SLOT > NSLOT_MAX) return NULL;
+    uint8_t *c = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
+    if (!c) return NULL;
+    hk_chunk_set(c, HK_CHUNK_PROF);
+    for (size_t i = HK_SS_SIZE / SLOT; i-- > 0;) free_slots[nfree++] = c + i * SLOT;
+    nslots += (unsigned)(HK_SS_SIZE / SLOT);
+  }
+  return free_slots[--nfree];
+}
 
 static prof_hdr_t *hdr_of(const void *p) { return (prof_hdr_t *)((uintptr_t)p - HDR); }
 
@@ -227,28 +243,26 @@ static void *sample_alloc(prof_tls_t *t, size_t size, size_t align) {
   uintptr_t pc[DEPTH];
   t->busy = 1;  /* the unwinder's first use may call malloc */
   unsigned n = capture(pc);
-  uint8_t *map = NULL;
-  hk_lock(&prof_lock);
-  if (ncache) map = cache[--ncache];
-  hk_unlock(&prof_lock);
-  if (!map) map = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
-  if (!map) { t->busy = 0; return NULL; }
-  uint8_t *p = map + off;
-  prof_hdr_t *h = hdr_of(p);
   double weight = weight_of(size);
-  h->magic = PROF_MAGIC;
-  h->size = size;
-  h->map_size = HK_SS_SIZE;
-  h->map = map;
-  h->weight = weight;
-  atomic_store_explicit(&h->live, 1, memory_order_relaxed);
   bool dump = false;
   hk_lock(&prof_lock);
+  uint8_t *slot = slot_get();
+  if (!slot) {
+    hk_unlock(&prof_lock);
+    t->busy = 0;
+    return NULL;
+  }
+  uint8_t *p = slot + off;
+  prof_hdr_t *h = hdr_of(p);
+  h->magic = PROF_MAGIC;
+  h->size = size;
+  h->slot = slot;
+  h->weight = weight;
   h->stack = record(pc, n, size, weight, &dump);
+  atomic_store_explicit(&h->live, 1, memory_order_release);
   live_blocks++;
-  live_mapped += HK_SS_SIZE;
+  live_mapped += SLOT;
   hk_unlock(&prof_lock);
-  hk_chunk_set(p, HK_CHUNK_PROF);
   if (dump) dump_due();
   t->busy = 0;
   return p;
@@ -366,8 +380,8 @@ void hk_prof_limit(hk_slab_t *s) {
 }
 
 static bool is_block(const void *p, const prof_hdr_t *h) {
-  uintptr_t off = (uintptr_t)p & HK_SS_MASK;
-  return off >= HDR && h->magic == PROF_MAGIC && (uintptr_t)h->map == (uintptr_t)p - off;
+  uintptr_t off = (uintptr_t)p & (SLOT - 1);
+  return off >= HDR && h->magic == PROF_MAGIC && (uintptr_t)h->slot == (uintptr_t)p - off;
 }
 
 bool hk_prof_free(const char *what, void *p) {
@@ -381,19 +395,12 @@ bool hk_prof_free(const char *what, void *p) {
     hk_report_invalid(what, p, "block already freed (double free)");
     return false;
   }
-  uint8_t *map = h->map;
-  size_t map_size = h->map_size;
   hk_lock(&prof_lock);
   unrecord(h->stack, h->size, h->weight);
   live_blocks--;
-  live_mapped -= map_size;
-  bool room = ncache < CACHE_MAX;
-  if (room) cache[ncache++] = map;  /* (a small block: its few pages stay) */
+  live_mapped -= SLOT;
+  free_slots[nfree++] = h->slot;  /* (its pages stay: a sampled block is small) */
   hk_unlock(&prof_lock);
-  if (!room) {
-    hk_chunk_set(p, HK_CHUNK_NONE);
-    hk_os_unmap(map, map_size);
-  }
   return true;
 }
 
@@ -410,18 +417,15 @@ void hk_prof_live(size_t *blocks, size_t *mapped) {
   hk_unlock(&prof_lock);
 }
 
+/* the pages of the free slots go back (malloc_trim); the bytes purged */
 size_t hk_prof_trim(void) {
-  uint8_t *maps[CACHE_MAX];
+  if (!HK_LOAD_RELAXED(hk_prof_on)) return 0;
+  size_t n = 0;
   hk_lock(&prof_lock);
-  unsigned n = ncache;
-  memcpy(maps, cache, n * sizeof *maps);
-  ncache = 0;
+  for (unsigned i = 0; i < nfree; i++) hk_os_purge(free_slots[i], SLOT);
+  n = (size_t)nfree * SLOT;
   hk_unlock(&prof_lock);
-  for (unsigned i = 0; i < n; i++) {
-    hk_chunk_set(maps[i], HK_CHUNK_NONE);
-    hk_os_unmap(maps[i], HK_SS_SIZE);
-  }
-  return n * HK_SS_SIZE;
+  return n;
 }
 
 /* ---- the profile ---------------------------------------------------------------
@@ -584,7 +588,8 @@ void hk_prof_init(void) {
     return;
   }
   ltab = hk_os_map_aligned(hk_align_up(NLARGE * sizeof(lsample_t), HK_PAGE), HK_PAGE);
-  if (!ltab) {
+  free_slots = hk_os_map_aligned(hk_align_up(NSLOT_MAX * sizeof *free_slots, HK_PAGE), HK_PAGE);
+  if (!ltab || !free_slots) {
     hk_message("hakmem: warning: HAKMEM_PROF: no memory for the sample table; profiling is off\n");
     return;
   }

@@ -1,7 +1,7 @@
 /* Heap profiling by call site (HAKMEM_PROF=1, docs/PROFILING.md).
  * Allocations are sampled by bytes; a sampled small or mid block is served
- * from a mapping of its own, whose chunk-map kind (HK_CHUNK_PROF) free
- * already reads, so no fast path changes; a sampled large block stays in
+ * from a slot in a chunk of the profiler's, whose chunk-map kind
+ * (HK_CHUNK_PROF) free already reads, so no fast path changes; a sampled large block stays in
  * the large tier, whose free asks for its address. Only slow paths call in
  * here: the heap's refill (which also trims the free list it hands the fast
  * path so that it runs dry exactly where the next sample falls) and the
@@ -41,9 +41,9 @@ void  hk_prof_forget(const void *p);
 /* blocks of chunk kind HK_CHUNK_PROF */
 bool   hk_prof_free(const char *what, void *p);  /* false: reported */
 size_t hk_prof_usable(const void *p);            /* 0: not a live block */
-/* sampled blocks live and the bytes their mappings take (mallinfo) */
+/* sampled blocks live and the bytes their slots take (mallinfo) */
 void   hk_prof_live(size_t *blocks, size_t *mapped);
-/* unmap the kept mappings (malloc_trim); the bytes unmapped */
+/* purge the free slots' pages (malloc_trim); the bytes purged */
 size_t hk_prof_trim(void);
 
 void hk_prof_at_exit(void);
