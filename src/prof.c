@@ -368,13 +368,15 @@ void hk_prof_limit(hk_slab_t *s) {
     rest = hk_block_next(s, b);
     hk_block_set_next(s, b, NULL);
   }
-  hk_block_t *tail = rest;
-  for (unsigned k = 0; k < s->capacity; k++) {
-    hk_block_t *nx = hk_block_next(s, tail);
-    if (!nx) break;
-    tail = nx;
+  if (s->local_free) {  /* (usually empty: the refill just took it) */
+    hk_block_t *tail = rest;
+    for (unsigned k = 0; k < s->capacity; k++) {
+      hk_block_t *nx = hk_block_next(s, tail);
+      if (!nx) break;
+      tail = nx;
+    }
+    hk_block_set_next(s, tail, s->local_free);
   }
-  hk_block_set_next(s, tail, s->local_free);
   s->local_free = rest;
   t->left[cls] -= (int64_t)(allowed * c);
 }
