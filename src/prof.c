@@ -174,10 +174,8 @@ typedef struct {
   _Atomic uint32_t live;
   uint32_t stack;                /* index into stacks; NSTACK: none */
   size_t size;                   /* usable bytes */
-  uint64_t unused;
   uint8_t *slot;
   double weight;                 /* 1/q: objects this sample stands for */
-  uint64_t pad;
 } prof_hdr_t;
 _Static_assert(sizeof(prof_hdr_t) <= HDR, "header fits before the block");
 
