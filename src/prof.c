@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -65,10 +64,40 @@ static uint64_t rng_next(prof_tls_t *t) {  /* splitmix64 */
   return z ^ (z >> 31);
 }
 
+/* ln(u) for u in (0, 1], without libm (a static link needs no -lm): u =
+ * m 2^e with m in [1, 2), ln m = 2 atanh(t), t = (m-1)/(m+1) < 1/3, whose
+ * series is exact to 1e-12 by its 11th term */
+static double ln01(double u) {
+  uint64_t b;
+  memcpy(&b, &u, sizeof b);
+  int e = (int)((b >> 52) & 0x7ff) - 1023;
+  b = (b & ((1ull << 52) - 1)) | (1023ull << 52);
+  double m;
+  memcpy(&m, &b, sizeof m);
+  double t = (m - 1) / (m + 1), t2 = t * t, sum = 0, pw = t;
+  for (int k = 1; k <= 21; k += 2, pw *= t2) sum += pw / k;
+  return e * 0.69314718055994530942 + 2 * sum;
+}
+
+/* 1 - e^-x for x >= 0, without libm: the series for small x (no
+ * cancellation), else e^-x = 2^-k e^-r with r in [0, ln 2) */
+static double one_minus_exp_neg(double x) {
+  if (x < 0.5) {
+    double term = x, sum = 0;
+    for (int n = 1; n <= 20; n++) { sum += term; term *= -x / (n + 1); }
+    return sum;
+  }
+  if (x > 40) return 1.0;
+  int k = (int)(x / 0.69314718055994530942);
+  double r = x - k * 0.69314718055994530942, term = 1, er = 0;
+  for (int n = 1; n <= 25; n++) { er += term; term *= -r / n; }
+  return 1.0 - er / (double)(1ull << k);
+}
+
 /* an exponential gap of mean `rate`, at least one byte */
 static int64_t draw(prof_tls_t *t) {
   double u = ((double)(rng_next(t) >> 11) + 1.0) * 0x1p-53;  /* (0, 1] */
-  double g = -log(u) * rate;
+  double g = -ln01(u) * rate;
   if (g > 0x1p62) g = 0x1p62;
   return g < 1.0 ? 1 : (int64_t)g;
 }
@@ -234,7 +263,7 @@ static void dump_due(void) {
   hak_prof_dump(path);
 }
 
-static double weight_of(size_t size) { return -1.0 / expm1(-(double)size / rate); }
+static double weight_of(size_t size) { return 1.0 / one_minus_exp_neg((double)size / rate); }
 
 static void *sample_alloc(prof_tls_t *t, size_t size, size_t align) {
   size_t off = align > HDR ? align : HDR;
