@@ -257,9 +257,13 @@ static void unrecord(uint32_t idx, size_t size, double weight) {
   stacks[idx].lbytes -= weight * (double)size;
 }
 
+/* FILE.NNNN.heap (FILE less its .heap) */
 static void dump_due(void) {
   char path[600];
-  snprintf(path, sizeof path, "%s.%04u.heap", hk_knobs.prof_file, ++dump_seq);
+  const char *f = hk_knobs.prof_file;
+  size_t n = strlen(f);
+  if (n >= 5 && strcmp(f + n - 5, ".heap") == 0) n -= 5;
+  snprintf(path, sizeof path, "%.*s.%04u.heap", (int)n, f, ++dump_seq);
   hak_prof_dump(path);
 }
 

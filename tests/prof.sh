@@ -3,7 +3,8 @@
 #   prof.sh BUILD sites     three sites, fixed seed, default rate: each
 #                           site's scaled total within 10% of the truth;
 #                           google-pprof --text ranks them in order (live
-#                           and allocated); --collapsed has main;churn;site
+#                           and allocated); --collapsed has main;churn;site;
+#                           HAKMEM_PROF_INTERVAL writes FILE.NNNN.heap
 #   prof.sh BUILD leak      HAKMEM_PROF_LEAKS=1 names the leaking site
 #   prof.sh BUILD report    tools/hakmem prof runs the program and prints
 #                           the paths; the report's flame graph names the sites
@@ -59,7 +60,11 @@ unset HAKMEM_PROF_SAMPLE HAKMEM_PROF_INTERVAL
 flat() { google-pprof --text "$@" 2>/dev/null | awk '$6 ~ /^(site_|leak_site|temp_site)/ { print $6, $1 }'; }
 
 if [ "$mode" = sites ]; then
-  LD_PRELOAD=$lib "$prog" sites "$tmp/p.dump" > truth.txt
+  HAKMEM_PROF_INTERVAL=536870912 LD_PRELOAD=$lib "$prog" sites "$tmp/p.dump" > truth.txt
+  # every 512 MiB allocated, a profile: 2.4 GiB in all
+  ls p.0001.heap p.0002.heap p.0003.heap p.0004.heap > /dev/null || fail "interval profiles: $(ls)"
+  google-pprof --text --alloc_space "$prog" p.0004.heap 2>/dev/null | grep -q site_mid ||
+    fail "the 4th interval profile (past 2 GiB) does not name site_mid"
   [ -s p.dump ] || fail "hak_prof_dump wrote nothing"
   [ -s p.heap ] || fail "no profile at exit"
   head -1 p.dump | grep -q '^heap profile: .* @ heapprofile$' || fail "header: $(head -1 p.dump)"
