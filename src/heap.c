@@ -657,7 +657,8 @@ static HK_NOINLINE void *heap_alloc_prof(hk_heap_t *h, unsigned cls) {
   void *b = hk_prof_small(cls);
   if (b) return b;
   b = heap_alloc_slow(h, cls);
-  if (b) hk_prof_limit(hk_tls_heap->cur[cls]);
+  hk_slab_t *s = hk_tls_heap->cur[cls];  /* (h may have been the empty heap) */
+  if (b && s != &hk_slab_empty) hk_prof_limit(s);
   return b;
 }
 
