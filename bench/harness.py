@@ -13,7 +13,8 @@ peer allocator installed (mimalloc, jemalloc, tcmalloc); allocators are
 interleaved run by run (A B C A B C ...). With --variants (on in --full) hakmem
 also runs as variants, each labelled and compared with the default hakmem:
 hakmem:fast (HAKMEM_PROFILE=fast), hakmem:lowmem (HAKMEM_PROFILE=lowmem),
-hakmem:learn (HAKMEM_LEARN=1) and hakmem-secure (build/libhakmem-secure.so).
+hakmem:learn (HAKMEM_LEARN=1), hakmem:prof (HAKMEM_PROF=1) and hakmem-secure
+(build/libhakmem-secure.so).
 Every program proves at run time
 which allocator served it (`allocator: NAME (PATH)`, see bench_common.h and
 probe.c); a run whose allocator is not the one requested is REJECTED and never
@@ -165,6 +166,8 @@ VARIANTS = [
     ("hakmem:fast", {"HAKMEM_PROFILE": "fast"}, "libhakmem.so", "HAKMEM_PROFILE=fast"),
     ("hakmem:lowmem", {"HAKMEM_PROFILE": "lowmem"}, "libhakmem.so", "HAKMEM_PROFILE=lowmem"),
     ("hakmem:learn", {"HAKMEM_LEARN": "1"}, "libhakmem.so", "HAKMEM_LEARN=1"),
+    ("hakmem:prof", {"HAKMEM_PROF": "1", "HAKMEM_PROF_FILE": "/dev/null"}, "libhakmem.so",
+     "HAKMEM_PROF=1 (heap profiling, default rate; the profile to /dev/null)"),
     ("hakmem-secure", {}, "libhakmem-secure.so", "the hardened build (`make secure`)"),
 ]
 VARIANT_LABELS = [v[0] for v in VARIANTS]

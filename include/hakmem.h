@@ -94,6 +94,11 @@ int  hak_stats_get(struct hak_stats *out);
 /* Human-readable report (the HAKMEM_STATS=1 exit report). */
 void hak_stats_print(FILE *out);
 
+/* Heap profiling (HAKMEM_PROF=1, docs/PROFILING.md): write the heap profile
+ * so far (google-pprof's heap format) to path. 0, or -1 with errno (EINVAL:
+ * profiling is off). */
+int  hak_prof_dump(const char *path);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,6 +7,7 @@
 
 #include "../include/hakmem.h"
 #include "large.h"
+#include "prof.h"
 #include "zero.h"
 #include "libc.h"  /* realloc's copy and calloc's zeroing: glibc's, unchecked */
 
@@ -27,6 +28,7 @@ void hk_free_other(void *p, unsigned kind, size_t size) {
   if (p == NULL) return;
   if (hk_chunk_is_large(ck)) { hk_large_free(p, ck, kind, size); return; }
   if (ck == HK_CHUNK_ZERO) { hk_zero_free("free", p, size); return; }
+  if (HK_PROF_BUILD && ck == HK_CHUNK_PROF) { hk_prof_free("free", p); return; }
   hk_report_invalid("free", p, "not allocated by hakmem");
 }
 
@@ -107,6 +109,7 @@ size_t hk_usable(const void *p) {
     return HK_M_CANARY ? hk_sec_requested(s, p) : s->block_size;
   }
   if (hk_chunk_is_large(kind)) return hk_large_usable(p, kind);
+  if (kind == HK_CHUNK_PROF) return hk_prof_usable(p);
   return 0;  /* zero-size blocks too */
 }
 
@@ -119,6 +122,7 @@ bool hk_owns_block(const void *p) {
   }
   if (hk_chunk_is_large(kind)) return hk_large_usable(p, kind) != 0;
   if (kind == HK_CHUNK_ZERO) return hk_zero_live(p);
+  if (kind == HK_CHUNK_PROF) return hk_prof_usable(p) != 0;
   return false;
 }
 
@@ -134,6 +138,19 @@ void *hk_realloc(void *p, size_t n) {
     }
     void *q = hk_malloc_inline(n);
     if (q) hk_zero_free("realloc", p, 0);
+    return q;
+  }
+  if (kind == HK_CHUNK_PROF) {  /* a sampled block moves */
+    size_t have = hk_prof_usable(p);
+    if (have == 0) {
+      hk_prof_free("realloc", p);  /* reports why */
+      errno = EINVAL;
+      return NULL;
+    }
+    void *q = hk_malloc_inline(n);
+    if (HK_UNLIKELY(q == NULL)) return NULL;
+    memcpy(q, p, n < have ? n : have);
+    hk_prof_free("realloc", p);
     return q;
   }
   if (hk_chunk_is_large(kind)) {

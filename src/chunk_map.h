@@ -14,13 +14,14 @@ enum {
   HK_CHUNK_ZERO = 1,        /* zero-size blocks (zero.c, measure zero)    */
   HK_CHUNK_SPAN = 2,        /* an arena of spans (span.c): 1 GiB-aligned  */
   HK_CHUNK_LARGE = 3,       /* a large block's header is k chunks back:   */
-  /* value 3 + k, k in [0, 124]: alignments up to 248 MiB (powers of two:
+  /* value 3 + k, k in [0, 123]: alignments up to 246 MiB (powers of two:
    * 128 MiB; hk_large_alloc refuses more with ENOMEM)                     */
+  HK_CHUNK_PROF = 127,      /* a sampled block (prof.c, HAKMEM_PROF)      */
   HK_CHUNK_SS = 0x80,       /* a superslab starts here: 0x80 | slab shift */
   HK_CHUNK_SS_SMALL = HK_CHUNK_SS | 16,  /* 64 KiB slabs                  */
   HK_CHUNK_SS_MID = HK_CHUNK_SS | 18,    /* 256 KiB slabs                 */
 };
-#define HK_CHUNK_LARGE_MAX_BACK 124
+#define HK_CHUNK_LARGE_MAX_BACK 123
 
 /* The map value says both "a superslab" (the top bit: one sign test) and
  * its slab size (the low bits are the slab shift, 16 or 18: a 64-bit shift

@@ -10,6 +10,7 @@
 #include "libc.h"  /* a new heap struct (10 KiB) is zeroed by a call: glibc's memset, unchecked */
 #include "lock.h"
 #include "os.h"
+#include "prof.h"
 #include "remote.h"
 #include "secure.h"
 #include "size_class.h"
@@ -639,7 +640,7 @@ HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
  * needs more (an emptied slab's restart, a switch to a richer slab, stats).
  * With delayed reuse (measure delay) the leaf is the change of generation
  * (hk_slab_take_aged), remote frees waiting for the full path as here. */
-void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
+static void *heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   hk_slab_t *s = h->cur[cls];
   uint32_t tick = h->slow_count + 1;
   if ((tick & (HK_SLOW_FULL_EVERY - 1)) == 0 || HK_UNLIKELY(hk_heap_counting) || heap_other_richer(h, s) ||
@@ -647,6 +648,22 @@ void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
     return heap_alloc_full(h, cls);
   h->slow_count = tick;
   return slab_pop(h, s);
+}
+
+/* HAKMEM_PROF: a sampled allocation is served by the profiler; any other
+ * leaves the fast path a list that ends before the next sample (prof.h) */
+static HK_NOINLINE void *heap_alloc_prof(hk_heap_t *h, unsigned cls) {
+  void *b = hk_prof_small(cls);
+  if (b) return b;
+  b = heap_alloc_slow(h, cls);
+  hk_slab_t *s = hk_tls_heap->cur[cls];  /* (h may have been the empty heap) */
+  if (b && s != &hk_slab_empty) hk_prof_limit(s);
+  return b;
+}
+
+void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) return heap_alloc_prof(h, cls);
+  return heap_alloc_slow(h, cls);
 }
 
 /* ---- thread exit and fork ---------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include "large.h"
 #include "learner.h"
 #include "os.h"
+#include "prof.h"
 #include "report.h"
 #include "stats.h"
 #include "superslab.h"
@@ -23,6 +24,7 @@ static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
                                           like sort close stderr before exit */
 
 static void fork_prepare(void) {
+  hk_prof_fork_prepare();
   hk_heap_fork_prepare();
   hk_large_fork_prepare();
   hk_ss_fork_prepare();
@@ -31,11 +33,13 @@ static void fork_parent(void) {
   hk_ss_fork_parent();
   hk_large_fork_parent();
   hk_heap_fork_parent();
+  hk_prof_fork_parent();
 }
 static void fork_child(void) {
   hk_ss_fork_child();
   hk_large_fork_child();
   hk_heap_fork_child();
+  hk_prof_fork_child();
 }
 
 /* The heap's purge clock also purges the large tier's cache, so a program
@@ -51,6 +55,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
   if (hk_knobs.verbose) hk_knobs_print(STDERR_FILENO, hk_knobs.verbose >= 2);
   hk_learner_init();
   hk_stats_init();
+  hk_prof_init();
   bool learn = hk_knobs.learn != 0;
   hk_heap_hooks_t hooks = {
     .refill = learn ? hk_learner_small_tick : NULL,
@@ -82,6 +87,7 @@ static const char *build_tag(void) {
 }
 
 __attribute__((destructor)) static void hk_destructor(void) {
+  hk_prof_at_exit();
   hk_stats_at_exit(report_fd);
   if (hk_knobs.verbose) {
     hk_message_fd(report_fd, "hakmem: active (%spid %d): %zu superslabs mapped, %zu large blocks live, "

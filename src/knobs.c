@@ -44,13 +44,18 @@ static const hk_knob_def_t knob_table[] = {
   K("HAKMEM_CAP_MIN_PURGE_MS",  cap_min_purge_ms,  0, 3600000, 100, 50, 10),
   K("HAKMEM_SMALL_IDLE_EPOCHS", small_idle_epochs, 1, 1000000, 8, 2, 1),
   K("HAKMEM_CAP_MAX_SMALL_IDLE", cap_max_small_idle, 1, 1000000, 256, 64, 16),
+  K("HAKMEM_PROF",              prof,              0, 1,       0, 0, 0),
+  K("HAKMEM_PROF_SAMPLE",       prof_sample,       1, 1L << 40, 524288, 524288, 524288),
+  K("HAKMEM_PROF_INTERVAL",     prof_interval,     0, 1L << 50, 0, 0, 0),
+  K("HAKMEM_PROF_LEAKS",        prof_leaks,        0, 1,       0, 0, 0),
+  K("HAKMEM_PROF_SEED",         prof_seed,         0, 0x7fffffffffffffffL, 0, 0, 0),
 };
 #undef K
 
 #define NKNOBS (sizeof knob_table / sizeof knob_table[0])
 /* 1: the environment set the row's value; 2: it gave a bad one (default used) */
 static unsigned char knob_src[NKNOBS];
-static unsigned char profile_src, stats_src, stats_file_src;
+static unsigned char profile_src, stats_src, stats_file_src, prof_file_src;
 
 static bool str_eq(const char *a, const char *b) {
   while (*a && *a == *b) { a++; b++; }
@@ -73,7 +78,18 @@ static bool parse_long(const char *s, long *out) {
 static const char *profile_names[3] = { "fast", "balanced", "lowmem" };
 
 /* Knobs that are not plain integers. */
+static void copy_path(const char *name, char *to, size_t size) {
+  const char *s = getenv(name);
+  if (!s || !*s) return;
+  size_t n = 0;
+  while (s[n] && n + 1 < size) { to[n] = s[n]; n++; }
+  to[n] = 0;
+  if (s[n]) hk_message("hakmem: warning: %s is longer than %zu bytes; truncated\n", name, size - 1);
+}
+
 static void knobs_init_special(void) {
+  copy_path("HAKMEM_PROF_FILE", hk_knobs.prof_file, sizeof hk_knobs.prof_file);
+  prof_file_src = hk_knobs.prof_file[0] != 0;
   const char *s = getenv("HAKMEM_STATS");
   if (s) {
     if (str_eq(s, "0") || str_eq(s, "")) hk_knobs.stats = 0;
@@ -107,9 +123,11 @@ static const char *const non_knob_names[] = {
   "HAKMEM_SECURITY_SCUDO",   /* tests/security.sh                         */
   "HAKMEM_SECURITY_PEER",    /* tests/security: the peer allocator        */
   "HAKMEM_SCUDO_LIB",        /* tests/security/peer.sh                    */
+  "HAKMEM_PROF_DIR",         /* tools/hakmem prof: where its files go     */
 };
 /* knobs outside the table (not plain integers) */
-static const char *const special_names[] = { "HAKMEM_PROFILE", "HAKMEM_STATS", "HAKMEM_STATS_FILE" };
+static const char *const special_names[] = { "HAKMEM_PROFILE", "HAKMEM_STATS", "HAKMEM_STATS_FILE",
+                                              "HAKMEM_PROF_FILE" };
 
 #define NAME_MAX_CMP 64
 
@@ -205,7 +223,7 @@ static void knobs_check_names(void) {
 
 /* ---- the configuration, row by row (hakmem config, the stats reports) ---- */
 
-size_t hk_knobs_count(void) { return 3 + NKNOBS; }
+size_t hk_knobs_count(void) { return 4 + NKNOBS; }
 
 static const char *stats_names[3] = { "0", "1", "json" };
 
@@ -231,8 +249,14 @@ bool hk_knob_get(size_t i, hk_knob_info_t *o) {
     o->def_text = "";
     o->src = stats_file_src;
     return true;
+  case 3:
+    o->name = "HAKMEM_PROF_FILE";
+    o->text = hk_knobs.prof_file;
+    o->def_text = "";
+    o->src = prof_file_src;
+    return true;
   }
-  i -= 3;
+  i -= 4;
   if (i >= NKNOBS) return false;
   const hk_knob_def_t *k = &knob_table[i];
   o->name = k->name;

@@ -38,6 +38,13 @@ typedef struct hk_knobs {
   long cap_min_purge_ms;   /* HAKMEM_CAP_MIN_PURGE_MS              */
   long small_idle_epochs;  /* HAKMEM_SMALL_IDLE_EPOCHS             */
   long cap_max_small_idle; /* HAKMEM_CAP_MAX_SMALL_IDLE (epochs)   */
+  /* heap profiling (prof.c) */
+  long prof;               /* HAKMEM_PROF                          */
+  long prof_sample;        /* HAKMEM_PROF_SAMPLE (bytes)           */
+  long prof_interval;      /* HAKMEM_PROF_INTERVAL (bytes; 0 off)  */
+  long prof_leaks;         /* HAKMEM_PROF_LEAKS                    */
+  long prof_seed;          /* HAKMEM_PROF_SEED (0: random)         */
+  char prof_file[512];     /* HAKMEM_PROF_FILE                     */
 } hk_knobs_t;
 
 extern hk_knobs_t hk_knobs;

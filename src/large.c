@@ -10,6 +10,7 @@
 #include "lock.h"
 #include "measures.h"
 #include "os.h"
+#include "prof.h"
 #include "report.h"
 #include "span.h"
 #include "track.h"
@@ -314,7 +315,7 @@ static hk_large_t *cache_take_resized(size_t need) {
   return NULL;
 }
 
-void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
+static void *large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   void (*hook)(unsigned) = HK_LOAD_RELAXED(alloc_hook);
   if (HK_UNLIKELY(hook != NULL)) hook((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
@@ -440,7 +441,14 @@ static void span_free(void *p, unsigned kind, size_t size) {
   hk_large_collect(false);
 }
 
+void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
+  void *p = large_alloc(size, align, zero, kind);
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on)) && p) hk_prof_large(p, size);
+  return p;
+}
+
 void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) hk_prof_forget(p);
   if (ck == HK_CHUNK_SPAN) { span_free(p, kind, size); return; }
   hk_large_t *h = checked_header("free", p, ck);
   if (!h) return;
@@ -543,6 +551,8 @@ static void *span_realloc(void *p, size_t size) {
 }
 
 void *hk_large_realloc(void *p, unsigned kind, size_t size) {
+  /* a sampled block's sample ends here: moved or resized, it is not followed */
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) hk_prof_forget(p);
   if (kind == HK_CHUNK_SPAN) return span_realloc(p, size);
   hk_large_t *h = checked_header("realloc", p, kind);
   if (!h) { errno = EINVAL; return NULL; }

@@ -10,6 +10,7 @@
 
 #include "alloc.h"
 #include "large.h"
+#include "prof.h"
 #include "stats.h"
 #include "../include/hakmem.h"
 
@@ -89,6 +90,10 @@ HK_EXPORT struct mallinfo2 mallinfo2(void) {
   mi.uordblks = slab_live;
   mi.fordblks = slab_bytes > slab_live ? slab_bytes - slab_live : 0;
   mi.keepcost = 0;
+  size_t pb, pm;  /* sampled blocks (HAKMEM_PROF): mappings of their own */
+  hk_prof_live(&pb, &pm);
+  mi.hblks += pb;
+  mi.hblkhd += pm;
   return mi;
 }
 
@@ -110,7 +115,7 @@ HK_EXPORT struct mallinfo mallinfo(void) {
 
 HK_EXPORT int malloc_trim(size_t pad) {
   (void)pad;
-  size_t bytes = hk_heap_trim(hk_tls_heap) + hk_large_collect(true);
+  size_t bytes = hk_heap_trim(hk_tls_heap) + hk_large_collect(true) + hk_prof_trim();
   return bytes > 0;
 }
 

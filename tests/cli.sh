@@ -45,7 +45,7 @@ ok() { echo "ok: $*"; }
 
 # the knob names of the table, and the special ones
 table_knobs() { sed -n 's/^ *K("\(HAKMEM_[A-Z0-9_]*\)".*/\1/p' "$ROOT/src/knobs.c"; }
-all_knobs() { printf '%s\n' HAKMEM_PROFILE HAKMEM_STATS HAKMEM_STATS_FILE; table_knobs; }
+all_knobs() { printf '%s\n' HAKMEM_PROFILE HAKMEM_STATS HAKMEM_STATS_FILE HAKMEM_PROF_FILE; table_knobs; }
 # the library's list of names that are not knobs (and its prefix)
 non_knob_names() {
   sed -n '/^static const char \*const non_knob_names\[\]/,/^};/p' "$ROOT/src/knobs.c" |
@@ -76,7 +76,7 @@ t = [threading.Thread(target=f) for _ in range(4)]
   # every knob, the special ones, the listed names and a HAKMEM_TEST_ name: silence
   local envs=() n
   for n in $(all_knobs) $(non_knob_names) HAKMEM_TEST_ANYTHING; do envs+=("$n=0"); done
-  err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= HAKMEM_PROF_FILE= LD_PRELOAD="$LIB" "$TRUE" 2>&1)
   printf '%s\n' "$err" | grep 'unknown variable' && fail "a known name was warned about"
   # a name that merely starts like a knob is still unknown
   err=$(cd "$W" && env HAKMEM_VERBOSEX=1 HAKMEM_TEST_=1 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
@@ -90,7 +90,8 @@ t = [threading.Thread(target=f) for _ in range(4)]
 NOT_ENV="HAKMEM_DEBUG HAKMEM_OVERRIDE HAKMEM_BUILD_BENCH HAKMEM_BUILD_TESTS HAKMEM_MEASURES
 HAKMEM_MEASURE_LIBS HAKMEM_MEASURE_NAMES HAKMEM_SPLIT_DEBUGINFO HAKMEM_DEBUGINFO HAKMEM_INSTALL
 HAKMEM_TESTS_CHECK_H HAKMEM_VERSION_MAJOR HAKMEM_VERSION_MINOR HAKMEM_VERSION_PATCH HAKMEM_VERSION_
-HAKMEM_LAUNCHER_VERSION HAKMEM_LAUNCHER_LIBDIR HAKMEM_ENV HAKMEM_H"
+HAKMEM_LAUNCHER_VERSION HAKMEM_LAUNCHER_LIBDIR HAKMEM_ENV HAKMEM_H HAKMEM_C_FLAGS HAKMEM_DEFS
+HAKMEM_MEASURE_DEFS"
 
 case_script_names() {
   local names n envs=() err bad=""
@@ -102,11 +103,11 @@ case_script_names() {
     envs+=("$n=0")
   done
   # HAKMEM_STATS_FILE=0 would name a file: empty is "unset"
-  err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= HAKMEM_PROF_FILE= LD_PRELOAD="$LIB" "$TRUE" 2>&1)
   bad=$(printf '%s\n' "$err" | sed -n 's/^hakmem: unknown variable \([A-Z0-9_]*\).*/\1/p')
   [ -z "$bad" ] || fail "names the scripts use that the library warns about (rename them out of HAKMEM_, or list them in src/knobs.c non_knob_names and docs/ENV_VARS.md): $(echo $bad)"
   # the check is alive: one planted name among them is warned about
-  err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= HAKMEM_PLANTED_UNKNOWN=1 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= HAKMEM_PROF_FILE= HAKMEM_PLANTED_UNKNOWN=1 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
   printf '%s\n' "$err" | grep -q 'unknown variable HAKMEM_PLANTED_UNKNOWN' || fail "the planted name was not warned about"
   # the not-an-environment-variable list holds no knob and nothing stale
   for n in $NOT_ENV; do
