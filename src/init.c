@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "bg.h"
 #include "heap.h"
 #include "knobs.h"
 #include "large.h"
@@ -23,6 +24,7 @@ static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
                                           like sort close stderr before exit */
 
 static void fork_prepare(void) {
+  hk_bg_fork_prepare();
   hk_heap_fork_prepare();
   hk_large_fork_prepare();
   hk_ss_fork_prepare();
@@ -31,11 +33,13 @@ static void fork_parent(void) {
   hk_ss_fork_parent();
   hk_large_fork_parent();
   hk_heap_fork_parent();
+  hk_bg_fork_parent();
 }
 static void fork_child(void) {
   hk_ss_fork_child();
   hk_large_fork_child();
   hk_heap_fork_child();
+  hk_bg_fork_child();  /* the purge thread is not copied: a new one, if on */
 }
 
 /* The heap's purge clock also purges the large tier's cache, so a program
@@ -49,19 +53,21 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_heap_start();
   hk_learner_init();
   hk_stats_init();
-  bool learn = hk_knobs.learn != 0;
+  /* the learner's hooks always: HAKMEM_LEARN may be turned on at run time
+   * (hak_ctl_set); off, they return at once */
   hk_heap_hooks_t hooks = {
-    .refill = learn ? hk_learner_small_tick : NULL,
+    .refill = hk_learner_small_tick,
     .purge = purge_large,
     .stats = hk_stats_tick,
   };
   hk_heap_set_hooks(&hooks);
-  if (learn) hk_large_set_alloc_hook(hk_learner_slow_tick);
+  hk_large_set_alloc_hook(hk_learner_slow_tick);
   if (hk_knobs.verbose || hk_knobs.stats) {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
     if (fd >= 0) report_fd = fd;
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);  /* allocates: all is ready */
+  hk_bg_start();  /* HAKMEM_BACKGROUND_PURGE */
 }
 
 /* The exit line names the measures in force, so a test can prove which
@@ -80,6 +86,7 @@ static const char *build_tag(void) {
 }
 
 __attribute__((destructor)) static void hk_destructor(void) {
+  hk_bg_stop();
   hk_stats_at_exit(report_fd);
   if (hk_knobs.verbose) {
     hk_message_fd(report_fd, "hakmem: active (%spid %d): %zu superslabs mapped, %zu large blocks live, "
