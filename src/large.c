@@ -47,7 +47,7 @@ static long cap_count = -1, cap_mb = -1, cap_delay_ms = -1;
 
 static void cap_learn(long *cap, long v) {
   long old = HK_LOAD_RELAXED(*cap);
-  while (!(old & HK_CAP_PIN) &&
+  while (!(old >= 0 && (old & HK_CAP_PIN)) &&  /* -1: unset, not pinned */
          !__atomic_compare_exchange_n(cap, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
 }

@@ -31,7 +31,7 @@ long hk_ss_purge_delay_ms(void) {
 /* the learner's: a pinned delay stays (one CAS, so a pin is never lost) */
 void hk_ss_set_purge_delay_ms(long ms) {
   long old = HK_LOAD_RELAXED(purge_delay_ms);
-  while (!(old & HK_CAP_PIN) &&
+  while (!(old >= 0 && (old & HK_CAP_PIN)) &&  /* -1: unset, not pinned */
          !__atomic_compare_exchange_n(&purge_delay_ms, &old, ms, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
   }
 }
