@@ -103,6 +103,11 @@ static hk_heap_t *registry_alloc(void) {
   hk_heap_t *h = registry_free;
   if (h) {
     registry_free = h->next_free;
+    /* zeroed under the lock: the registry's walkers (stats, the purge
+     * thread) follow next_all meanwhile */
+    hk_heap_t *keep_all = h->next_all;
+    memset(h, 0, sizeof *h);
+    h->next_all = keep_all;
   } else {
     if ((size_t)(chunk_end - chunk_next) < sizeof(hk_heap_t)) {
       size_t chunk = HK_HEAP_CHUNK_BYTES;
@@ -156,11 +161,8 @@ void hk_heap_start(void) {
 
 static hk_heap_t *heap_thread_init(void) {
   hk_heap_start();
-  hk_heap_t *h = registry_alloc();
+  hk_heap_t *h = registry_alloc();   /* zeroed */
   if (!h) return NULL;
-  hk_heap_t *keep_all = h->next_all;
-  memset(h, 0, sizeof *h);
-  h->next_all = keep_all;
   for (unsigned c = 0; c < HK_NCLASS; c++) set_cur(h, c, &hk_slab_empty);
   h->tid = hk_thread_id();
   h->ktid = (int)syscall(SYS_gettid);
@@ -542,19 +544,6 @@ size_t hk_heap_trim(hk_heap_t *h) {
  * Without /proc (or with a thread that never blocks) nothing of step 3
  * happens; the owner's own purge clock does it at its next slow path. */
 
-#if defined(__SANITIZE_THREAD__)
-/* The owner's quiescence is proven by the kernel (step 3), which TSan does
- * not see; the accesses of this pass are hidden from it. The lock hand-over
- * (atomics) still orders the owner's later accesses after them. */
-void __tsan_ignore_thread_begin(void);
-void __tsan_ignore_thread_end(void);
-#define BG_HIDE_BEGIN() __tsan_ignore_thread_begin()
-#define BG_HIDE_END() __tsan_ignore_thread_end()
-#else
-#define BG_HIDE_BEGIN() ((void)0)
-#define BG_HIDE_END() ((void)0)
-#endif
-
 /* Reads /proc/self/task/TID/NAME into buf (NUL-terminated); false on error. */
 static bool bg_read_task(int ktid, const char *name, char *buf, size_t size) {
   char path[64];
@@ -649,9 +638,9 @@ size_t hk_heap_bg_purge(bool force) {
     if (!atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
                                                  memory_order_relaxed))
       continue;  /* its owner is in a slow path: it purges on its own clock */
-    BG_HIDE_BEGIN();
+    HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
     bytes += heap_bg_one(h, force);
-    BG_HIDE_END();
+    HK_TSAN_HIDE_END();
     atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
   }
   hk_unlock(&registry_lock);
