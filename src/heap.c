@@ -559,11 +559,11 @@ static bool bg_read_task(int ktid, const char *name, char *buf, size_t size) {
   path[n] = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) return false;
-  ssize_t got = read(fd, buf, size - 1);
+  size_t have = 0;
+  for (ssize_t got; have + 1 < size && (got = read(fd, buf + have, size - 1 - have)) > 0;) have += (size_t)got;
   close(fd);
-  if (got <= 0) return false;
-  buf[got] = 0;
-  return true;
+  buf[have] = 0;
+  return have > 0;
 }
 
 /* Is the thread blocked in a system call now? (/proc/.../syscall: "NR args
@@ -577,7 +577,9 @@ static bool bg_in_syscall(int ktid) {
 
 /* Its voluntary + involuntary context switches; false when unreadable. */
 static bool bg_switches(int ktid, unsigned long *out) {
-  char buf[2048];
+  /* status lists the allowed CPUs: long on big machines. Static: every
+   * caller holds registry_lock (hk_heap_bg_purge). */
+  static char buf[16384];
   if (!bg_read_task(ktid, "status", buf, sizeof buf)) return false;
   unsigned long sum = 0;
   int found = 0;

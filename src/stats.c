@@ -83,8 +83,10 @@ void hk_stats_collect(struct hak_stats *o) {
   o->mapped_bytes = atomic_load(&hk_os_stats.mapped_now);
   o->peak_mapped_bytes = atomic_load(&hk_os_stats.mapped_peak);
   o->superslabs = hk_ss_count_mapped();
+  HK_TSAN_HIDE_BEGIN();  /* list counts read without their locks: a snapshot */
   o->superslabs_cached = hk_ss_count_cached();
   o->superslabs_abandoned = hk_ss_count_abandoned();
+  HK_TSAN_HIDE_END();
   o->heaps = hk_heap_count_live();
   o->mmap_calls = atomic_load(&hk_os_stats.mmap_calls);
   o->munmap_calls = atomic_load(&hk_os_stats.munmap_calls);
