@@ -12,6 +12,7 @@
 #include "heap.h"
 #include "knobs.h"
 #include "large.h"
+#include "learner.h"
 #include "report.h"
 #include "superslab.h"
 
@@ -94,7 +95,14 @@ HK_EXPORT int hak_ctl_set(const char *name, long value) {
     HK_STORE_RELAXED(*field, value);
     hk_report_set_abort(value != 0);
     break;
-  default:  /* SS_CACHE, HEAP_SPARE, LEARN, LEARN_LOG: read where used */
+  case C_LEARN:
+    HK_STORE_RELAXED(*field, value);
+    if (value) {  /* its hooks, if it was off at start (they stay: off, they return) */
+      hk_heap_set_refill_hook(hk_learner_small_tick);
+      hk_large_set_alloc_hook(hk_learner_slow_tick);
+    }
+    break;
+  default:  /* SS_CACHE, HEAP_SPARE, LEARN_LOG: read where used */
     HK_STORE_RELAXED(*field, value);
     break;
   }

@@ -30,6 +30,9 @@ void hk_heap_set_hooks(const hk_heap_hooks_t *h) {
   HK_STORE_RELAXED(hooks.purge, h->purge);
   HK_STORE_RELAXED(hooks.stats, h->stats);
 }
+/* The learner's hook alone, installed when HAKMEM_LEARN is turned on at run
+ * time (hak_ctl_set): off at start, the slow paths skip a NULL hook. */
+void hk_heap_set_refill_hook(void (*fn)(void)) { HK_STORE_RELAXED(hooks.refill, fn); }
 #define CALL_HOOK(name) do { void (*fn_)(void) = HK_LOAD_RELAXED(hooks.name); if (fn_) fn_(); } while (0)
 
 #define E &hk_slab_empty
@@ -354,7 +357,7 @@ static void heap_drain_delayed(hk_heap_t *h) {
     hk_block_t *next = hk_gblock_next(b);
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
     HK_ASSERT(hk_slab_owner(s) == h->tid);
-    if (HK_LOAD_RELAXED(hk_heap_counting)) h->st.remote[s->cls]++;
+    if (HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls]++;
     hk_sec_on_collected(s, b);
     hk_slab_push_local(s, b);
     if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
@@ -378,7 +381,7 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     s->next = s->prev = NULL;
     if (forked) hk_slab_rebuild(s);
     size_t got = hk_slab_collect_remote(s);
-    if (got && HK_LOAD_RELAXED(hk_heap_counting)) h->st.remote[s->cls] += got;
+    if (got && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += got;
     if (s->used == 0) {
       slab_set_state(h, s, HK_SLAB_PARTIAL);  /* so release finds it consistent */
       /* the whole superslab may go to the global cache, which may unmap
@@ -489,11 +492,16 @@ HK_INLINE void hk_hook_heap_check(hk_heap_t *h) {
 HK_INLINE void hk_hook_heap_check(hk_heap_t *h) { (void)h; }
 #endif
 
-/* Purge slabs that stayed unused for a whole purge-delay epoch. */
-static void heap_maybe_purge(hk_heap_t *h) {
+/* Purge slabs that stayed unused for a whole purge-delay epoch. The test
+ * inline, the work out of line (the full path inlines its body twice). */
+static HK_NOINLINE void heap_purge_now(hk_heap_t *h, uint64_t now);
+HK_INLINE void heap_maybe_purge(hk_heap_t *h) {
   if ((++h->slow_count & (HK_SLOW_FULL_EVERY - 1)) != 0) return;
   uint64_t now = hk_os_now_ms();
   if (now < h->next_purge_ms) return;
+  heap_purge_now(h, now);
+}
+static HK_NOINLINE void heap_purge_now(hk_heap_t *h, uint64_t now) {
   h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
   heap_release_empty(h);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
@@ -664,7 +672,7 @@ static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
 }
 
 HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
-  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_heap_counting))) stats_batch(h, s);
+  if (HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting))) stats_batch(h, s);
   hk_block_t *b = s->free;
   hk_slab_pop_block(s, b);
   return b;
@@ -681,7 +689,7 @@ HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
 static void heap_collect(hk_heap_t *h, hk_slab_t *s) {
   if (s->local_free) return;
   size_t n = hk_slab_collect_remote(s);
-  if (n && HK_LOAD_RELAXED(hk_heap_counting)) h->st.remote[s->cls] += n;
+  if (n && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += n;
 }
 
 static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
@@ -730,21 +738,26 @@ HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
   return hk_slab_take_local(s);
 }
 
-static void *heap_alloc_body(hk_heap_t *h, unsigned cls);
+HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls);
 
-static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
-  if (HK_UNLIKELY(h == &hk_heap_empty)) {
-    h = heap_thread_init();
-    if (!h) { errno = ENOMEM; return NULL; }
-  }
-  if (HK_LIKELY(!hk_heap_bg_on)) return heap_alloc_body(h, cls);
+/* With the background purge: the same under the heap's bg_lock. */
+static HK_NOINLINE void *heap_alloc_guarded(hk_heap_t *h, unsigned cls) {
   heap_enter(h);
   void *b = heap_alloc_body(h, cls);
   heap_leave(h);
   return b;
 }
 
-static void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
+static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
+  if (HK_UNLIKELY(h == &hk_heap_empty)) {
+    h = heap_thread_init();
+    if (!h) { errno = ENOMEM; return NULL; }
+  }
+  if (HK_UNLIKELY(hk_heap_bg_on)) return heap_alloc_guarded(h, cls);
+  return heap_alloc_body(h, cls);  /* inlined: one test more than before */
+}
+
+HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
   if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) heap_drain_delayed(h);
   heap_maybe_purge(h);
   hk_hook_heap_check(h);
@@ -828,7 +841,7 @@ HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   hk_slab_t *s = h->cur[cls];
   uint32_t tick = h->slow_count + 1;
-  if ((tick & (HK_SLOW_FULL_EVERY - 1)) == 0 || HK_UNLIKELY(HK_LOAD_RELAXED(hk_heap_counting)) ||
+  if ((tick & (HK_SLOW_FULL_EVERY - 1)) == 0 || HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting)) ||
       heap_other_richer(h, s) ||
       !heap_leaf_refill(s))
     return heap_alloc_full(h, cls);

@@ -77,6 +77,7 @@ typedef struct hk_heap_hooks {
   void (*stats)(void);    /* each 32nd counted refill (the stats timeline) */
 } hk_heap_hooks_t;
 void hk_heap_set_hooks(const hk_heap_hooks_t *hooks);
+void hk_heap_set_refill_hook(void (*fn)(void));
 
 /* What the heap needs before its first slab: the knobs, the free-list key,
  * the thread-exit key. Idempotent; the first heap of the process calls it. */

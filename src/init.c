@@ -53,15 +53,16 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_heap_start();
   hk_learner_init();
   hk_stats_init();
-  /* the learner's hooks always: HAKMEM_LEARN may be turned on at run time
-   * (hak_ctl_set); off, they return at once */
+  /* the learner's hooks when it is on (ctl.c installs them when it is
+   * turned on at run time; turned off, they return at once) */
+  bool learn = hk_knobs.learn != 0;
   hk_heap_hooks_t hooks = {
-    .refill = hk_learner_small_tick,
+    .refill = learn ? hk_learner_small_tick : NULL,
     .purge = purge_large,
     .stats = hk_stats_tick,
   };
   hk_heap_set_hooks(&hooks);
-  hk_large_set_alloc_hook(hk_learner_slow_tick);
+  if (learn) hk_large_set_alloc_hook(hk_learner_slow_tick);
   if (hk_knobs.verbose || hk_knobs.stats) {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
     if (fd >= 0) report_fd = fd;
