@@ -202,6 +202,16 @@ static void mode_fork(void) {
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "rss";
   if (!hak_is_active()) { printf("SKIP: hakmem is not malloc\n"); return 77; }
+  /* the purge thread releases another thread's emptied slabs only when it
+   * can see that thread blocked in a system call (/proc/.../syscall) */
+  char sc[64];
+  int fd = open("/proc/thread-self/syscall", O_RDONLY);
+  ssize_t got = fd >= 0 ? read(fd, sc, sizeof sc) : -1;
+  if (fd >= 0) close(fd);
+  if (got <= 0 && strcmp(mode, "fork") != 0) {
+    printf("SKIP: /proc/thread-self/syscall is not readable here\n");
+    return 77;
+  }
   if (strcmp(mode, "rss") == 0 || strcmp(mode, "trace") == 0) mode_rss(mode);
   else if (strcmp(mode, "threads") == 0) mode_threads();
   else if (strcmp(mode, "fork") == 0) mode_fork();
