@@ -98,6 +98,28 @@ void hak_stats_print(FILE *out);
  * so far (google-pprof's heap format) to path. 0, or -1 with errno (EINVAL:
  * profiling is off). */
 int  hak_prof_dump(const char *path);
+/* ---- control ------------------------------------------------------------
+ * name: a knob of docs/ENV_VARS.md, with or without its "HAKMEM_" prefix.
+ * Each returns 0, or -1 with errno: EINVAL (NULL, a string knob, an
+ * unknown action), ENOENT (no such knob), EPERM (read only at start-up),
+ * ERANGE (outside the knob's range).
+ *
+ * hak_ctl_get: the value in force (the purge delay and large-cache caps as
+ *   the learner or hak_ctl_set left them; HAKMEM_BACKGROUND_PURGE: 1 while
+ *   the purge thread runs).
+ * hak_ctl_set: settable at run time: PURGE_DELAY_MS, SS_CACHE,
+ *   LARGE_CACHE_MB, LARGE_CACHE_COUNT, HEAP_SPARE, STATS (0, 1, 2 = json),
+ *   LEARN, LEARN_LOG, ABORT_ON_INVALID. A cap set here (purge delay, large
+ *   cache caps) is pinned: the learner no longer moves it.
+ * hak_ctl: "purge"  give back every unused page now (this thread's heap,
+ *                   the caches, abandoned memory; with
+ *                   HAKMEM_BACKGROUND_PURGE=1 also other threads' emptied
+ *                   slabs, when their owners are blocked in a system call);
+ *          "flush"  give back what this thread's heap keeps unused;
+ *          "stats"  print the statistics report on stderr. */
+int hak_ctl_get(const char *name, long *value);
+int hak_ctl_set(const char *name, long value);
+int hak_ctl(const char *action);
 
 #ifdef __cplusplus
 }

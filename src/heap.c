@@ -5,6 +5,9 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "knobs.h"
 #include "libc.h"  /* a new heap struct (10 KiB) is zeroed by a call: glibc's memset, unchecked */
@@ -20,6 +23,7 @@ __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec"))) = &hk
 
 hk_slab_t hk_slab_empty;  /* all zero: free == NULL, owner == 0 */
 bool hk_heap_counting;
+bool hk_heap_bg_on;
 
 static hk_heap_hooks_t hooks;  /* set once at start-up by init.c */
 
@@ -28,6 +32,9 @@ void hk_heap_set_hooks(const hk_heap_hooks_t *h) {
   HK_STORE_RELAXED(hooks.purge, h->purge);
   HK_STORE_RELAXED(hooks.stats, h->stats);
 }
+/* The learner's hook alone, installed when HAKMEM_LEARN is turned on at run
+ * time (hak_ctl_set): off at start, the slow paths skip a NULL hook. */
+void hk_heap_set_refill_hook(void (*fn)(void)) { HK_STORE_RELAXED(hooks.refill, fn); }
 #define CALL_HOOK(name) do { void (*fn_)(void) = HK_LOAD_RELAXED(hooks.name); if (fn_) fn_(); } while (0)
 
 hk_heap_t hk_heap_empty = {
@@ -46,6 +53,28 @@ static void set_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
   h->cur[cls] = s;
   if (cls < HK_NCLASS_SMALL)
     for (unsigned i = direct_first(cls), last = direct_last(cls); i <= last; i++) h->direct[i] = s;
+}
+
+/* ---- background purge: the owner's side -------------------------------------
+ * With HAKMEM_BACKGROUND_PURGE the owner holds h->bg_lock in every slow path
+ * that touches its partial lists or superslabs (the full malloc path, the
+ * free slow path, trim, thread exit); the purge thread only try-locks it.
+ * Nested calls (the learner's trim from the refill hook) count depth. The
+ * fast paths and the leaf slow path take no lock: they touch only the
+ * current slabs (and slabs with live blocks), which the purge never does. */
+static void heap_enter(hk_heap_t *h) {
+  if (!hk_heap_bg_on || h == &hk_heap_empty || h->bg_depth++ != 0) return;
+  for (;;) {
+    int free_ = 0;
+    if (atomic_compare_exchange_weak_explicit(&h->bg_lock, &free_, 2, memory_order_acquire,
+                                              memory_order_relaxed))
+      return;
+    sched_yield();  /* the purge thread holds it for one pass over this heap */
+  }
+}
+static void heap_leave(hk_heap_t *h) {
+  if (!hk_heap_bg_on || h == &hk_heap_empty || h->bg_depth == 0) return;
+  if (--h->bg_depth == 0) atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
 }
 
 /* ---- heap registry: heap structs live in their own mapped pages ---------- */
@@ -76,6 +105,11 @@ static hk_heap_t *registry_alloc(void) {
   hk_heap_t *h = registry_free;
   if (h) {
     registry_free = h->next_free;
+    /* zeroed under the lock: the registry's walkers (stats, the purge
+     * thread) follow next_all meanwhile */
+    hk_heap_t *keep_all = h->next_all;
+    memset(h, 0, sizeof *h);
+    h->next_all = keep_all;
   } else {
     if ((size_t)(chunk_end - chunk_next) < sizeof(hk_heap_t)) {
       size_t chunk = HK_HEAP_CHUNK_BYTES;
@@ -118,7 +152,8 @@ void hk_heap_start(void) {
   if (atomic_compare_exchange_strong(&start_state, &expected, 1)) {
     hk_knobs_init();
     hk_list_key_init();
-    hk_heap_counting = hk_knobs.stats != 0 || hk_knobs.stats_interval_ms != 0;
+    HK_STORE_RELAXED(hk_heap_counting, hk_knobs.stats != 0 || hk_knobs.stats_interval_ms != 0);
+    hk_heap_bg_on = hk_knobs.background_purge != 0;   /* before any heap exists */
     pthread_key_create(&exit_key, heap_thread_exit);
     atomic_store_explicit(&start_state, 2, memory_order_release);
     return;
@@ -128,15 +163,13 @@ void hk_heap_start(void) {
 
 static hk_heap_t *heap_thread_init(void) {
   hk_heap_start();
-  hk_heap_t *h = registry_alloc();
+  hk_heap_t *h = registry_alloc();   /* zeroed */
   if (!h) return NULL;
-  hk_heap_t *keep_all = h->next_all;
-  memset(h, 0, sizeof *h);
-  h->next_all = keep_all;
   for (unsigned i = 0; i < HK_DIRECT_N; i++) h->direct[i] = &hk_slab_empty;  /* past the last class's range too */
   for (unsigned c = 0; c < HK_NCLASS; c++) set_cur(h, c, &hk_slab_empty);
   h->tid = hk_thread_id();
-  h->live = true;
+  h->ktid = (int)syscall(SYS_gettid);
+  HK_STORE_RELAXED(h->live, true);
   atomic_fetch_add_explicit(&live_heaps, 1, memory_order_relaxed);
   hk_tls_heap = h;
   pthread_setspecific(exit_key, h);  /* may allocate: the heap is in place already */
@@ -239,14 +272,16 @@ enum { LIST_AVAIL = 1, LIST_FULL = 2 };
 /* True when ss left the heap: it may be unmapped already, never touch it. */
 static bool heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
   hk_ss_list_t *avail = &h->ss_avail[ss->kind];
-  if ((long)avail->count <= hk_knobs.heap_spare) return false;  /* the spares */
+  if ((long)avail->count <= HK_LOAD_RELAXED(hk_knobs.heap_spare)) return false;  /* the spares */
   hk_ss_list_remove(avail, ss);
   hk_ss_release(ss);
   return true;
 }
 
-/* True when the slab's superslab left the heap (see heap_ss_empty). */
-static bool heap_slab_release(hk_heap_t *h, hk_slab_t *s) {
+/* True when the slab's superslab left the heap (see heap_ss_empty); never
+ * when !may_leave (the background purge keeps superslabs where they are:
+ * their owner's leaf slow path may still read a slab descriptor). */
+static bool heap_slab_release_to(hk_heap_t *h, hk_slab_t *s, bool may_leave) {
   hk_superslab_t *ss = hk_slab_ss(s);
   hk_slab_cancel_notify(s);
   HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
@@ -261,8 +296,9 @@ static bool heap_slab_release(hk_heap_t *h, hk_slab_t *s) {
     hk_ss_list_remove(&h->ss_full[ss->kind], ss);
     hk_ss_list_push(&h->ss_avail[ss->kind], ss, LIST_AVAIL);
   }
-  return ss->nused == 0 && heap_ss_empty(h, ss);
+  return may_leave && ss->nused == 0 && heap_ss_empty(h, ss);
 }
+static bool heap_slab_release(hk_heap_t *h, hk_slab_t *s) { return heap_slab_release_to(h, s, true); }
 
 /* An emptied slab stays on its class's partial list until the next purge
  * epoch (heap_release_empty): a class that empties and refills slabs reuses
@@ -291,7 +327,12 @@ static void heap_local_slow(hk_heap_t *h, hk_slab_t *s) {
   }
 }
 
-void hk_heap_free_local_slow(hk_slab_t *s) { heap_local_slow(hk_tls_heap, s); }
+void hk_heap_free_local_slow(hk_slab_t *s) {
+  hk_heap_t *h = hk_tls_heap;
+  heap_enter(h);
+  heap_local_slow(h, s);
+  heap_leave(h);
+}
 
 static void heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
   hk_block_t *head = atomic_load_explicit(&h->delayed, memory_order_relaxed);
@@ -316,7 +357,7 @@ static void heap_drain_delayed(hk_heap_t *h) {
     hk_block_t *next = hk_gblock_next(b);
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
     HK_ASSERT(hk_slab_owner(s) == h->tid);
-    if (hk_heap_counting) h->st.remote[s->cls]++;
+    if (HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls]++;
     hk_sec_on_collected(s, b);
     hk_slab_push_local(s, b);
     if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
@@ -340,7 +381,7 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     s->next = s->prev = NULL;
     if (forked) hk_slab_rebuild(s);
     size_t got = hk_slab_collect_remote(s);
-    if (got && hk_heap_counting) h->st.remote[s->cls] += got;
+    if (got && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += got;
     if (s->used == 0) {
       slab_set_state(h, s, HK_SLAB_PARTIAL);  /* so release finds it consistent */
       /* the whole superslab may go to the global cache, which may unmap
@@ -451,11 +492,16 @@ HK_INLINE void hk_hook_heap_check(hk_heap_t *h) {
 HK_INLINE void hk_hook_heap_check(hk_heap_t *h) { (void)h; }
 #endif
 
-/* Purge slabs that stayed unused for a whole purge-delay epoch. */
-static void heap_maybe_purge(hk_heap_t *h) {
+/* Purge slabs that stayed unused for a whole purge-delay epoch. The test
+ * inline, the work out of line (the full path inlines its body twice). */
+static HK_NOINLINE void heap_purge_now(hk_heap_t *h, uint64_t now);
+HK_INLINE void heap_maybe_purge(hk_heap_t *h) {
   if ((++h->slow_count & (HK_SLOW_FULL_EVERY - 1)) != 0) return;
   uint64_t now = hk_os_now_ms();
   if (now < h->next_purge_ms) return;
+  heap_purge_now(h, now);
+}
+static HK_NOINLINE void heap_purge_now(hk_heap_t *h, uint64_t now) {
   h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
   heap_release_empty(h);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
@@ -468,13 +514,147 @@ static void heap_maybe_purge(hk_heap_t *h) {
 size_t hk_heap_trim(hk_heap_t *h) {
   size_t bytes = 0;
   if (h != &hk_heap_empty) {
+    heap_enter(h);
     heap_drain_delayed(h);
     heap_release_empty(h);
     for (unsigned k = 0; k < HK_SS_NKINDS; k++)
       for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
         bytes += hk_ss_purge_unused(ss, true);
+    heap_leave(h);
   }
   return bytes + hk_ss_collect(true);
+}
+
+/* ---- background purge: the purge thread's side --------------------------------
+ *
+ * The purge thread (HAKMEM_BACKGROUND_PURGE) gives back what a heap keeps
+ * unused when its owner has stopped calling malloc, without the owner:
+ *
+ *  1. It try-locks h->bg_lock (never waits for an owner), so it never runs
+ *     beside one of the owner's slow paths (heap_enter).
+ *  2. Unused slabs (free_mask) are reached by the owner only through a slow
+ *     path (heap_fresh_slab), and hold no block: under the lock they can be
+ *     purged at any time (hk_ss_purge_unused, on the same two-tick epoch as
+ *     the owner's clock).
+ *  3. An emptied slab (used == 0, on a partial list) is reached by the
+ *     owner's fast paths only through a free of one of its blocks, and it
+ *     has none out; but the owner's last free into it may still be on its
+ *     way (used-- seen before the local_free store: plain stores, in any
+ *     order, and a thread may be descheduled between them). So the slab is
+ *     released only when the owner provably did not run over the whole look:
+ *     blocked in a system call (no fast path makes one: every store of its
+ *     last free was done before it entered the kernel) before the look and
+ *     after it, with the same count of context switches (one that ran in
+ *     between switched out again, or is running now). Released slabs stay
+ *     in the owner's superslabs (the owner's leaf slow path reads partial
+ *     slab descriptors without the lock: they must stay mapped).
+ *
+ * Without /proc (or with a thread that never blocks) nothing of step 3
+ * happens; the owner's own purge clock does it at its next slow path. */
+
+/* Reads /proc/self/task/TID/NAME into buf (NUL-terminated); false on error. */
+static bool bg_read_task(int ktid, const char *name, char *buf, size_t size) {
+  char path[64];
+  size_t n = 0;
+  const char *pre = "/proc/self/task/";
+  while (*pre) path[n++] = *pre++;
+  char digits[16];
+  size_t d = 0;
+  for (unsigned v = (unsigned)ktid; d == 0 || v; v /= 10) digits[d++] = (char)('0' + v % 10);
+  while (d) path[n++] = digits[--d];
+  path[n++] = '/';
+  while (*name && n + 1 < sizeof path) path[n++] = *name++;
+  path[n] = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  size_t have = 0;
+  for (ssize_t got; have + 1 < size && (got = read(fd, buf + have, size - 1 - have)) > 0;) have += (size_t)got;
+  close(fd);
+  buf[have] = 0;
+  return have > 0;
+}
+
+/* Is the thread blocked in a system call now? (/proc/.../syscall: "NR args
+ * sp pc" when blocked in one, "-1 sp pc" when blocked elsewhere (a page
+ * fault), "running") */
+static bool bg_in_syscall(int ktid) {
+  char buf[256];
+  if (!bg_read_task(ktid, "syscall", buf, sizeof buf)) return false;
+  return buf[0] >= '0' && buf[0] <= '9';
+}
+
+/* Its voluntary + involuntary context switches; false when unreadable. */
+static bool bg_switches(int ktid, unsigned long *out) {
+  /* status lists the allowed CPUs: long on big machines. Static: every
+   * caller holds registry_lock (hk_heap_bg_purge). */
+  static char buf[16384];
+  if (!bg_read_task(ktid, "status", buf, sizeof buf)) return false;
+  unsigned long sum = 0;
+  int found = 0;
+  for (const char *p = buf; (p = strstr(p, "ctxt_switches:")) != NULL; found++) {
+    p += sizeof "ctxt_switches:" - 1;
+    while (*p == ' ' || *p == '\t') p++;
+    unsigned long v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (unsigned long)(*p++ - '0');
+    sum += v;
+  }
+  *out = sum;
+  return found == 2;
+}
+
+#define BG_BATCH 512   /* emptied slabs released per look (more: another look) */
+
+/* One heap (bg_lock held by us). Bytes purged. */
+static size_t heap_bg_one(hk_heap_t *h, bool force) {
+  size_t bytes = 0;
+  hk_slab_t *cand[BG_BATCH];
+  for (int round = 0; round < 64; round++) {
+    /* a hint first: is any partial slab empty? (no /proc reads otherwise) */
+    bool any = false;
+    for (unsigned c = 0; c < HK_NCLASS && !any; c++)
+      for (hk_slab_t *sl = h->partial[c]; sl; sl = sl->next)
+        if (HK_LOAD_RACY(sl->used) == 0) { any = true; break; }
+    if (!any) break;
+    unsigned long sw1, sw2;
+    if (!bg_in_syscall(h->ktid) || !bg_switches(h->ktid, &sw1)) break;
+    unsigned n = 0;
+    for (unsigned c = 0; c < HK_NCLASS && n < BG_BATCH; c++)
+      for (hk_slab_t *sl = h->partial[c]; sl && n < BG_BATCH; sl = sl->next)
+        if (sl->used == 0) cand[n++] = sl;
+    /* the owner still blocked, and it did not run meanwhile */
+    if (!bg_in_syscall(h->ktid) || !bg_switches(h->ktid, &sw2) || sw1 != sw2) break;
+    for (unsigned i = 0; i < n; i++) {
+      partial_remove(h, cand[i]);
+      heap_slab_release_to(h, cand[i], false);
+    }
+    if (n < BG_BATCH) break;
+  }
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++)
+    for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
+      if (ss->dirty_old | ss->dirty_new) bytes += hk_ss_purge_unused(ss, force);
+  return bytes;
+}
+
+size_t hk_heap_bg_purge(bool force) {
+  if (!hk_heap_bg_on) return 0;  /* owners take no lock: nothing may be touched */
+  size_t bytes = 0;
+  hk_heap_t *self = hk_tls_heap;
+  /* held over the pass: a heap struct is not handed to a new thread (and
+   * zeroed) under us, and fork() waits for the pass to end */
+  hk_lock(&registry_lock);
+  for (hk_heap_t *h = registry_all; h; h = h->next_all) {
+    if (h == self || !HK_LOAD_RELAXED(h->live)) continue;
+    int free_ = 0;
+    if (!atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
+                                                 memory_order_relaxed))
+      continue;  /* its owner is in a slow path: it purges on its own clock */
+    HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
+    bytes += heap_bg_one(h, force);
+    HK_TSAN_HIDE_END();
+    atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
+  }
+  hk_unlock(&registry_lock);
+  return bytes;
 }
 
 /* ---- malloc slow path ------------------------------------------------------ */
@@ -492,7 +672,7 @@ static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
 }
 
 HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
-  if (HK_UNLIKELY(hk_heap_counting)) stats_batch(h, s);
+  if (HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting))) stats_batch(h, s);
   hk_block_t *b = s->free;
   hk_slab_pop_block(s, b);
   return b;
@@ -509,7 +689,7 @@ HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
 static void heap_collect(hk_heap_t *h, hk_slab_t *s) {
   if (s->local_free) return;
   size_t n = hk_slab_collect_remote(s);
-  if (n && hk_heap_counting) h->st.remote[s->cls] += n;
+  if (n && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += n;
 }
 
 static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
@@ -543,8 +723,11 @@ HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
 HK_INLINE bool heap_other_richer(const hk_heap_t *h, const hk_slab_t *s) {
   unsigned mine = (unsigned)(s->carved - s->used), enough = (unsigned)s->capacity >> HK_RICH_SLAB_SHIFT;
   if (mine >= HK_RICH_ENOUGH || mine >= enough) return false;
-  const hk_slab_t *o = h->partial[s->cls];
-  return o != NULL && (unsigned)(o->carved - o->used) > mine;
+  /* racy with the background purge, which may be unlinking o under the
+   * heap's bg_lock: any value will do (a wrong guess costs a full slow
+   * path, which takes the lock), and o's descriptor stays mapped */
+  const hk_slab_t *o = HK_LOAD_RACY(h->partial[s->cls]);
+  return o != NULL && (unsigned)(HK_LOAD_RACY(o->carved) - HK_LOAD_RACY(o->used)) > mine;
 }
 
 /* Freed blocks only, no carving: memory already touched is reused before
@@ -555,11 +738,26 @@ HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
   return hk_slab_take_local(s);
 }
 
+HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls);
+
+/* With the background purge: the same under the heap's bg_lock. */
+static HK_NOINLINE void *heap_alloc_guarded(hk_heap_t *h, unsigned cls) {
+  heap_enter(h);
+  void *b = heap_alloc_body(h, cls);
+  heap_leave(h);
+  return b;
+}
+
 static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
   if (HK_UNLIKELY(h == &hk_heap_empty)) {
     h = heap_thread_init();
     if (!h) { errno = ENOMEM; return NULL; }
   }
+  if (HK_UNLIKELY(hk_heap_bg_on)) return heap_alloc_guarded(h, cls);
+  return heap_alloc_body(h, cls);  /* inlined: one test more than before */
+}
+
+HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
   if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) heap_drain_delayed(h);
   heap_maybe_purge(h);
   hk_hook_heap_check(h);
@@ -643,7 +841,8 @@ HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
 static void *heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   hk_slab_t *s = h->cur[cls];
   uint32_t tick = h->slow_count + 1;
-  if ((tick & (HK_SLOW_FULL_EVERY - 1)) == 0 || HK_UNLIKELY(hk_heap_counting) || heap_other_richer(h, s) ||
+  if ((tick & (HK_SLOW_FULL_EVERY - 1)) == 0 || HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting)) ||
+      heap_other_richer(h, s) ||
       !heap_leaf_refill(s))
     return heap_alloc_full(h, cls);
   h->slow_count = tick;
@@ -723,7 +922,9 @@ static void heap_abandon(hk_heap_t *h) {
 
 void hk_heap_thread_done(hk_heap_t *h) {
   if (h == NULL || h == &hk_heap_empty || !h->live) return;
+  heap_enter(h);
   heap_abandon(h);
+  heap_leave(h);
   if (hk_tls_heap == h) hk_tls_heap = &hk_heap_empty;
   registry_release(h);
 }
@@ -739,6 +940,10 @@ void hk_heap_fork_parent(void) { hk_unlock(&registry_lock); }
 void hk_heap_fork_child(void) {
   hk_lock_reset(&registry_lock);
   hk_heap_t *self = hk_tls_heap;
+  /* the child's thread has a kernel id of its own; nobody holds our lock
+   * (the purge thread holds a heap's lock only under registry_lock, which
+   * fork_prepare took) */
+  if (self != &hk_heap_empty) self->ktid = (int)syscall(SYS_gettid);
   hk_ss_orphan_foreign(self);
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {
     if (!h->live || h == self) continue;

@@ -40,6 +40,12 @@ typedef struct hk_heap {
   struct hk_heap *next_all;             /* registry of every heap struct      */
   struct hk_heap *next_free;
   hk_heap_stats_t st;                   /* slow-path counters (hk_heap_counting) */
+  /* background purge (HAKMEM_BACKGROUND_PURGE): the owner holds bg_lock
+   * in every slow path that touches its lists; the purge thread try-locks
+   * it (hk_heap_bg_purge). 0 free, 1 the purge thread, 2 the owner. */
+  atomic_int bg_lock;
+  uint32_t bg_depth;                    /* the owner's nesting (hooks re-enter) */
+  int ktid;                             /* kernel thread id: /proc/self/task/N */
 } hk_heap_t;
 
 extern __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
@@ -57,7 +63,11 @@ HK_INLINE uintptr_t hk_thread_id(void) {
 #endif
 }
 
-extern bool hk_heap_counting;   /* slow paths keep hk_heap_stats_t counters */
+extern bool hk_heap_counting;   /* slow paths keep hk_heap_stats_t counters
+                                   (relaxed: the control API may flip it) */
+/* HAKMEM_BACKGROUND_PURGE: set once, before the first heap exists, so
+ * every heap's slow paths agree on taking bg_lock. */
+extern bool hk_heap_bg_on;
 
 /* What the slow path lets the layers above the heap do, without calling
  * them by name (docs/ARCHITECTURE.md, "Hooks"). Set once at start-up by
@@ -68,6 +78,7 @@ typedef struct hk_heap_hooks {
   void (*stats)(void);    /* each 32nd counted refill (the stats timeline) */
 } hk_heap_hooks_t;
 void hk_heap_set_hooks(const hk_heap_hooks_t *hooks);
+void hk_heap_set_refill_hook(void (*fn)(void));
 
 /* What the heap needs before its first slab: the knobs, the free-list key,
  * the thread-exit key. Idempotent; the first heap of the process calls it. */
@@ -90,6 +101,12 @@ bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) __attribute__((col
 void hk_heap_thread_done(hk_heap_t *h);
 /* Give back what the calling thread's heap keeps unused. Bytes purged. */
 size_t hk_heap_trim(hk_heap_t *h);
+/* The background purge thread's pass over other threads' heaps: a heap
+ * whose owner is blocked in a system call, and stayed so over the whole
+ * look, gives back its emptied slabs (released, purged one tick later)
+ * without its owner (docs/ARCHITECTURE.md, "Background purge"). force:
+ * purge the released slabs at once (hak_ctl("purge")). Bytes purged. */
+size_t hk_heap_bg_purge(bool force);
 
 size_t hk_heap_count_live(void);
 /* Add every heap's counters into acc, those gone included (racy reads of the

@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "bg.h"
 #include "heap.h"
 #include "knobs.h"
 #include "large.h"
@@ -24,6 +25,7 @@ static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
                                           like sort close stderr before exit */
 
 static void fork_prepare(void) {
+  hk_bg_fork_prepare();
   hk_prof_fork_prepare();
   hk_heap_fork_prepare();
   hk_large_fork_prepare();
@@ -34,12 +36,14 @@ static void fork_parent(void) {
   hk_large_fork_parent();
   hk_heap_fork_parent();
   hk_prof_fork_parent();
+  hk_bg_fork_parent();
 }
 static void fork_child(void) {
   hk_ss_fork_child();
   hk_large_fork_child();
   hk_heap_fork_child();
   hk_prof_fork_child();
+  hk_bg_fork_child();  /* the purge thread is not copied: a new one, if on */
 }
 
 /* The heap's purge clock also purges the large tier's cache, so a program
@@ -56,6 +60,8 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_learner_init();
   hk_stats_init();
   hk_prof_init();
+  /* the learner's hooks when it is on (ctl.c installs them when it is
+   * turned on at run time; turned off, they return at once) */
   bool learn = hk_knobs.learn != 0;
   hk_heap_hooks_t hooks = {
     .refill = learn ? hk_learner_small_tick : NULL,
@@ -69,6 +75,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
     if (fd >= 0) report_fd = fd;
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);  /* allocates: all is ready */
+  hk_bg_start();  /* HAKMEM_BACKGROUND_PURGE */
 }
 
 /* The exit line names the measures in force, so a test can prove which
@@ -87,6 +94,7 @@ static const char *build_tag(void) {
 }
 
 __attribute__((destructor)) static void hk_destructor(void) {
+  hk_bg_stop();
   hk_prof_at_exit();
   hk_stats_at_exit(report_fd);
   if (hk_knobs.verbose) {

@@ -49,6 +49,7 @@ static const hk_knob_def_t knob_table[] = {
   K("HAKMEM_PROF_INTERVAL",     prof_interval,     0, 1L << 50, 0, 0, 0),
   K("HAKMEM_PROF_LEAKS",        prof_leaks,        0, 1,       0, 0, 0),
   K("HAKMEM_PROF_SEED",         prof_seed,         0, 0x7fffffffffffffffL, 0, 0, 0),
+  K("HAKMEM_BACKGROUND_PURGE",  background_purge,  0, 1,       0, 0, 0),
 };
 #undef K
 
@@ -408,3 +409,19 @@ void hk_knobs_init(void) {
 }
 
 const char *hk_profile_name(void) { return profile_names[hk_knobs.profile]; }
+
+/* The row of a knob by name (the HAKMEM_ prefix may be left out), for the
+ * control API (ctl.c): its value's address and range. The string knobs
+ * (HAKMEM_PROFILE, HAKMEM_STATS, HAKMEM_STATS_FILE) have no row. */
+bool hk_knob_lookup(const char *name, long **value, long *min, long *max) {
+  static const char prefix[] = "HAKMEM_";
+  for (size_t i = 0; i < sizeof knob_table / sizeof knob_table[0]; i++) {
+    const hk_knob_def_t *k = &knob_table[i];
+    if (!str_eq(name, k->name) && !str_eq(name, k->name + sizeof prefix - 1)) continue;
+    *value = k->value;
+    *min = k->min;
+    *max = k->max;
+    return true;
+  }
+  return false;
+}

@@ -45,13 +45,22 @@ typedef struct hk_knobs {
   long prof_leaks;         /* HAKMEM_PROF_LEAKS                    */
   long prof_seed;          /* HAKMEM_PROF_SEED (0: random)         */
   char prof_file[512];     /* HAKMEM_PROF_FILE                     */
+  long background_purge;   /* HAKMEM_BACKGROUND_PURGE              */
 } hk_knobs_t;
 
 extern hk_knobs_t hk_knobs;
 
+/* The knobs the control API may change at run time (hak_ctl_set: ctl.c)
+ * are written and read with relaxed atomics (plain loads). A cap the API
+ * set carries this bit: the learner no longer moves it (docs/ENV_VARS.md,
+ * "Changing knobs at run time"). */
+#define HK_CAP_PIN (1L << 62)
+
 /* Reads the environment (no malloc), once: later calls return at once. */
 void hk_knobs_init(void);
 const char *hk_profile_name(void);
+/* A row of the table by name ("HAKMEM_X" or "X"): false if none. */
+bool hk_knob_lookup(const char *name, long **value, long *min, long *max);
 
 /* The configuration in force, row by row: HAKMEM_PROFILE, HAKMEM_STATS,
  * HAKMEM_STATS_FILE, then the table. text is set for the rows that are not

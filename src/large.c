@@ -42,31 +42,40 @@ static size_t cache_count, cache_bytes;
 static atomic_size_t live_count, live_bytes;
 static atomic_size_t total_allocs, total_frees;
 
-/* The cache's caps: the knobs' values until the learner sets others (-1). */
+/* The cache's caps: the knobs' values until the learner sets others (-1);
+ * one the control API set carries HK_CAP_PIN and the learner leaves it. */
 static long cap_count = -1, cap_mb = -1, cap_delay_ms = -1;
 
+static void cap_learn(long *cap, long v) {
+  long old = HK_LOAD_RELAXED(*cap);
+  while (!(old >= 0 && (old & HK_CAP_PIN)) &&  /* -1: unset, not pinned */
+         !__atomic_compare_exchange_n(cap, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
 void hk_large_set_caps(long count, long mb, long purge_delay_ms) {
-  HK_STORE_RELAXED(cap_count, count);
-  HK_STORE_RELAXED(cap_mb, mb);
-  HK_STORE_RELAXED(cap_delay_ms, purge_delay_ms);
+  cap_learn(&cap_count, count);
+  cap_learn(&cap_mb, mb);
+  cap_learn(&cap_delay_ms, purge_delay_ms);
 }
-static long cache_cap_count(void) {
-  long v = HK_LOAD_RELAXED(cap_count);
-  return v >= 0 ? v : hk_knobs.large_cache_count;
+void hk_large_pin_cap(unsigned which, long v) {
+  long *cap = which == HK_LARGE_CAP_COUNT ? &cap_count : which == HK_LARGE_CAP_MB ? &cap_mb : &cap_delay_ms;
+  HK_STORE_RELAXED(*cap, v | HK_CAP_PIN);
 }
-static long cache_cap_mb(void) {
-  long v = HK_LOAD_RELAXED(cap_mb);
-  return v >= 0 ? v : hk_knobs.large_cache_mb;
+static long cap_or(long *cap, long *knob) {
+  long v = HK_LOAD_RELAXED(*cap) & ~HK_CAP_PIN;
+  return v >= 0 ? v : HK_LOAD_RELAXED(*knob);
 }
-static long purge_delay(void) {
-  long v = HK_LOAD_RELAXED(cap_delay_ms);
-  return v >= 0 ? v : hk_knobs.purge_delay_ms;
+static long cache_cap_count(void) { return cap_or(&cap_count, &hk_knobs.large_cache_count); }
+static long cache_cap_mb(void) { return cap_or(&cap_mb, &hk_knobs.large_cache_mb); }
+static long purge_delay(void) { return cap_or(&cap_delay_ms, &hk_knobs.purge_delay_ms); }
+long hk_large_cap(unsigned which) {
+  return which == HK_LARGE_CAP_COUNT ? cache_cap_count() : which == HK_LARGE_CAP_MB ? cache_cap_mb() : purge_delay();
 }
 
 /* Events the learner reads (hk_large_take_events), only while it is on. */
 static _Atomic unsigned long events[HK_LARGE_NEVENTS];
 static void note(unsigned ev) {
-  if (HK_UNLIKELY(hk_knobs.learn)) atomic_fetch_add_explicit(&events[ev], 1, memory_order_relaxed);
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) atomic_fetch_add_explicit(&events[ev], 1, memory_order_relaxed);
 }
 void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]) {
   for (unsigned i = 0; i < HK_LARGE_NEVENTS; i++)
@@ -124,7 +133,7 @@ static bool owed(_Atomic size_t *pages, size_t n) {
   return true;
 }
 static void span_noted(const hk_span_note_t *sn) {
-  if (HK_LIKELY(!hk_knobs.learn)) return;
+  if (HK_LIKELY(!HK_LOAD_RELAXED(hk_knobs.learn))) return;
   note(HK_LARGE_ALLOCS);
   if (sn->resident_pages >= sn->fresh_pages) note(HK_LARGE_HITS);
   if (sn->fresh_pages == 0) return;
@@ -214,7 +223,7 @@ static hk_large_t *cache_take(size_t need) {
   }
   if (best) cache_unlink(best);
   bool ghost_hit = false;
-  if (!best && hk_knobs.learn)
+  if (!best && HK_LOAD_RELAXED(hk_knobs.learn))
     for (unsigned i = 0; i < HK_LARGE_GHOSTS; i++)
       if (ghost[i] && fits(ghost[i], need)) { ghost_hit = true; ghost[i] = 0; break; }
   hk_unlock(&cache_lock);
@@ -436,7 +445,7 @@ static void span_free(void *p, unsigned kind, size_t size) {
     unsigned long calls;
     size_t purged = hk_span_collect(false, (uint64_t)purge_delay(), cap, &calls);
     while (calls--) note(HK_LARGE_EVICT_BYTES);
-    if (hk_knobs.learn) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
+    if (HK_LOAD_RELAXED(hk_knobs.learn)) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
   }
   hk_large_collect(false);
 }
@@ -630,7 +639,7 @@ size_t hk_large_collect(bool force) {
   size_t span_bytes = hk_span_collect(force, delay, span_cap(), &calls);
   bytes += span_bytes;
   while (calls--) note(HK_LARGE_PURGES);
-  if (hk_knobs.learn && !force)
+  if (HK_LOAD_RELAXED(hk_knobs.learn) && !force)
     atomic_fetch_add_explicit(&clock_purged_pages, span_bytes / HK_PAGE, memory_order_relaxed);
   while (victims) {
     hk_large_t *next = victims->next;

@@ -27,7 +27,11 @@ size_t hk_large_collect(bool force);
 
 /* The cache's caps (entries, MiB) and purge delay: the knobs' values until
  * the learner sets others. */
-void hk_large_set_caps(long count, long mb, long purge_delay_ms);
+void hk_large_set_caps(long count, long mb, long purge_delay_ms);  /* the learner's */
+/* The control API's: sets one cap and pins it (the learner leaves it). */
+enum { HK_LARGE_CAP_COUNT, HK_LARGE_CAP_MB, HK_LARGE_CAP_DELAY };
+void hk_large_pin_cap(unsigned which, long v);
+long hk_large_cap(unsigned which);   /* in force now */
 
 /* Events the learner reads, counted only while HAKMEM_LEARN is on; the
  * evictions are by the entry cap or the byte cap; a ghost hit is a miss a

@@ -221,8 +221,8 @@ static void log_stderr(const char *cap, long from, long to, const char *why) {
   hk_message("hakmem-learn: %s %ld -> %ld (%s)\n", cap, from, to, why);
 }
 
+/* Always (the control API may turn the learner on later: HAKMEM_LEARN). */
 void hk_learner_init(void) {
-  if (!hk_knobs.learn) return;
   bounds.target_hit_large = (double)hk_knobs.target_hit_large / 1000.0;
   bounds.step_large = hk_knobs.cap_step_large;
   bounds.min_large = HK_LEARN_MIN_LARGE;
@@ -246,7 +246,10 @@ static uint64_t take(atomic_ulong *c) { return atomic_exchange_explicit(c, 0, me
 
 static __thread unsigned small_pending __attribute__((tls_model("initial-exec")));
 
+/* The hooks stay installed; HAKMEM_LEARN=0 (at start or set at run time)
+ * makes them return at once. */
 void hk_learner_small_tick(void) {
+  if (!HK_LOAD_RELAXED(hk_knobs.learn)) return;
   small_pending++;
   hk_learner_slow_tick(1);
 }
@@ -255,6 +258,7 @@ void hk_learner_slow_tick(unsigned weight) {
   /* gather units per thread; the shared counter is touched 1 time in
    * HK_LEARN_TICK_BATCH */
   static __thread unsigned pending __attribute__((tls_model("initial-exec")));
+  if (!HK_LOAD_RELAXED(hk_knobs.learn)) return;
   pending += weight;
   if (pending < HK_LEARN_TICK_BATCH) return;
   weight = pending;
@@ -285,7 +289,7 @@ void hk_learner_slow_tick(unsigned weight) {
   o.ss_cached_bytes = hk_ss_cached_unpurged_bytes();
   o.ss_os_maps = ss[HK_SS_OS_MAPS];
   o.small_refills = take(&small_refills);
-  hk_learn_step(&learner, &o, &bounds, hk_knobs.learn_log ? log_stderr : NULL);
+  hk_learn_step(&learner, &o, &bounds, HK_LOAD_RELAXED(hk_knobs.learn_log) ? log_stderr : NULL);
   /* the caps go back to the layers that own them */
   hk_caps_t c = learner.caps;
   hk_large_set_caps(c.large_count, c.large_mb, c.purge_delay_ms);
@@ -298,7 +302,7 @@ void hk_learner_slow_tick(unsigned weight) {
     /* this thread's heap (the others' are theirs to touch) and the global
      * superslab cache, where the released superslabs go */
     size_t bytes = hk_heap_trim(hk_tls_heap);
-    if (hk_knobs.learn_log) hk_message("hakmem-learn: small tier trimmed, %zu bytes purged\n", bytes);
+    if (HK_LOAD_RELAXED(hk_knobs.learn_log)) hk_message("hakmem-learn: small tier trimmed, %zu bytes purged\n", bytes);
     if (bytes == 0) {
       hk_lock(&learn_lock);
       hk_learn_trim_result(&learner, bytes);

@@ -32,4 +32,18 @@ HK_INLINE void hk_lock_reset(hk_lock_t *l) {
   atomic_store_explicit(&l->v, 0, memory_order_relaxed);
 }
 
+/* Reads that are racy by design, hidden from TSan: the stats snapshot of
+ * other threads' counts, and the background purge's pass over a heap whose
+ * owner the kernel shows quiescent (heap.c), which TSan cannot see. Their
+ * atomics (lock hand-overs) still order what comes after. */
+#if defined(__SANITIZE_THREAD__)
+void __tsan_ignore_thread_begin(void);
+void __tsan_ignore_thread_end(void);
+#define HK_TSAN_HIDE_BEGIN() __tsan_ignore_thread_begin()
+#define HK_TSAN_HIDE_END() __tsan_ignore_thread_end()
+#else
+#define HK_TSAN_HIDE_BEGIN() ((void)0)
+#define HK_TSAN_HIDE_END() ((void)0)
+#endif
+
 #endif

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ctl.h"
 #include "alloc.h"
 #include "large.h"
 #include "prof.h"
@@ -119,12 +120,10 @@ HK_EXPORT int malloc_trim(size_t pad) {
   return bytes > 0;
 }
 
-/* hakmem has no glibc-style parameters; it accepts none (returns 0). Its own
- * tuning is the HAKMEM_* environment (docs/ENV_VARS.md). */
-HK_EXPORT int mallopt(int param, int value) {
-  (void)param; (void)value;
-  return 0;
-}
+/* glibc's parameters: M_CHECK_ACTION maps to HAKMEM_ABORT_ON_INVALID, the
+ * other documented ones are accepted and change nothing (1), the rest are
+ * refused (0): docs/ENV_VARS.md, "mallopt". */
+HK_EXPORT int mallopt(int param, int value) { return hk_ctl_mallopt(param, value); }
 
 HK_EXPORT void malloc_stats(void) { hk_stats_print_glibc_style(stderr); }
 

@@ -106,11 +106,14 @@ static void timeline_check_pid(void) {
 
 void hk_stats_collect(struct hak_stats *o) {
   memset(o, 0, sizeof *o);
-  o->counting = hk_heap_counting;
+  o->counting = HK_LOAD_RELAXED(hk_heap_counting);
   uint64_t lv[HK_NCLASS] = {0}, sl[HK_NCLASS] = {0};
+  /* other threads' counts, read while they change: a snapshot */
+  HK_TSAN_HIDE_BEGIN();
   hk_ss_census(lv, sl);
   hk_heap_stats_t acc = {0};
   hk_heap_sum_stats(&acc);
+  HK_TSAN_HIDE_END();
 
   uint64_t small_allocs = 0, small_refills = 0;
   size_t live_small = 0;
@@ -120,13 +123,14 @@ void hk_stats_collect(struct hak_stats *o) {
     k->live_blocks = lv[c];
     k->live_bytes = lv[c] * k->block_size;
     k->slabs = sl[c];
-    if (hk_heap_counting) {
+    if (o->counting) {
       k->allocs = acc.handed[c];
       k->frees = acc.handed[c] > lv[c] ? acc.handed[c] - lv[c] : 0;
       k->refills = acc.refills[c];
       k->remote_frees = acc.remote[c];
-      if (lv[c] > peak_blocks[c]) peak_blocks[c] = lv[c];  /* racy max: a sample */
-      k->peak_blocks = peak_blocks[c];
+      /* racy max (collectors may run at once): a sample */
+      if (lv[c] > HK_LOAD_RELAXED(peak_blocks[c])) HK_STORE_RELAXED(peak_blocks[c], lv[c]);
+      k->peak_blocks = HK_LOAD_RELAXED(peak_blocks[c]);
       k->peak_bytes = k->peak_blocks * k->block_size;
     }
     small_allocs += k->allocs;
@@ -139,8 +143,8 @@ void hk_stats_collect(struct hak_stats *o) {
   o->large_allocs = hk_large_count_allocs();
   o->large_frees = hk_large_count_frees();
   o->live_bytes = live_small + o->large_live_bytes;
-  if (o->live_bytes > peak_live_bytes) peak_live_bytes = o->live_bytes;
-  o->peak_live_bytes = peak_live_bytes;
+  if (o->live_bytes > HK_LOAD_RELAXED(peak_live_bytes)) HK_STORE_RELAXED(peak_live_bytes, o->live_bytes);
+  o->peak_live_bytes = HK_LOAD_RELAXED(peak_live_bytes);
   o->allocs = small_allocs + o->large_allocs;
   o->frees = 0;
   for (unsigned c = 0; c < HK_NCLASS; c++) o->frees += o->classes[c].frees;
@@ -149,8 +153,10 @@ void hk_stats_collect(struct hak_stats *o) {
   o->mapped_bytes = atomic_load(&hk_os_stats.mapped_now);
   o->peak_mapped_bytes = atomic_load(&hk_os_stats.mapped_peak);
   o->superslabs = hk_ss_count_mapped();
+  HK_TSAN_HIDE_BEGIN();  /* list counts read without their locks: a snapshot */
   o->superslabs_cached = hk_ss_count_cached();
   o->superslabs_abandoned = hk_ss_count_abandoned();
+  HK_TSAN_HIDE_END();
   o->heaps = hk_heap_count_live();
   o->mmap_calls = atomic_load(&hk_os_stats.mmap_calls);
   o->munmap_calls = atomic_load(&hk_os_stats.munmap_calls);
@@ -335,7 +341,7 @@ void hk_stats_tick(void) {
 }
 
 void hk_stats_at_exit(int report_fd) {
-  if (!hk_heap_counting) return;
+  if (!HK_LOAD_RELAXED(hk_heap_counting)) return;
   hk_lock(&tick_lock);
   hk_stats_collect(&tick_snap);
   uint64_t now = hk_os_now_ms();

@@ -25,10 +25,20 @@ _Atomic unsigned long hk_ss_events[HK_SS_NEVENTS];
 static long purge_delay_ms = -1;           /* -1: the knob's */
 
 long hk_ss_purge_delay_ms(void) {
-  long d = HK_LOAD_RELAXED(purge_delay_ms);
-  return d >= 0 ? d : hk_knobs.purge_delay_ms;
+  long d = HK_LOAD_RELAXED(purge_delay_ms) & ~HK_CAP_PIN;
+  return d >= 0 ? d : HK_LOAD_RELAXED(hk_knobs.purge_delay_ms);
 }
-void hk_ss_set_purge_delay_ms(long ms) { HK_STORE_RELAXED(purge_delay_ms, ms); }
+/* the learner's: a pinned delay stays (one CAS, so a pin is never lost) */
+void hk_ss_set_purge_delay_ms(long ms) {
+  long old = HK_LOAD_RELAXED(purge_delay_ms);
+  while (!(old >= 0 && (old & HK_CAP_PIN)) &&  /* -1: unset, not pinned */
+         !__atomic_compare_exchange_n(&purge_delay_ms, &old, ms, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+void hk_ss_pin_purge_delay_ms(long ms) {
+  HK_STORE_RELAXED(purge_delay_ms, ms | HK_CAP_PIN);
+  atomic_store_explicit(&next_collect_ms, 0, memory_order_relaxed);  /* a shorter delay: now */
+}
 
 void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]) {
   for (unsigned i = 0; i < HK_SS_NEVENTS; i++)
@@ -130,7 +140,7 @@ void hk_ss_release(hk_superslab_t *ss) {
   hk_superslab_t *victim = NULL;
   hk_lock(&cache_lock);
   hk_ss_list_push(&cache, ss, LIST_CACHE);
-  if ((long)cache.count > hk_knobs.ss_cache) {
+  if ((long)cache.count > HK_LOAD_RELAXED(hk_knobs.ss_cache)) {
     victim = cache.head;
     while (victim->next) victim = victim->next;  /* oldest */
     hk_ss_list_remove(&cache, victim);
@@ -212,14 +222,20 @@ size_t hk_ss_collect(bool force) {
     ss_unmap(victims);
     victims = next;
   }
-  if (force) {
-    /* abandoned superslabs: nobody owns them, their unused slabs can go */
-    hk_lock(&abandoned_lock);
-    for (unsigned k = 0; k < HK_SS_NKINDS; k++)
-      for (hk_superslab_t *ss = abandoned[k].head; ss; ss = ss->next)
-        bytes += hk_ss_purge_unused(ss, true);
-    hk_unlock(&abandoned_lock);
-  }
+  if (force) bytes += hk_ss_purge_abandoned(true);
+  return bytes;
+}
+
+/* Abandoned superslabs: nobody owns them (their list lock does), so their
+ * unused slabs can go: all (force) or those unused for a whole epoch
+ * (between two calls: the background purge's clock). */
+size_t hk_ss_purge_abandoned(bool force) {
+  size_t bytes = 0;
+  hk_lock(&abandoned_lock);
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++)
+    for (hk_superslab_t *ss = abandoned[k].head; ss; ss = ss->next)
+      if (force || (ss->dirty_old | ss->dirty_new)) bytes += hk_ss_purge_unused(ss, force);
+  hk_unlock(&abandoned_lock);
   return bytes;
 }
 

@@ -157,6 +157,8 @@ hk_superslab_t *hk_ss_take_abandoned(unsigned kind);
 size_t hk_ss_collect(bool force);
 /* Purge the unused slabs of ss that were unused for a whole epoch. */
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
+/* The unused slabs of abandoned superslabs (all when force). Bytes. */
+size_t hk_ss_purge_abandoned(bool force);
 
 #ifdef HK_DEBUG
 /* Debug build: the global lists (every mapped superslab, the cache, the
@@ -170,7 +172,8 @@ void hk_ss_check_owned(const hk_ss_list_t *l, uint8_t id, unsigned kind, const s
 /* How long unused memory is kept before it is purged: HAKMEM_PURGE_DELAY_MS
  * until the learner sets another value (the heap's purge clock reads it too). */
 long hk_ss_purge_delay_ms(void);
-void hk_ss_set_purge_delay_ms(long ms);
+void hk_ss_set_purge_delay_ms(long ms);   /* the learner's: not over a pin */
+void hk_ss_pin_purge_delay_ms(long ms);   /* the control API's: pinned */
 
 /* Events the learner reads, counted only while HAKMEM_LEARN is on:
  * superslabs taken from the cache or mapped fresh, purges, and purged
@@ -178,7 +181,7 @@ void hk_ss_set_purge_delay_ms(long ms);
 enum { HK_SS_CACHE_HITS, HK_SS_OS_MAPS, HK_SS_PURGES, HK_SS_REFAULTS, HK_SS_NEVENTS };
 extern _Atomic unsigned long hk_ss_events[HK_SS_NEVENTS];
 HK_INLINE void hk_ss_note(unsigned ev) {
-  if (HK_UNLIKELY(hk_knobs.learn)) atomic_fetch_add_explicit(&hk_ss_events[ev], 1, memory_order_relaxed);
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) atomic_fetch_add_explicit(&hk_ss_events[ev], 1, memory_order_relaxed);
 }
 /* The counts since the last call; zeroes them. */
 void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]);

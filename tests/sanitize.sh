@@ -6,7 +6,9 @@
 #        runs test_api and test_stress there. Any UB report aborts -> FAIL.
 # tsan:  configures build-tsan with -DHAKMEM_OVERRIDE=OFF (TSan must keep its
 #        own malloc) and -fsanitize=thread, runs test_stress_hakapi, the
-#        threaded stress calling only hak_*. Any race report -> FAIL.
+#        threaded stress calling only hak_*, and test_ctl_race (knobs
+#        changed through the control API while threads allocate, with the
+#        background purge thread on a 1 ms clock). Any race report -> FAIL.
 # Each runs twice: on the default build and on the secure one (build-*-secure,
 # -DHK_SECURE: the hardening measures, whose trailer swaps and collections
 # are cross-thread code of their own).
@@ -62,7 +64,22 @@ if [ "$what" = tsan ] || [ "$what" = all ]; then
     if step "configure $B" cmake -S "$ROOT" -B "$B" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
           -DHAKMEM_OVERRIDE=OFF -DHAKMEM_BUILD_BENCH=OFF \
           "-DCMAKE_C_FLAGS=$F" "-DCMAKE_CXX_FLAGS=$F" >/dev/null &&
-       step "build $B" cmake --build "$B" -j "$JOBS" --target test_stress_hakapi; then
+       step "build $B" cmake --build "$B" -j "$JOBS" --target test_stress_hakapi test_ctl_race; then
+      # knobs flipped through the control API while threads allocate, the
+      # background purge thread on a 1 ms clock working on their heaps
+      log=$B/tsan-ctl.log
+      echo "-- tsan${v:+ $v} test_ctl_race (log: $log)"
+      HAKMEM_BACKGROUND_PURGE=1 HAKMEM_PURGE_DELAY_MS=1 norandom "$B/tests/test_ctl_race" 4 100 >"$log" 2>&1
+      rc=$?
+      tail -n 3 "$log"
+      if [ $rc -ne 0 ]; then
+        echo "FAIL: tsan${v:+ $v} test_ctl_race exited $rc"
+        fails=$((fails + 1))
+      fi
+      if grep -q "ThreadSanitizer" "$log"; then
+        echo "ThreadSanitizer reports (count, first frame):"
+        grep -E "SUMMARY: ThreadSanitizer|ThreadSanitizer: (mmap|FATAL|CHECK)" "$log" | sort | uniq -c
+      fi
       log=$B/tsan-stress.log
       echo "-- tsan${v:+ $v} test_stress_hakapi (log: $log)"
       norandom "$B/tests/test_stress_hakapi" 8 2 4000 >"$log" 2>&1

@@ -6,6 +6,8 @@
 
 #include "check.h"
 #include "../src/learner.h"
+#include "../src/large.h"
+#include "../src/superslab.h"
 
 static hk_learn_bounds_t B = {
   .target_hit_large = 0.9, .step_large = 8, .min_large = 2, .max_large = 64,
@@ -189,5 +191,20 @@ int main(void) {
   CHECKF(L.caps.purge_delay_ms == 1000, "delay %ld after trim refaults", L.caps.purge_delay_ms);
 
   CHECK(log_lines > 0);
+  /* the rule between the learner and the control API: a cap the API set
+   * (pinned) is not moved by the learner's writes; the others are */
+  hk_large_set_caps(40, 50, 600);
+  CHECK(hk_large_cap(HK_LARGE_CAP_COUNT) == 40 && hk_large_cap(HK_LARGE_CAP_MB) == 50);
+  hk_large_pin_cap(HK_LARGE_CAP_COUNT, 5);
+  hk_large_set_caps(100, 200, 300);
+  CHECKF(hk_large_cap(HK_LARGE_CAP_COUNT) == 5, "pinned count moved to %ld", hk_large_cap(HK_LARGE_CAP_COUNT));
+  CHECK(hk_large_cap(HK_LARGE_CAP_MB) == 200 && hk_large_cap(HK_LARGE_CAP_DELAY) == 300);
+  hk_large_pin_cap(HK_LARGE_CAP_COUNT, 6);   /* the API may set it again */
+  CHECK(hk_large_cap(HK_LARGE_CAP_COUNT) == 6);
+  hk_ss_set_purge_delay_ms(123);
+  CHECK(hk_ss_purge_delay_ms() == 123);
+  hk_ss_pin_purge_delay_ms(777);
+  hk_ss_set_purge_delay_ms(5);
+  CHECKF(hk_ss_purge_delay_ms() == 777, "pinned delay moved to %ld", hk_ss_purge_delay_ms());
   return check_done("test_learner");
 }

@@ -1,0 +1,220 @@
+/* test_bg_purge — the background purge thread (HAKMEM_BACKGROUND_PURGE=1)
+ * gives memory back while the program sleeps.
+ *
+ *   test_bg_purge rss     main allocates 100 MiB (1 MiB, 8 KiB and 100 B
+ *                         blocks, a third each), touches it, frees it all
+ *                         and sleeps: RSS must fall to within SLACK of the
+ *                         baseline. Polled up to 30 s (a hang guard, not a
+ *                         speed requirement); fails if it never does.
+ *                         With "off" (knob unset) it only prints what it
+ *                         sees (the comparison of docs/ARCHITECTURE.md).
+ *   test_bg_purge threads the same with the memory allocated and freed by 4
+ *                         threads that then sleep (their heaps stay live).
+ *   test_bg_purge fork    the thread runs in the parent (exactly one); it
+ *                         is not copied into a fork child, where a new one
+ *                         is started when the knob is on (exactly one; none
+ *                         when off), and that one purges the child's memory.
+ *   test_bg_purge trace   prints RSS every 100 ms for 5 s after the frees
+ *                         (for measurements; checks nothing).
+ * Exit with the thread running: the destructor stops it (every mode). */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "hakmem.h"
+
+#define KiB ((size_t)1024)
+#define MiB (KiB * 1024)
+#define SLACK_KIB (24 * 1024)   /* of the 100 MiB touched, at most this may stay */
+
+/* RSS from /proc/self/statm, read without malloc: the test's own calls
+ * must not run the allocator's slow paths (they purge on their clock) */
+static size_t rss_kib(void) {
+  char buf[128];
+  int fd = open("/proc/self/statm", O_RDONLY);
+  if (fd < 0) return 0;
+  ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  char *p = buf;
+  strtol(p, &p, 10);
+  long res = strtol(p, NULL, 10);
+  return (size_t)res * (size_t)sysconf(_SC_PAGESIZE) / 1024;
+}
+
+static void sleep_ms(long ms) {
+  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
+  nanosleep(&t, NULL);
+}
+
+/* threads of this process named hakmem-purge */
+static int purge_threads(void) {
+  DIR *d = opendir("/proc/self/task");
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (fgets(comm, sizeof comm, f) && strncmp(comm, "hakmem-purge", 12) == 0) n++;
+    fclose(f);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+typedef struct {
+  void **p;
+  size_t n;
+} set_t;
+
+/* mib in all: a third each of 1 MiB, 8 KiB and 100 B blocks, touched */
+static set_t alloc_set(size_t mib) {
+  size_t nl = mib / 3, nm = mib / 3 * MiB / (8 * KiB), nt = (mib - 2 * (mib / 3)) * MiB / 100;
+  set_t s = {malloc((nl + nm + nt) * sizeof(void *)), 0};
+  CHECK_FATAL(s.p);
+  for (size_t i = 0; i < nl; i++) s.p[s.n++] = malloc(MiB);
+  for (size_t i = 0; i < nm; i++) s.p[s.n++] = malloc(8 * KiB);
+  for (size_t i = 0; i < nt; i++) s.p[s.n++] = malloc(100);
+  for (size_t i = 0; i < s.n; i++) {
+    CHECK_FATAL(s.p[i]);
+    size_t u = malloc_usable_size(s.p[i]);
+    for (size_t o = 0; o < u; o += 4096) ((volatile char *)s.p[i])[o] = 1;
+    ((volatile char *)s.p[i])[u - 1] = 1;
+  }
+  return s;
+}
+static void free_set(set_t *s) {
+  for (size_t i = 0; i < s->n; i += 2) free(s->p[i]);
+  for (size_t i = 1; i < s->n; i += 2) free(s->p[i]);
+  free(s->p);
+  s->p = NULL;
+  s->n = 0;
+}
+
+/* Poll up to 30 s for RSS to fall under limit; the time it took, or -1. */
+static long wait_rss_below(size_t limit_kib) {
+  for (long ms = 0; ms <= 30000; ms += 100) {
+    if (rss_kib() < limit_kib) return ms;
+    sleep_ms(100);
+  }
+  return -1;
+}
+
+static int knob_on(void) {
+  const char *v = getenv("HAKMEM_BACKGROUND_PURGE");
+  return v && strcmp(v, "1") == 0;
+}
+
+static void mode_rss(const char *mode) {
+  size_t base = rss_kib();
+  set_t s = alloc_set(100);
+  size_t full = rss_kib();
+  free_set(&s);
+  size_t freed = rss_kib();
+  printf("%s: baseline %zu KiB, allocated %zu KiB, after free %zu KiB\n", mode, base, full, freed);
+  CHECKF(full > base + 90 * 1024, "the 100 MiB were not touched? %zu -> %zu KiB", base, full);
+  if (strcmp(mode, "trace") == 0) {
+    for (long ms = 0; ms <= 5000; ms += 100) {
+      printf("t=%ld ms rss=%zu KiB\n", ms, rss_kib());
+      sleep_ms(100);
+    }
+    return;
+  }
+  if (!knob_on()) {
+    sleep_ms(3000);
+    printf("%s: knob off, RSS after 3 s asleep: %zu KiB\n", mode, rss_kib());
+    return;
+  }
+  long ms = wait_rss_below(base + SLACK_KIB);
+  printf("%s: RSS %zu KiB after %ld ms asleep\n", mode, rss_kib(), ms);
+  CHECKF(ms >= 0, "RSS never fell below %zu KiB (now %zu KiB)", base + SLACK_KIB, rss_kib());
+}
+
+static pthread_barrier_t bar;
+static void *worker(void *arg) {
+  set_t s = alloc_set(25);
+  free_set(&s);
+  pthread_barrier_wait(&bar);   /* all freed */
+  pthread_barrier_wait(&bar);   /* main has measured: exit */
+  return arg;
+}
+
+static void mode_threads(void) {
+  size_t base = rss_kib();
+  pthread_t t[4];
+  pthread_barrier_init(&bar, NULL, 5);
+  for (int i = 0; i < 4; i++) CHECK_FATAL(pthread_create(&t[i], NULL, worker, NULL) == 0);
+  pthread_barrier_wait(&bar);
+  printf("threads: baseline %zu KiB, after the frees %zu KiB\n", base, rss_kib());
+  if (knob_on()) {
+    long ms = wait_rss_below(base + SLACK_KIB);
+    printf("threads: RSS %zu KiB after %ld ms asleep\n", rss_kib(), ms);
+    CHECKF(ms >= 0, "RSS never fell below %zu KiB (now %zu KiB)", base + SLACK_KIB, rss_kib());
+  }
+  pthread_barrier_wait(&bar);
+  for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+}
+
+static void mode_fork(void) {
+  int want = knob_on();
+  long v = -1;
+  CHECK(hak_ctl_get("HAKMEM_BACKGROUND_PURGE", &v) == 0 && v == want);
+  CHECKF(purge_threads() == want, "parent: %d purge threads, want %d", purge_threads(), want);
+  pid_t pid = fork();
+  CHECK_FATAL(pid >= 0);
+  if (pid == 0) {
+    /* the parent's thread is not here; ours was started by the fork handler */
+    int n = purge_threads();
+    if (n != want) { fprintf(stderr, "child: %d purge threads, want %d\n", n, want); _exit(2); }
+    long cv = -1;
+    if (hak_ctl_get("BACKGROUND_PURGE", &cv) != 0 || cv != want) _exit(3);
+    if (want) {
+      size_t base = rss_kib();
+      set_t s = alloc_set(60);
+      free_set(&s);
+      if (wait_rss_below(base + SLACK_KIB) < 0) {
+        fprintf(stderr, "child: RSS never fell below %zu KiB (now %zu)\n", base + SLACK_KIB, rss_kib());
+        _exit(4);
+      }
+    }
+    exit(0);  /* through the destructor: stops the child's thread */
+  }
+  int st = 0;
+  CHECK_FATAL(waitpid(pid, &st, 0) == pid);
+  CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "child status %d", st);
+  CHECKF(purge_threads() == want, "parent after fork: %d purge threads", purge_threads());
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "rss";
+  if (!hak_is_active()) { printf("SKIP: hakmem is not malloc\n"); return 77; }
+  /* the purge thread releases another thread's emptied slabs only when it
+   * can see that thread blocked in a system call (/proc/.../syscall) */
+  char sc[64];
+  int fd = open("/proc/thread-self/syscall", O_RDONLY);
+  ssize_t got = fd >= 0 ? read(fd, sc, sizeof sc) : -1;
+  if (fd >= 0) close(fd);
+  if (got <= 0 && strcmp(mode, "fork") != 0) {
+    printf("SKIP: /proc/thread-self/syscall is not readable here\n");
+    return 77;
+  }
+  if (strcmp(mode, "rss") == 0 || strcmp(mode, "trace") == 0) mode_rss(mode);
+  else if (strcmp(mode, "threads") == 0) mode_threads();
+  else if (strcmp(mode, "fork") == 0) mode_fork();
+  else { fprintf(stderr, "usage: test_bg_purge rss|threads|fork|trace\n"); return 2; }
+  return check_done(mode);
+}
