@@ -32,9 +32,8 @@
 
 #include "check.h"
 #include "hakmem.h"
+#include "block_set.h"
 
-#define KiB ((size_t)1024)
-#define MiB (KiB * 1024)
 #define SLACK_KIB (24 * 1024)   /* of the 100 MiB touched, at most this may stay */
 
 /* RSS from /proc/self/statm, read without malloc: the test's own calls
@@ -76,34 +75,8 @@ static int purge_threads(void) {
   return n;
 }
 
-typedef struct {
-  void **p;
-  size_t n;
-} set_t;
-
-/* mib in all: a third each of 1 MiB, 8 KiB and 100 B blocks, touched */
-static set_t alloc_set(size_t mib) {
-  size_t nl = mib / 3, nm = mib / 3 * MiB / (8 * KiB), nt = (mib - 2 * (mib / 3)) * MiB / 100;
-  set_t s = {malloc((nl + nm + nt) * sizeof(void *)), 0};
-  CHECK_FATAL(s.p);
-  for (size_t i = 0; i < nl; i++) s.p[s.n++] = malloc(MiB);
-  for (size_t i = 0; i < nm; i++) s.p[s.n++] = malloc(8 * KiB);
-  for (size_t i = 0; i < nt; i++) s.p[s.n++] = malloc(100);
-  for (size_t i = 0; i < s.n; i++) {
-    CHECK_FATAL(s.p[i]);
-    size_t u = malloc_usable_size(s.p[i]);
-    for (size_t o = 0; o < u; o += 4096) ((volatile char *)s.p[i])[o] = 1;
-    ((volatile char *)s.p[i])[u - 1] = 1;
-  }
-  return s;
-}
-static void free_set(set_t *s) {
-  for (size_t i = 0; i < s->n; i += 2) free(s->p[i]);
-  for (size_t i = 1; i < s->n; i += 2) free(s->p[i]);
-  free(s->p);
-  s->p = NULL;
-  s->n = 0;
-}
+/* mib in all: a third each of 1 MiB, 8 KiB and 100 B blocks */
+static set_t alloc_thirds(size_t mib) { return alloc_set(mib / 3, mib / 3, mib - 2 * (mib / 3)); }
 
 /* Poll up to 30 s for RSS to fall under limit; the time it took, or -1. */
 static long wait_rss_below(size_t limit_kib) {
@@ -121,7 +94,7 @@ static int knob_on(void) {
 
 static void mode_rss(const char *mode) {
   size_t base = rss_kib();
-  set_t s = alloc_set(100);
+  set_t s = alloc_thirds(100);
   size_t full = rss_kib();
   free_set(&s);
   size_t freed = rss_kib();
@@ -146,7 +119,7 @@ static void mode_rss(const char *mode) {
 
 static pthread_barrier_t bar;
 static void *worker(void *arg) {
-  set_t s = alloc_set(25);
+  set_t s = alloc_thirds(25);
   free_set(&s);
   pthread_barrier_wait(&bar);   /* all freed */
   pthread_barrier_wait(&bar);   /* main has measured: exit */
@@ -184,7 +157,7 @@ static void mode_fork(void) {
     if (hak_ctl_get("BACKGROUND_PURGE", &cv) != 0 || cv != want) _exit(3);
     if (want) {
       size_t base = rss_kib();
-      set_t s = alloc_set(60);
+      set_t s = alloc_thirds(60);
       free_set(&s);
       if (wait_rss_below(base + SLACK_KIB) < 0) {
         fprintf(stderr, "child: RSS never fell below %zu KiB (now %zu)\n", base + SLACK_KIB, rss_kib());
