@@ -40,6 +40,25 @@ norandom() {
   fi
 }
 
+# tsan_run NAME LOG CMD...: one TSan run ($v: the variant), its log's tail
+# and a count of its reports; a non-zero exit is a failure
+tsan_run() {
+  local name=$1 log=$2 rc
+  shift 2
+  echo "-- tsan${v:+ $v} $name (log: $log)"
+  "$@" >"$log" 2>&1
+  rc=$?
+  tail -n 3 "$log"
+  if [ $rc -ne 0 ]; then
+    echo "FAIL: tsan${v:+ $v} $name exited $rc"
+    fails=$((fails + 1))
+  fi
+  if grep -q "ThreadSanitizer" "$log"; then
+    echo "ThreadSanitizer reports (count, first frame):"
+    grep -E "SUMMARY: ThreadSanitizer|ThreadSanitizer: (mmap|FATAL|CHECK)" "$log" | sort | uniq -c
+  fi
+}
+
 if [ "$what" = ubsan ] || [ "$what" = all ]; then
   for v in "" secure; do
     B=$ROOT/build-ubsan${v:+-$v}
@@ -67,32 +86,9 @@ if [ "$what" = tsan ] || [ "$what" = all ]; then
        step "build $B" cmake --build "$B" -j "$JOBS" --target test_stress_hakapi test_ctl_race; then
       # knobs flipped through the control API while threads allocate, the
       # background purge thread on a 1 ms clock working on their heaps
-      log=$B/tsan-ctl.log
-      echo "-- tsan${v:+ $v} test_ctl_race (log: $log)"
-      HAKMEM_BACKGROUND_PURGE=1 HAKMEM_PURGE_DELAY_MS=1 norandom "$B/tests/test_ctl_race" 4 100 >"$log" 2>&1
-      rc=$?
-      tail -n 3 "$log"
-      if [ $rc -ne 0 ]; then
-        echo "FAIL: tsan${v:+ $v} test_ctl_race exited $rc"
-        fails=$((fails + 1))
-      fi
-      if grep -q "ThreadSanitizer" "$log"; then
-        echo "ThreadSanitizer reports (count, first frame):"
-        grep -E "SUMMARY: ThreadSanitizer|ThreadSanitizer: (mmap|FATAL|CHECK)" "$log" | sort | uniq -c
-      fi
-      log=$B/tsan-stress.log
-      echo "-- tsan${v:+ $v} test_stress_hakapi (log: $log)"
-      norandom "$B/tests/test_stress_hakapi" 8 2 4000 >"$log" 2>&1
-      rc=$?
-      tail -n 3 "$log"
-      if [ $rc -ne 0 ]; then
-        echo "FAIL: tsan${v:+ $v} test_stress_hakapi exited $rc"
-        fails=$((fails + 1))
-      fi
-      if grep -q "ThreadSanitizer" "$log"; then
-        echo "ThreadSanitizer reports (count, first frame):"
-        grep -E "SUMMARY: ThreadSanitizer|ThreadSanitizer: (mmap|FATAL|CHECK)" "$log" | sort | uniq -c
-      fi
+      HAKMEM_BACKGROUND_PURGE=1 HAKMEM_PURGE_DELAY_MS=1 \
+        tsan_run test_ctl_race "$B/tsan-ctl.log" norandom "$B/tests/test_ctl_race" 4 100
+      tsan_run test_stress_hakapi "$B/tsan-stress.log" norandom "$B/tests/test_stress_hakapi" 8 2 4000
     fi
   done
 fi
