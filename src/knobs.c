@@ -228,6 +228,15 @@ size_t hk_knobs_count(void) { return 4 + NKNOBS; }
 
 static const char *stats_names[3] = { "0", "1", "json" };
 
+/* a path knob's row: its text, unset by default */
+static bool path_knob(hk_knob_info_t *o, const char *name, const char *path, unsigned char src) {
+  o->name = name;
+  o->text = path;
+  o->def_text = "";
+  o->src = src;
+  return true;
+}
+
 bool hk_knob_get(size_t i, hk_knob_info_t *o) {
   o->text = o->def_text = NULL;
   o->value = o->def = o->min = o->max = 0;
@@ -244,18 +253,8 @@ bool hk_knob_get(size_t i, hk_knob_info_t *o) {
     o->def_text = "0";
     o->src = stats_src;
     return true;
-  case 2:
-    o->name = "HAKMEM_STATS_FILE";
-    o->text = hk_knobs.stats_file;
-    o->def_text = "";
-    o->src = stats_file_src;
-    return true;
-  case 3:
-    o->name = "HAKMEM_PROF_FILE";
-    o->text = hk_knobs.prof_file;
-    o->def_text = "";
-    o->src = prof_file_src;
-    return true;
+  case 2: return path_knob(o, "HAKMEM_STATS_FILE", hk_knobs.stats_file, stats_file_src);
+  case 3: return path_knob(o, "HAKMEM_PROF_FILE", hk_knobs.prof_file, prof_file_src);
   }
   i -= 4;
   if (i >= NKNOBS) return false;
