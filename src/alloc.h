@@ -171,6 +171,8 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
  * on it is predicted), instead of waiting for the byte to know the slab
  * size. Mid blocks, large blocks, NULL and foreign pointers: out of line. */
 HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
+  /* a racy read the compiler folds into one compare with memory;
+   * hk_free_other reads the kind again to act on it */
   size_t chunk = hk_chunk_index((uintptr_t)p);
   if (HK_UNLIKELY(HK_LOAD_RACY(hk_chunk_map[chunk]) != HK_CHUNK_SS_SMALL)) {
     hk_free_other(p, kind, size);

@@ -40,12 +40,6 @@ HK_INLINE size_t hk_chunk_index(uintptr_t a) { return (a >> HK_SS_SHIFT) & (HK_M
 HK_INLINE unsigned hk_chunk_kind(const void *p) {
   return __atomic_load_n(&hk_chunk_map[hk_chunk_index((uintptr_t)p)], __ATOMIC_RELAXED);
 }
-/* free's test: is p's chunk of kind v. A racy read the compiler folds into
- * one compare with memory; the caller reads the kind again to act on it. */
-HK_INLINE bool hk_chunk_is(const void *p, unsigned v) {
-  return HK_LOAD_RACY(hk_chunk_map[hk_chunk_index((uintptr_t)p)]) == v;
-}
-
 HK_INLINE void hk_chunk_set(const void *p, unsigned kind) {
   __atomic_store_n(&hk_chunk_map[hk_chunk_index((uintptr_t)p)], (uint8_t)kind, __ATOMIC_RELEASE);
 }

@@ -165,8 +165,10 @@ static hk_heap_t *heap_thread_init(void) {
   hk_heap_start();
   hk_heap_t *h = registry_alloc();   /* zeroed */
   if (!h) return NULL;
-  for (unsigned i = 0; i < HK_DIRECT_N; i++) h->direct[i] = &hk_slab_empty;  /* past the last class's range too */
-  for (unsigned c = 0; c < HK_NCLASS; c++) set_cur(h, c, &hk_slab_empty);
+  /* every entry, past the last small class's range too (the trailer of the
+   * canary measure leaves the top sizes out of every range) */
+  for (unsigned i = 0; i < HK_DIRECT_N; i++) h->direct[i] = &hk_slab_empty;
+  for (unsigned c = 0; c < HK_NCLASS; c++) h->cur[c] = &hk_slab_empty;
   h->tid = hk_thread_id();
   h->ktid = (int)syscall(SYS_gettid);
   HK_STORE_RELAXED(h->live, true);
