@@ -25,7 +25,6 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <unwind.h>
 
 #include "../include/hakmem.h"
 #include "chunk_map.h"
@@ -36,6 +35,7 @@
 #include "os.h"
 #include "report.h"
 #include "size_class.h"
+#include "callstack.h"
 
 int hk_prof_on;
 
@@ -65,8 +65,9 @@ static uint64_t rng_next(prof_tls_t *t) {  /* splitmix64 */
 }
 
 /* ln(u) for u in (0, 1], without libm (a static link needs no -lm): u =
- * m 2^e with m in [1, 2), ln m = 2 atanh(t), t = (m-1)/(m+1) < 1/3, whose
- * series is exact to 1e-12 by its 11th term */
+ * m 2^e with m in [1/sqrt 2, sqrt 2), ln m = 2 atanh(t), t = (m-1)/(m+1),
+ * |t| < 0.172, whose series is exact to 1e-9 by its 5th term (a gap
+ * needs no more) */
 static double ln01(double u) {
   uint64_t b;
   memcpy(&b, &u, sizeof b);
@@ -74,9 +75,10 @@ static double ln01(double u) {
   b = (b & ((1ull << 52) - 1)) | (1023ull << 52);
   double m;
   memcpy(&m, &b, sizeof m);
-  double t = (m - 1) / (m + 1), t2 = t * t, sum = 0, pw = t;
-  for (int k = 1; k <= 21; k += 2, pw *= t2) sum += pw / k;
-  return e * 0.69314718055994530942 + 2 * sum;
+  if (m > 1.4142135623730951) { m *= 0.5; e++; }
+  double t = (m - 1) / (m + 1), t2 = t * t;
+  double s = t * (1 + t2 * (1.0 / 3 + t2 * (1.0 / 5 + t2 * (1.0 / 7 + t2 * (1.0 / 9)))));
+  return e * 0.69314718055994530942 + 2 * s;
 }
 
 /* 1 - e^-x for x >= 0, without libm: the series for small x (no
@@ -143,22 +145,14 @@ static size_t live_blocks, live_mapped;  /* sampled blocks now */
 
 static uintptr_t self_lo, self_hi;  /* hakmem's own code: frames skipped */
 
-struct walk { uintptr_t *pc; unsigned n; bool skipping; };
-
-static _Unwind_Reason_Code walk_step(struct _Unwind_Context *ctx, void *arg) {
-  struct walk *w = arg;
-  uintptr_t ip = _Unwind_GetIP(ctx);
-  if (ip == 0) return _URC_END_OF_STACK;
-  if (w->skipping && ip >= self_lo && ip < self_hi) return _URC_NO_REASON;
-  w->skipping = false;
-  w->pc[w->n++] = ip;
-  return w->n == DEPTH ? _URC_END_OF_STACK : _URC_NO_REASON;
-}
-
+/* the stack, less hakmem's own frames at its top */
 static unsigned capture(uintptr_t *pc) {
-  struct walk w = { pc, 0, true };
-  _Unwind_Backtrace(walk_step, &w);
-  return w.n;
+  uintptr_t all[DEPTH + 16];
+  unsigned n = hk_unwind(all, DEPTH + 16), k = 0;
+  while (k < n && all[k] >= self_lo && all[k] < self_hi) k++;
+  n = n - k < DEPTH ? n - k : DEPTH;
+  memcpy(pc, all + k, n * sizeof *pc);
+  return n;
 }
 
 static uint64_t stack_hash(const uintptr_t *pc, unsigned n) {
@@ -268,13 +262,13 @@ static void dump_due(void) {
 }
 
 static double weight_of(size_t size) { return 1.0 / one_minus_exp_neg((double)size / rate); }
+static double class_weight[HK_NCLASS];  /* weight_of each class's size, set at init */
 
-static void *sample_alloc(prof_tls_t *t, size_t size, size_t align) {
+static void *sample_alloc(prof_tls_t *t, size_t size, size_t align, double weight) {
   size_t off = align > HDR ? align : HDR;
   uintptr_t pc[DEPTH];
   t->busy = 1;  /* the unwinder's first use may call malloc */
   unsigned n = capture(pc);
-  double weight = weight_of(size);
   bool dump = false;
   hk_lock(&prof_lock);
   uint8_t *slot = slot_get();
@@ -307,7 +301,7 @@ void *hk_prof_small(unsigned cls) {
   /* aligned as the class's blocks are: an aligned malloc picks a class
    * whose size is a multiple of its alignment (up to a page) */
   size_t align = c & -c;
-  return sample_alloc(t, c, align < HK_PAGE ? align : HK_PAGE);
+  return sample_alloc(t, c, align < HK_PAGE ? align : HK_PAGE, class_weight[cls]);
 }
 
 /* ---- sampled large blocks -------------------------------------------------------
@@ -603,11 +597,6 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
   return 1;
 }
 
-static _Unwind_Reason_Code prime_step(struct _Unwind_Context *ctx, void *arg) {
-  (void)ctx; (void)arg;
-  return _URC_NO_REASON;
-}
-
 void hk_prof_init(void) {
   if (!hk_knobs.prof) return;
   if (!HK_PROF_BUILD) {
@@ -627,6 +616,7 @@ void hk_prof_init(void) {
     return;
   }
   rate = (double)hk_knobs.prof_sample;
+  for (unsigned c = 0; c < HK_NCLASS; c++) class_weight[c] = weight_of(hk_class_bytes(c));
   seed = hk_knobs.prof_seed ? (uint64_t)hk_knobs.prof_seed
                             : ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&seed ^ hk_os_now_ms();
   next_dump_at = (double)hk_knobs.prof_interval;
@@ -641,11 +631,16 @@ void hk_prof_init(void) {
   /* the unwinder's first walk may load and allocate: here, unsampled */
   prof_tls_t *t = tls_get();
   t->busy = 1;
-  _Unwind_Backtrace(prime_step, NULL);
+  uintptr_t pc[DEPTH];
+  hk_unwind_with(HK_UNWIND_LIBGCC, pc, DEPTH);
+  hk_unwind(pc, DEPTH);
   t->busy = 0;
   __atomic_store_n(&hk_prof_on, 1, __ATOMIC_RELEASE);
 }
 
 void hk_prof_fork_prepare(void) { hk_lock(&prof_lock); }
 void hk_prof_fork_parent(void) { hk_unlock(&prof_lock); }
-void hk_prof_fork_child(void) { hk_lock_reset(&prof_lock); }
+void hk_prof_fork_child(void) {
+  hk_lock_reset(&prof_lock);
+  hk_unwind_fork_child();
+}
