@@ -6,19 +6,24 @@
  * CFA = *(rbp + n), rbp at rbp + n). A return address's rule is worked out
  * once, from its FDE (_Unwind_Find_FDE, the lookup libgcc itself uses),
  * and kept in a table keyed by the address. Any other rule, a signal
- * frame, a frame without an FDE, or a step that does not go up the stack
- * gives the walk to libgcc.
+ * frame, a frame without an FDE, a stack other than the thread's own (a
+ * coroutine's), or a step that does not go up the stack gives the walk to
+ * libgcc.
  *
  * The table is read without a lock and written under one (a miss is rare:
  * once per call site). A slot is rewritten seqlock-fashion: its key goes
  * to 0 first, so a reader that saw the old key and the new rule sees the
  * key change when it looks again. Rules carry the generation they were
- * made in; a library unloaded (dl_iterate_phdr's count of unloads moves)
- * starts a new generation, since another may now be mapped where it was. */
+ * made in; a library unloaded (dl_iterate_phdr's count of unloads moves,
+ * looked at every 64th walk) starts a new generation, since another may now
+ * be mapped where it was. Between an unload and its finding, a stale rule
+ * can misname frames, never fault: every read is bounded by the thread's
+ * stack. */
 #define _GNU_SOURCE
 #include "callstack.h"
 
 #include <link.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -357,8 +362,8 @@ static int count_subs(struct dl_phdr_info *info, size_t size, void *arg) {
   return 1;
 }
 
-/* the generation to walk in: a new one when a library was unloaded */
-static unsigned current_gen(void) {
+/* a new generation when a library was unloaded */
+static void check_unloads(void) {
   unsigned long long subs = 0;
   dl_iterate_phdr(count_subs, &subs);
   if (HK_UNLIKELY(subs != __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))) {
@@ -369,7 +374,6 @@ static unsigned current_gen(void) {
     }
     hk_unlock(&table_lock);
   }
-  return atomic_load_explicit(&gen, memory_order_acquire);
 }
 
 /* rip, rsp and rbp as they are in the caller, just after this returns */
@@ -389,14 +393,40 @@ __asm__(".text\n"
         ".cfi_endproc\n"
         ".size hk_unwind_regs, .-hk_unwind_regs\n");
 
-/* Reads stay in [sp0, sp0 + SPAN): the walk goes up one thread's stack. */
-#define SPAN ((uintptr_t)1 << 30)
+/* The top of this thread's stack, found once (pthread_getattr_np may
+ * allocate: the profiler calls here guarded); every read of a walk lies
+ * between its first sp and this, so a rule that is wrong (a library
+ * swapped under the table between two checks) can misname frames but
+ * never fault. 1: not found, libgcc walks. */
+static __thread uintptr_t stack_lo, stack_hi;
+static __thread unsigned walks_since_check;
+
+static void find_stack(void) {
+  pthread_attr_t a;
+  void *lo;
+  size_t size;
+  stack_lo = stack_hi = 1;
+  if (pthread_getattr_np(pthread_self(), &a) == 0) {
+    if (pthread_attr_getstack(&a, &lo, &size) == 0) {
+      stack_lo = (uintptr_t)lo;
+      stack_hi = (uintptr_t)lo + size;
+    }
+    pthread_attr_destroy(&a);
+  }
+}
 
 /* The walk from regs (the first frame, the caller's own, is left out); -1:
  * give it to libgcc */
 static int walk_cached(const uintptr_t regs[3], uintptr_t *out, unsigned max) {
   uintptr_t pc = regs[0], sp = regs[1], rbp = regs[2], sp0 = sp;
-  unsigned g = current_gen(), n = 0;
+  if (HK_UNLIKELY(stack_hi == 0)) find_stack();
+  /* not found, or sp on another stack (a coroutine's): libgcc */
+  if (sp0 < stack_lo || sp0 + 64 > stack_hi) return -1;
+  const uintptr_t room = stack_hi - sp0 - 8;  /* a read at a is safe when a - sp0 <= room */
+  /* unloads are looked for every 64th walk of a thread (dl_iterate_phdr
+   * takes a lock); any thread's finding counts for all at once */
+  if ((walks_since_check++ & 63) == 0) check_unloads();
+  unsigned g = atomic_load_explicit(&gen, memory_order_acquire), n = 0;
   for (bool first = true;; first = false) {
     if (!first) {
       out[n++] = pc;
@@ -411,17 +441,17 @@ static int walk_cached(const uintptr_t regs[3], uintptr_t *out, unsigned max) {
       case C_RSP: cfa = sp + R_CFA_OFF(r); break;
       case C_RBP: cfa = rbp + R_CFA_OFF(r); break;
       default:
-        if (rbp + R_CFA_OFF(r) - sp0 >= SPAN - 8) return -1;
+        if (rbp + R_CFA_OFF(r) - sp0 > room) return -1;
         cfa = *(const uintptr_t *)(rbp + R_CFA_OFF(r));
     }
-    /* up the stack, 8-aligned, inside the span */
-    if (cfa <= sp || (cfa & 7) || cfa - sp0 >= SPAN || cfa + R_RA_OFF(r) - sp0 >= SPAN - 8) return -1;
+    /* up the stack, 8-aligned, every read on it */
+    if (cfa <= sp || (cfa & 7) || cfa + R_RA_OFF(r) - sp0 > room) return -1;
     uintptr_t ra = *(const uintptr_t *)(cfa + R_RA_OFF(r));
     if (R_RBP(r) == B_AT_CFA) {
-      if (cfa + R_RBP_OFF(r) - sp0 >= SPAN - 8) return -1;
+      if (cfa + R_RBP_OFF(r) - sp0 > room) return -1;
       rbp = *(const uintptr_t *)(cfa + R_RBP_OFF(r));
     } else if (R_RBP(r) == B_AT_RBP) {
-      if (rbp + R_RBP_OFF(r) - sp0 >= SPAN - 8) return -1;
+      if (rbp + R_RBP_OFF(r) - sp0 > room) return -1;
       rbp = *(const uintptr_t *)(rbp + R_RBP_OFF(r));
     }
     sp = cfa;

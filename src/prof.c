@@ -372,10 +372,16 @@ void hk_prof_limit(hk_slab_t *s) {
   prof_tls_t *t = tls_get();
   unsigned cls = s->cls;
   size_t c = hk_class_bytes(cls);
-  uint64_t allowed = (uint64_t)t->left[cls] / c, len;
+  uint64_t allowed, len;
   if (!s->local_free && !HK_M_DELAY) {
     len = (uint64_t)(s->carved - s->used);  /* every block not out is on s->free */
+    if (len * c <= (uint64_t)t->left[cls]) {  /* (no division on the common path) */
+      t->left[cls] -= (int64_t)(len * c);
+      return;
+    }
+    allowed = (uint64_t)t->left[cls] / c;
   } else {
+    allowed = (uint64_t)t->left[cls] / c;
     len = 0;  /* count, as far as matters */
     for (hk_block_t *b = s->free; b && len <= allowed && len < s->capacity; b = hk_block_next(s, b)) len++;
   }
