@@ -181,44 +181,66 @@ static stack_t_ *stack_find(const uintptr_t *pc, unsigned n) {
 
 /* ---- sampled blocks ------------------------------------------------------------
  * A sampled block has a slot of its own: 64 KiB of a 2 MiB chunk marked
- * HK_CHUNK_PROF, the block at offset HDR (or its alignment, a page at most)
- * and this header just before it. Chunks are mapped as slots run out and
- * kept; a freed slot keeps its header saying "freed" (a second free of the
- * block is named a double free) and its pages until it is reused. */
-#define PROF_MAGIC 0x68616b6d50524f46ull  /* "hakmPROF" */
-#define HDR ((size_t)64)
+ * HK_CHUNK_PROF, the block at offset MIN_OFF (or its alignment, a page at
+ * most). What the profiler knows of it is kept beside, in meta[] by slot
+ * number, not in the slot: a free then reads nothing of the block's memory
+ * (a line the program has long left, a cache miss per sampled free). Chunks
+ * are mapped as slots run out and kept, numbered in order; chunk_tab finds
+ * a chunk's number from its address. A freed slot's entry keeps saying
+ * "freed" (a second free of the block is named a double free) and its
+ * pages stay until it is reused. */
+#define MIN_OFF ((size_t)64)
 #define SLOT_SHIFT 16
 #define SLOT ((size_t)1 << SLOT_SHIFT)
+#define SLOTS_PER_CHUNK (HK_SS_SIZE / SLOT)
 #define NSLOT_MAX 65536u         /* slots at most: 4 GiB of address space */
-_Static_assert(HK_MID_MAX + HK_PAGE <= SLOT, "a mid block and its header fit in a slot");
+#define NCHUNK_TAB 4096u         /* a power of two, twice the chunks at most */
+_Static_assert(HK_MID_MAX + HK_PAGE <= SLOT, "a mid block at its alignment fits in a slot");
+_Static_assert(NCHUNK_TAB >= 2 * (NSLOT_MAX / SLOTS_PER_CHUNK), "chunk table half full at most");
 
 typedef struct {
-  uint64_t magic;
   _Atomic uint32_t live;
+  _Atomic uint32_t off;          /* the block's offset in its slot; 0: never used */
   uint32_t stack;                /* index into stacks; NSTACK: none */
+  uint32_t pad;
   size_t size;                   /* usable bytes */
-  uint8_t *slot;
   double weight;                 /* 1/q: objects this sample stands for */
-} prof_hdr_t;
-_Static_assert(sizeof(prof_hdr_t) <= HDR, "header fits before the block");
+} meta_t;
 
+static meta_t *meta;             /* NSLOT_MAX entries, mapped at init */
+static _Atomic uintptr_t *chunk_tab;  /* chunk address + its number; 0: empty */
 static uint8_t **free_slots;     /* NSLOT_MAX entries, mapped at init */
 static unsigned nfree, nslots;
+
+static unsigned chunk_home(uintptr_t c) { return (unsigned)(((c >> 21) * 0x9e3779b97f4a7c15ull) >> 52) & (NCHUNK_TAB - 1); }
+
+/* the slot number of address a in a profiler chunk; -1: none of ours */
+static long slot_no(uintptr_t a) {
+  uintptr_t c = a & ~(uintptr_t)(HK_SS_SIZE - 1);
+  for (unsigned i = chunk_home(c), k = 0; k < NCHUNK_TAB; i = (i + 1) & (NCHUNK_TAB - 1), k++) {
+    uintptr_t e = atomic_load_explicit(&chunk_tab[i], memory_order_acquire);
+    if (e == 0) return -1;
+    if ((e & ~(uintptr_t)(HK_SS_SIZE - 1)) == c)
+      return (long)((e & (HK_SS_SIZE - 1)) * SLOTS_PER_CHUNK + ((a >> SLOT_SHIFT) & (SLOTS_PER_CHUNK - 1)));
+  }
+  return -1;
+}
 
 /* a free slot, mapping a chunk of them when none is left. Locked. */
 static uint8_t *slot_get(void) {
   if (nfree == 0) {
-    if (nslots + HK_SS_SIZE / SLOT > NSLOT_MAX) return NULL;
+    if (nslots + SLOTS_PER_CHUNK > NSLOT_MAX) return NULL;
     uint8_t *c = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!c) return NULL;
+    unsigned i = chunk_home((uintptr_t)c);
+    while (atomic_load_explicit(&chunk_tab[i], memory_order_relaxed)) i = (i + 1) & (NCHUNK_TAB - 1);
+    atomic_store_explicit(&chunk_tab[i], (uintptr_t)c + nslots / SLOTS_PER_CHUNK, memory_order_release);
     hk_chunk_set(c, HK_CHUNK_PROF);
-    for (size_t i = HK_SS_SIZE / SLOT; i-- > 0;) free_slots[nfree++] = c + i * SLOT;
-    nslots += (unsigned)(HK_SS_SIZE / SLOT);
+    for (size_t k = SLOTS_PER_CHUNK; k-- > 0;) free_slots[nfree++] = c + k * SLOT;
+    nslots += (unsigned)SLOTS_PER_CHUNK;
   }
   return free_slots[--nfree];
 }
-
-static prof_hdr_t *hdr_of(const void *p) { return (prof_hdr_t *)((uintptr_t)p - HDR); }
 
 /* A sample's stack and weight into the table; its entry (NSTACK: none).
  * Locked. *dump: an interval profile is due. */
@@ -265,7 +287,7 @@ static double weight_of(size_t size) { return 1.0 / one_minus_exp_neg((double)si
 static double class_weight[HK_NCLASS];  /* weight_of each class's size, set at init */
 
 static void *sample_alloc(prof_tls_t *t, size_t size, size_t align, double weight) {
-  size_t off = align > HDR ? align : HDR;
+  size_t off = align > MIN_OFF ? align : MIN_OFF;
   uintptr_t pc[DEPTH];
   t->busy = 1;  /* the unwinder's first use may call malloc */
   unsigned n = capture(pc);
@@ -278,13 +300,12 @@ static void *sample_alloc(prof_tls_t *t, size_t size, size_t align, double weigh
     return NULL;
   }
   uint8_t *p = slot + off;
-  prof_hdr_t *h = hdr_of(p);
-  h->magic = PROF_MAGIC;
-  h->size = size;
-  h->slot = slot;
-  h->weight = weight;
-  h->stack = record(pc, n, size, weight, &dump);
-  atomic_store_explicit(&h->live, 1, memory_order_release);
+  meta_t *m = &meta[slot_no((uintptr_t)slot)];
+  m->size = size;
+  m->weight = weight;
+  m->stack = record(pc, n, size, weight, &dump);
+  atomic_store_explicit(&m->off, (uint32_t)off, memory_order_relaxed);
+  atomic_store_explicit(&m->live, 1, memory_order_release);
   live_blocks++;
   live_mapped += SLOT;
   hk_unlock(&prof_lock);
@@ -412,35 +433,41 @@ void hk_prof_limit(hk_slab_t *s) {
   t->left[cls] -= (int64_t)(allowed * c);
 }
 
-static bool is_block(const void *p, const prof_hdr_t *h) {
-  uintptr_t off = (uintptr_t)p & (SLOT - 1);
-  return off >= HDR && h->magic == PROF_MAGIC && (uintptr_t)h->slot == (uintptr_t)p - off;
+/* p's entry when p is the start of a block of ours (live or freed), else NULL */
+static meta_t *meta_of(const void *p) {
+  long id = slot_no((uintptr_t)p);
+  if (id < 0) return NULL;
+  meta_t *m = &meta[id];
+  uint32_t off = atomic_load_explicit(&m->off, memory_order_relaxed);
+  return off && off == ((uintptr_t)p & (SLOT - 1)) ? m : NULL;
 }
 
 bool hk_prof_free(const char *what, void *p) {
-  prof_hdr_t *h = hdr_of(p);
-  if (!is_block(p, h)) {
+  meta_t *m = meta_of(p);
+  if (!m) {
     hk_report_invalid(what, p, "not the start of a hakmem block");
     return false;
   }
-  uint32_t one = 1;
-  if (!atomic_compare_exchange_strong(&h->live, &one, 0)) {
+  hk_lock(&prof_lock);  /* (the one atomic here: live is changed under it) */
+  if (!atomic_load_explicit(&m->live, memory_order_relaxed)) {
+    hk_unlock(&prof_lock);
     hk_report_invalid(what, p, "block already freed (double free)");
     return false;
   }
-  hk_lock(&prof_lock);
-  unrecord(h->stack, h->size, h->weight);
+  atomic_store_explicit(&m->live, 0, memory_order_relaxed);
+  unrecord(m->stack, m->size, m->weight);
   live_blocks--;
   live_mapped -= SLOT;
-  free_slots[nfree++] = h->slot;  /* (its pages stay: a sampled block is small) */
+  /* (its pages stay: a sampled block is small) */
+  free_slots[nfree++] = (uint8_t *)((uintptr_t)p & ~(uintptr_t)(SLOT - 1));
   hk_unlock(&prof_lock);
   return true;
 }
 
 size_t hk_prof_usable(const void *p) {
-  const prof_hdr_t *h = hdr_of(p);
-  if (!is_block(p, h)) return 0;
-  return atomic_load_explicit(&h->live, memory_order_relaxed) ? h->size : 0;
+  const meta_t *m = meta_of(p);
+  if (!m) return 0;
+  return atomic_load_explicit(&m->live, memory_order_acquire) ? m->size : 0;
 }
 
 void hk_prof_live(size_t *blocks, size_t *mapped) {
@@ -617,7 +644,9 @@ void hk_prof_init(void) {
   }
   ltab = hk_os_map_aligned(hk_align_up(NLARGE * sizeof(lsample_t), HK_PAGE), HK_PAGE);
   free_slots = hk_os_map_aligned(hk_align_up(NSLOT_MAX * sizeof *free_slots, HK_PAGE), HK_PAGE);
-  if (!ltab || !free_slots) {
+  meta = hk_os_map_aligned(hk_align_up(NSLOT_MAX * sizeof *meta, HK_PAGE), HK_PAGE);
+  chunk_tab = hk_os_map_aligned(hk_align_up(NCHUNK_TAB * sizeof *chunk_tab, HK_PAGE), HK_PAGE);
+  if (!ltab || !free_slots || !meta || !chunk_tab) {
     hk_message("hakmem: warning: HAKMEM_PROF: no memory for the sample table; profiling is off\n");
     return;
   }
