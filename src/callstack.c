@@ -46,6 +46,16 @@ static _Unwind_Reason_Code lstep(struct _Unwind_Context *ctx, void *arg) {
 
 static __thread uint64_t walks_cached, walks_libgcc;
 
+/* libgcc's walk, inlined into hk_unwind_with: its first frame (that
+ * function's) is skipped */
+HK_INLINE unsigned libgcc_walk(uintptr_t *pc, unsigned max) {
+  walks_libgcc++;
+  struct lwalk w = { pc, 0, max, 1 };
+  _Unwind_Backtrace(lstep, &w);
+  __asm__ volatile("" ::: "memory");  /* not a tail call: the caller's frame stays */
+  return w.n;
+}
+
 void hk_unwind_counts(uint64_t *cached, uint64_t *fallback) {
   *cached = walks_cached;
   *fallback = walks_libgcc;
@@ -82,28 +92,21 @@ extern const void *_Unwind_Find_FDE(void *pc, struct eh_bases *bases);
 
 typedef struct { const uint8_t *p, *end; bool bad; } rd_t;
 
-static uint64_t uleb(rd_t *r) {
-  uint64_t v = 0;
-  for (unsigned sh = 0;; sh += 7) {
-    if (r->p >= r->end || sh > 63) { r->bad = true; return 0; }
-    uint8_t b = *r->p++;
-    v |= (uint64_t)(b & 0x7f) << sh;
-    if (!(b & 0x80)) return v;
-  }
-}
-
-static int64_t sleb(rd_t *r) {
+/* a LEB128 number; sign: sign-extended from its last byte's bit 6 */
+static uint64_t leb(rd_t *r, bool sign) {
   uint64_t v = 0;
   for (unsigned sh = 0;; sh += 7) {
     if (r->p >= r->end || sh > 63) { r->bad = true; return 0; }
     uint8_t b = *r->p++;
     v |= (uint64_t)(b & 0x7f) << sh;
     if (!(b & 0x80)) {
-      if (sh + 7 < 64 && (b & 0x40)) v |= ~0ull << (sh + 7);
-      return (int64_t)v;
+      if (sign && sh + 7 < 64 && (b & 0x40)) v |= ~0ull << (sh + 7);
+      return v;
     }
   }
 }
+static uint64_t uleb(rd_t *r) { return leb(r, false); }
+static int64_t sleb(rd_t *r) { return (int64_t)leb(r, true); }
 
 static uint64_t fixed(rd_t *r, unsigned n) {
   if (r->end - r->p < (ptrdiff_t)n) { r->bad = true; return 0; }
@@ -145,6 +148,12 @@ static void set_reg(cstate_t *s, uint64_t reg, int how, int64_t off) {
   else if (reg == RA) { s->ra_how = how; s->ra_off = off; }
 }
 
+/* DW_CFA_restore: the register's rule as the CIE left it */
+static void restore_reg(cstate_t *s, const cstate_t *init, uint64_t reg) {
+  if (reg == RBP) set_reg(s, reg, init->rbp_how, init->rbp_off);
+  else if (reg == RA) set_reg(s, reg, init->ra_how, init->ra_off);
+}
+
 /* Run a CFA program while its location is below pc (the rules at pc - 1,
  * inside the call). init: the CIE's state, for DW_CFA_restore. */
 static bool run_cfa(rd_t *r, const cie_t *c, uintptr_t loc, uintptr_t pc, cstate_t *s, const cstate_t *init) {
@@ -156,10 +165,7 @@ static bool run_cfa(rd_t *r, const cie_t *c, uintptr_t loc, uintptr_t pc, cstate
     switch (op >> 6) {
       case 1: loc += (op & 0x3f) * c->caf; continue;                    /* advance_loc */
       case 2: set_reg(s, op & 0x3f, H_AT_CFA, (int64_t)uleb(r) * c->daf); continue;  /* offset */
-      case 3:                                                           /* restore */
-        if ((op & 0x3f) == RBP) { s->rbp_how = init->rbp_how; s->rbp_off = init->rbp_off; }
-        if ((op & 0x3f) == RA) { s->ra_how = init->ra_how; s->ra_off = init->ra_off; }
-        continue;
+      case 3: restore_reg(s, init, op & 0x3f); continue;                 /* restore */
     }
     switch (op) {
       case 0x00: break;                                                 /* nop */
@@ -167,11 +173,7 @@ static bool run_cfa(rd_t *r, const cie_t *c, uintptr_t loc, uintptr_t pc, cstate
       case 0x03: loc += fixed(r, 2) * c->caf; break;
       case 0x04: loc += fixed(r, 4) * c->caf; break;
       case 0x05: reg = uleb(r); set_reg(s, reg, H_AT_CFA, (int64_t)uleb(r) * c->daf); break;
-      case 0x06:                                                        /* restore_extended */
-        reg = uleb(r);
-        if (reg == RBP) { s->rbp_how = init->rbp_how; s->rbp_off = init->rbp_off; }
-        if (reg == RA) { s->ra_how = init->ra_how; s->ra_off = init->ra_off; }
-        break;
+      case 0x06: restore_reg(s, init, uleb(r)); break;                  /* restore_extended */
       case 0x07: reg = uleb(r); set_reg(s, reg, reg == RA ? H_UNDEF : H_BAD, 0); break;  /* undefined */
       case 0x08: reg = uleb(r); set_reg(s, reg, reg == RBP ? H_SAME : H_BAD, 0); break;  /* same_value */
       case 0x09: reg = uleb(r); uleb(r); set_reg(s, reg, H_BAD, 0); break;              /* register */
@@ -235,16 +237,18 @@ static bool run_cfa(rd_t *r, const cie_t *c, uintptr_t loc, uintptr_t pc, cstate
 }
 
 /* the rule at return address pc (kind and where), without a generation */
+#define NO_RULE pack(R_LIBGCC, 0, 0, 0, 0, 0, 0)
+
 static uint64_t rule_for(uintptr_t pc) {
   struct eh_bases bases;
   const uint8_t *fde = _Unwind_Find_FDE((void *)(pc - 1), &bases);
-  if (!fde) return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+  if (!fde) return NO_RULE;
   uint32_t len = (uint32_t)fixed(&(rd_t){ fde, fde + 4, false }, 4);
-  if (len == 0 || len == 0xffffffffu) return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+  if (len == 0 || len == 0xffffffffu) return NO_RULE;
   const uint8_t *fend = fde + 4 + len;
   const uint8_t *cie = fde + 4 - (uint32_t)fixed(&(rd_t){ fde + 4, fde + 8, false }, 4);
   uint32_t clen = (uint32_t)fixed(&(rd_t){ cie, cie + 4, false }, 4);
-  if (clen == 0 || clen == 0xffffffffu) return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+  if (clen == 0 || clen == 0xffffffffu) return NO_RULE;
 
   /* the CIE: version, augmentation, factors, the RA column, 'z' data */
   rd_t r = { cie + 8, cie + 4 + clen, false };
@@ -254,7 +258,7 @@ static uint64_t rule_for(uintptr_t pc) {
   while (r.p < r.end && *r.p) r.p++;
   r.p++;
   if ((version != 1 && version != 3) || r.p > r.end || (aug[0] == 'e' && aug[1] == 'h'))
-    return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+    return NO_RULE;
   c.caf = uleb(&r);
   c.daf = sleb(&r);
   uint64_t ra_col = version == 1 ? fixed(&r, 1) : uleb(&r);
@@ -262,7 +266,7 @@ static uint64_t rule_for(uintptr_t pc) {
   if (aug[0] == 'z') {
     c.z = true;
     uint64_t alen = uleb(&r);
-    if (r.bad || alen > (uint64_t)(r.end - r.p)) return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+    if (r.bad || alen > (uint64_t)(r.end - r.p)) return NO_RULE;
     rd_t a = { r.p, r.p + alen, false };
     r.p += alen;
     for (const char *k = aug + 1; *k; k++) {
@@ -272,14 +276,14 @@ static uint64_t rule_for(uintptr_t pc) {
       else if (*k == 'S') c.signal = true;
       else if (*k != 'B') a.bad = true;
     }
-    if (a.bad) return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+    if (a.bad) return NO_RULE;
   } else if (aug[0]) {
-    return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+    return NO_RULE;
   }
-  if (r.bad || ra_col != RA || c.signal || c.caf == 0) return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+  if (r.bad || ra_col != RA || c.signal || c.caf == 0) return NO_RULE;
 
   cstate_t init = { F_BAD, 0, 0, H_SAME, H_BAD, 0, 0 }, s;
-  if (!run_cfa(&r, &c, 0, UINTPTR_MAX, &init, &init)) return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+  if (!run_cfa(&r, &c, 0, UINTPTR_MAX, &init, &init)) return NO_RULE;
 
   /* the FDE: past the function's start and length and its 'z' data */
   rd_t f = { fde + 8, fend, false };
@@ -287,26 +291,26 @@ static uint64_t rule_for(uintptr_t pc) {
   skip_enc(&f, c.fde_enc & 0x0f);
   if (c.z) {
     uint64_t alen = uleb(&f);
-    if (alen > (uint64_t)(f.end - f.p)) return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+    if (alen > (uint64_t)(f.end - f.p)) return NO_RULE;
     f.p += alen;
   }
   s = init;
-  if (f.bad || !run_cfa(&f, &c, (uintptr_t)bases.func, pc, &s, &init)) return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+  if (f.bad || !run_cfa(&f, &c, (uintptr_t)bases.func, pc, &s, &init)) return NO_RULE;
 
   if (s.ra_how == H_UNDEF) return pack(R_END, 0, 0, 0, 0, 0, 0);
   unsigned base, rbp;
   if (s.cfa_how == F_DEREF_RBP) base = C_DEREF_RBP;
   else if (s.cfa_how == F_REG && s.cfa_reg == RSP) base = C_RSP;
   else if (s.cfa_how == F_REG && s.cfa_reg == RBP) base = C_RBP;
-  else return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+  else return NO_RULE;
   if (s.rbp_how == H_SAME) rbp = B_SAME;
   else if (s.rbp_how == H_AT_CFA) rbp = B_AT_CFA;
   else if (s.rbp_how == H_AT_RBP) rbp = B_AT_RBP;
-  else return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+  else return NO_RULE;
   /* the packed fields: a frame under 8 MiB, slots near the CFA */
   if (s.ra_how != H_AT_CFA || s.ra_off < -128 || s.ra_off > 127 || s.rbp_off < -32768 ||
       s.rbp_off > 32767 || s.cfa_off < -(1 << 23) || s.cfa_off >= (1 << 23))
-    return pack(R_LIBGCC, 0, 0, 0, 0, 0, 0);
+    return NO_RULE;
   return pack(R_WALK, base, rbp, (int)s.ra_off, (int)s.rbp_off, (int)s.cfa_off, 0);
 }
 
@@ -369,7 +373,7 @@ static void check_unloads(void) {
   if (HK_UNLIKELY(subs != __atomic_load_n(&seen_subs, __ATOMIC_RELAXED))) {
     hk_lock(&table_lock);
     if (subs != seen_subs) {
-      seen_subs = subs;
+      __atomic_store_n(&seen_subs, subs, __ATOMIC_RELAXED);
       atomic_fetch_add_explicit(&gen, 1, memory_order_release);
     }
     hk_unlock(&table_lock);
@@ -471,11 +475,7 @@ HK_NOINLINE __attribute__((noclone)) unsigned hk_unwind_with(int how, uintptr_t 
       return (unsigned)n;
     }
   }
-  walks_libgcc++;
-  struct lwalk w = { pc, 0, max, 1 };  /* its first frame: this function */
-  _Unwind_Backtrace(lstep, &w);
-  __asm__ volatile("" ::: "memory");   /* not a tail call: this frame stays */
-  return w.n;
+  return libgcc_walk(pc, max);
 }
 
 void hk_unwind_fork_child(void) { hk_lock_reset(&table_lock); }
@@ -485,11 +485,7 @@ void hk_unwind_fork_child(void) { hk_lock_reset(&table_lock); }
 HK_NOINLINE __attribute__((noclone)) unsigned hk_unwind_with(int how, uintptr_t *pc, unsigned max) {
   (void)how;
   if (max == 0) return 0;
-  walks_libgcc++;
-  struct lwalk w = { pc, 0, max, 1 };
-  _Unwind_Backtrace(lstep, &w);
-  __asm__ volatile("" ::: "memory");
-  return w.n;
+  return libgcc_walk(pc, max);
 }
 
 void hk_unwind_fork_child(void) {}
