@@ -6,6 +6,8 @@
 
 #include "chunk_map.h"
 #include "heap.h"
+#include "heap_slabs.h"
+#include "refill.h"
 #include "remote.h"
 #include "report.h"
 #include "secure.h"

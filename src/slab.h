@@ -15,6 +15,11 @@
 void hk_slab_check(const hk_slab_t *s, uintptr_t owner);
 #endif
 
+/* The slab no heap has: every heap's cur[] and direct[] point here when
+ * the class has no current slab. free == NULL: the fast path falls
+ * through; owner == 0. */
+extern hk_slab_t hk_slab_empty HK_HIDDEN;
+
 /* Make slab idx of ss a slab of class cls owned by thread `owner`. */
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner);
 
@@ -30,6 +35,14 @@ bool hk_slab_restart(hk_slab_t *s) __attribute__((noinline));
 /* s's owner vanished in fork(), maybe halfway through a list update:
  * make its lists and counts agree again (slab.c). Before the adopter uses it. */
 void hk_slab_rebuild(hk_slab_t *s) __attribute__((cold));
+
+/* The blocks on s->free, counted by walking it (stats only); a bad link
+ * or a cycle stops the count: malloc reports the link when it gets there. */
+uint64_t hk_slab_free_count(const hk_slab_t *s);
+/* The free mark's confirmation, the slab's part: is b on one of s's lists
+ * of free blocks (its own, its remote frees)? The caller owns s. A walk:
+ * rare (a bad link ends it). */
+bool hk_slab_holds_free(const hk_slab_t *s, const hk_block_t *b);
 
 /* Pop b, the first block of s->free, for malloc: its link is checked
  * before it is followed. */
