@@ -25,20 +25,16 @@ void *hk_malloc_mid(size_t n, unsigned kind) {
 void hk_free_other(void *p, unsigned kind, size_t size) {
   unsigned ck = hk_chunk_kind(p);  /* read again: the fast path only compared it */
   if (hk_chunk_is_ss(ck)) { hk_free_in_slab(p, hk_slab_at(p, hk_chunk_slab_shift(ck)), kind, size); return; }
-  if (p == NULL) return;
-  if (hk_chunk_is_large(ck)) { hk_large_free(p, ck, kind, size); return; }
-  if (ck == HK_CHUNK_ZERO) { hk_zero_free("free", p, size); return; }
-  if (HK_PROF_BUILD && ck == HK_CHUNK_PROF) { hk_prof_free("free", p); return; }
-  hk_report_invalid("free", p, "not allocated by hakmem");
+  hk_tier_of(ck)->free(p, ck, kind, size);
 }
 
 void hk_free_invalid(void *p, hk_slab_t *s) {
-  if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) hk_report_invalid("free", p, "not a live hakmem block");
+  if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) hk_report_invalid("free", p, HK_WHY_NOT_LIVE);
   else if (hk_slab_is_slot(s, p) && !hk_slab_is_block(s, p))  /* a block start past `carved` */
-    hk_report_invalid("free", p, "not a live hakmem block (never handed out)");
+    hk_report_invalid("free", p, HK_WHY_NEVER_HANDED);
   else if (!hk_slab_is_block(s, p))
-    hk_report_invalid("free", p, "not the start of a hakmem block (interior or misaligned)");
-  else hk_report_invalid("free", p, "block already freed (double free)");
+    hk_report_invalid("free", p, HK_WHY_INTERIOR);
+  else hk_report_invalid("free", p, HK_WHY_DOUBLE_FREE);
 }
 
 /* free found the free mark in p: a double free, or a free of a block
@@ -50,7 +46,7 @@ void hk_free_marked(hk_slab_t *s, void *p) {
   if (HK_UNLIKELY(HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED)) { hk_free_invalid(p, s); return; }
   bool owner = hk_slab_owner(s) == hk_thread_id();
   if (!owner || hk_heap_block_is_free(s, (hk_block_t *)p)) {
-    hk_report_invalid("free", p, "block already freed (double free)");
+    hk_report_invalid("free", p, HK_WHY_DOUBLE_FREE);
     return;
   }
   hk_free_local(s, (hk_block_t *)p);  /* live after all: the mark is in place */
@@ -64,7 +60,7 @@ void hk_free_remote_checked(hk_slab_t *s, void *p) {
   }
   uintptr_t head = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
   if (HK_UNLIKELY(head == (uintptr_t)p)) {
-    hk_report_invalid("free", p, "block already freed (double free)");
+    hk_report_invalid("free", p, HK_WHY_DOUBLE_FREE);
     return;
   }
   if (HK_UNLIKELY(!hk_remote_push(s, (hk_block_t *)p))) hk_heap_notify(s, (hk_block_t *)p);
@@ -99,77 +95,25 @@ void *hk_calloc(size_t count, size_t size) {
   return hk_large_alloc(n, 0, true, HK_KIND_MALLOC);
 }
 
-/* Usable size of a live block; 0 for anything else. */
-size_t hk_usable(const void *p) {
-  if (p == NULL) return 0;
-  unsigned kind = hk_chunk_kind(p);
-  if (hk_chunk_is_ss(kind)) {
-    hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
-    if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED || !hk_slab_is_block(s, p)) return 0;
-    return HK_M_CANARY ? hk_sec_requested(s, p) : s->block_size;
-  }
-  if (hk_chunk_is_large(kind)) return hk_large_usable(p, kind);
-  if (kind == HK_CHUNK_PROF) return hk_prof_usable(p);
-  return 0;  /* zero-size blocks too */
-}
+/* ---- the table of block operations (alloc.h), one row per tier -------------- */
 
-bool hk_owns_block(const void *p) {
-  if (p == NULL) return false;
-  unsigned kind = hk_chunk_kind(p);
-  if (hk_chunk_is_ss(kind)) {
-    hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
-    return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, p);
-  }
-  if (hk_chunk_is_large(kind)) return hk_large_usable(p, kind) != 0;
-  if (kind == HK_CHUNK_ZERO) return hk_zero_live(p);
-  if (kind == HK_CHUNK_PROF) return hk_prof_usable(p) != 0;
-  return false;
+static size_t slab_usable(const void *p, unsigned ck) {
+  hk_slab_t *s = hk_slab_at(p, hk_chunk_slab_shift(ck));
+  if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED || !hk_slab_is_block(s, p)) return 0;
+  return HK_M_CANARY ? hk_sec_requested(s, p) : s->block_size;
 }
-
-void *hk_realloc(void *p, size_t n) {
-  if (p == NULL) return hk_malloc_inline(n);
-  if (n == 0) { hk_free_inline(p); return NULL; }  /* glibc's behaviour */
-  unsigned kind = hk_chunk_kind(p);
-  if (kind == HK_CHUNK_ZERO) {  /* nothing to copy */
-    if (!hk_zero_live(p)) {
-      hk_zero_free("realloc", p, 0);  /* reports why */
-      errno = EINVAL;
-      return NULL;
-    }
-    void *q = hk_malloc_inline(n);
-    if (q) hk_zero_free("realloc", p, 0);
-    return q;
-  }
-  if (kind == HK_CHUNK_PROF) {  /* a sampled block moves */
-    size_t have = hk_prof_usable(p);
-    if (have == 0) {
-      hk_prof_free("realloc", p);  /* reports why */
-      errno = EINVAL;
-      return NULL;
-    }
-    void *q = hk_malloc_inline(n);
-    if (HK_UNLIKELY(q == NULL)) return NULL;
-    memcpy(q, p, n < have ? n : have);
-    hk_prof_free("realloc", p);
-    return q;
-  }
-  if (hk_chunk_is_large(kind)) {
-    if (n > HK_MID_MAX) return hk_large_realloc(p, kind, n);
-    /* a large block shrinking into the slab tiers moves */
-  } else if (!hk_chunk_is_ss(kind)) {
-    hk_report_invalid("realloc", p, "not allocated by hakmem");
-    errno = EINVAL;
-    return NULL;
-  }
-  size_t have = hk_usable(p);
-  if (have == 0 && !hk_owns_block(p)) {
-    hk_report_invalid("realloc", p, "not a live hakmem block");
-    errno = EINVAL;
-    return NULL;
-  }
-  if (hk_chunk_is_ss(kind)) {
-    /* a realloc of a freed block: the same checks free() makes */
-    hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
+static bool slab_owns(const void *p, unsigned ck) {
+  hk_slab_t *s = hk_slab_at(p, hk_chunk_slab_shift(ck));
+  return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, p);
+}
+/* realloc of a freed block is caught by the checks free() makes; the
+ * secure build resizes in place within the block */
+static bool slab_resize(void *p, unsigned ck, size_t n, void **out) {
+  hk_slab_t *s = hk_slab_at(p, hk_chunk_slab_shift(ck));
+  const char *why = NULL;
+  if (!slab_owns(p, ck)) {
+    why = HK_WHY_NOT_LIVE;
+  } else {
     uintptr_t xhead = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;
     bool mine = hk_slab_owner(s) == hk_thread_id();
     /* (not under memcheck: p may be live, and its word must not become
@@ -177,14 +121,119 @@ void *hk_realloc(void *p, size_t n) {
     bool marked = !HK_M_CANARY && !HK_TRACKING && hk_mark_load((hk_block_t *)p) == hk_free_mark &&
                   (!mine || hk_heap_block_is_free(s, (hk_block_t *)p));
     if (HK_UNLIKELY((mine && (p == (void *)s->local_free || p == (void *)s->free)) ||
-                    xhead == (uintptr_t)p || hk_sec_is_free(s, p) || marked)) {
-      hk_report_invalid("realloc", p, "block already freed (double free)");
-      errno = EINVAL;
-      return NULL;
-    }
-    if (hk_sec_resize(s, p, n)) return p;
+                    xhead == (uintptr_t)p || hk_sec_is_free(s, p) || marked))
+      why = HK_WHY_DOUBLE_FREE;
   }
-  void *q = hk_malloc_inline(n);
+  if (HK_UNLIKELY(why != NULL)) {
+    hk_report_invalid("realloc", p, why);
+    errno = EINVAL;
+    *out = NULL;
+    return true;
+  }
+  if (!hk_sec_resize(s, p, n)) return false;
+  *out = p;
+  return true;
+}
+
+static bool large_owns(const void *p, unsigned ck) { return hk_large_usable(p, ck) != 0; }
+/* into the slab tiers it moves */
+static bool large_resize(void *p, unsigned ck, size_t n, void **out) {
+  if (n <= HK_MID_MAX) return false;
+  *out = hk_large_realloc(p, ck, n);
+  return true;
+}
+static bool large_extent(const void *p, unsigned ck, const uint8_t **start, size_t *size) {
+  return hk_large_block_of(p, ck, (uint8_t **)start, size);
+}
+
+/* A refused realloc: reported by the tier's free (which says why), EINVAL. */
+static bool refuse(void **out) {
+  errno = EINVAL;
+  *out = NULL;
+  return true;
+}
+
+static void zero_free(void *p, unsigned ck, unsigned kind, size_t size) {
+  (void)ck, (void)kind;
+  hk_zero_free("free", p, size);
+}
+static size_t zero_usable(const void *p, unsigned ck) { (void)p, (void)ck; return 0; }
+static bool zero_owns(const void *p, unsigned ck) { (void)ck; return hk_zero_live(p); }
+static bool zero_resize(void *p, unsigned ck, size_t n, void **out) {
+  (void)ck, (void)n;
+  if (hk_zero_live(p)) return false;  /* moves: nothing to copy */
+  hk_zero_free("realloc", p, 0);      /* reports why */
+  return refuse(out);
+}
+
+/* A build without the profiler maps no chunk HK_CHUNK_PROF: this row is
+ * then never reached. */
+static void prof_free(void *p, unsigned ck, unsigned kind, size_t size) {
+  (void)ck, (void)kind, (void)size;
+  hk_prof_free("free", p);
+}
+static size_t prof_usable(const void *p, unsigned ck) { (void)ck; return hk_prof_usable(p); }
+static bool prof_owns(const void *p, unsigned ck) { (void)ck; return hk_prof_usable(p) != 0; }
+static bool prof_resize(void *p, unsigned ck, size_t n, void **out) {  /* a sampled block moves */
+  (void)ck, (void)n;
+  if (hk_prof_usable(p) != 0) return false;
+  hk_prof_free("realloc", p);  /* reports why */
+  return refuse(out);
+}
+
+static void foreign_free(void *p, unsigned ck, unsigned kind, size_t size) {
+  (void)ck, (void)kind, (void)size;
+  if (p != NULL) hk_report_invalid("free", p, HK_WHY_FOREIGN);
+}
+static bool foreign_resize(void *p, unsigned ck, size_t n, void **out) {
+  (void)ck, (void)n;
+  hk_report_invalid("realloc", p, HK_WHY_FOREIGN);
+  return refuse(out);
+}
+/* no bytes of a live block: foreign memory, a zero-size block, a sampled
+ * block (the copy checks are in builds without the profiler) */
+static bool no_extent(const void *p, unsigned ck, const uint8_t **start, size_t *size) {
+  (void)p, (void)ck, (void)start, (void)size;
+  return false;
+}
+static size_t no_usable(const void *p, unsigned ck) { (void)p, (void)ck; return 0; }
+static bool no_owns(const void *p, unsigned ck) { (void)p, (void)ck; return false; }
+
+const hk_tier_t hk_tiers[HK_NTIERS] = {
+  /* tier             free          usable           owns        resize          extent */
+  [HK_TIER_FOREIGN] = { foreign_free, no_usable,       no_owns,    foreign_resize, no_extent },
+  /* free: inline in hk_free_other, before the table */
+  [HK_TIER_SLAB]    = { NULL,         slab_usable,     slab_owns,  slab_resize,    hk_slab_extent },
+  [HK_TIER_LARGE]   = { hk_large_free, hk_large_usable, large_owns, large_resize,  large_extent },
+  [HK_TIER_ZERO]    = { zero_free,    zero_usable,     zero_owns,  zero_resize,    no_extent },
+  [HK_TIER_PROF]    = { prof_free,    prof_usable,     prof_owns,  prof_resize,    no_extent },
+};
+
+/* Usable size of a live block; 0 for anything else. */
+size_t hk_usable(const void *p) {
+  unsigned ck = hk_chunk_kind(p);
+  return hk_tier_of(ck)->usable(p, ck);
+}
+
+bool hk_owns_block(const void *p) {
+  unsigned ck = hk_chunk_kind(p);
+  return hk_tier_of(ck)->owns(p, ck);
+}
+
+void *hk_realloc(void *p, size_t n) {
+  if (p == NULL) return hk_malloc_inline(n);
+  if (n == 0) { hk_free_inline(p); return NULL; }  /* glibc's behaviour */
+  unsigned ck = hk_chunk_kind(p);
+  const hk_tier_t *t = hk_tier_of(ck);
+  void *q;
+  if (t->resize(p, ck, n, &q)) return q;
+  size_t have = t->usable(p, ck);
+  if (have == 0 && !t->owns(p, ck)) {
+    hk_report_invalid("realloc", p, HK_WHY_NOT_LIVE);
+    errno = EINVAL;
+    return NULL;
+  }
+  q = hk_malloc_inline(n);
   if (HK_UNLIKELY(q == NULL)) return NULL;
   memcpy(q, p, n < have ? n : have);
   hk_free_inline(p);
@@ -217,14 +266,14 @@ void hk_debug_check_alloc(void *p, unsigned cls) {
 }
 
 void hk_debug_check_free(void *p, hk_slab_t *s) {
-  if (!hk_owns_block(p)) { hk_report_invalid("free", p, "not a live hakmem block"); return; }
+  if (!hk_owns_block(p)) { hk_report_invalid("free", p, HK_WHY_NOT_LIVE); return; }
   if (hk_slab_owner(s) != hk_thread_id()) return;
   unsigned n = 0;
   for (hk_block_t *b = s->local_free; b && n < 64; b = hk_block_next(s, b), n++)
-    if (b == p) hk_report_invalid("free", p, "block already freed (double free)");
+    if (b == p) hk_report_invalid("free", p, HK_WHY_DOUBLE_FREE);
   n = 0;
   for (hk_block_t *b = s->free; b && n < 64; b = hk_block_next(s, b), n++)
-    if (b == p) hk_report_invalid("free", p, "block already freed (double free)");
+    if (b == p) hk_report_invalid("free", p, HK_WHY_DOUBLE_FREE);
 }
 #endif
 

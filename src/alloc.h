@@ -6,11 +6,41 @@
 
 #include "chunk_map.h"
 #include "heap.h"
+#include "heap_slabs.h"
+#include "refill.h"
 #include "remote.h"
 #include "report.h"
 #include "secure.h"
 #include "size_class.h"
 #include "slab.h"
+
+/* ---- block operations, one row per tier ------------------------------------
+ * What free, realloc, malloc_usable_size, hak_owns and the copy checks do
+ * with a pointer depends on the tier that owns its chunk: the chunk map says
+ * which (one load, chunk_map.h: hk_chunk_tier), and this table says how.
+ * A new tier is a chunk value and a row. Slab memory is also handled inline
+ * by the two hot callers, free (hk_free_other) and the copy checks
+ * (hk_slab_extent), before they look here. */
+typedef struct hk_tier {
+  /* free p (kind, size: what the caller says; the secure build checks
+   * them); reports what is not a live block of the tier */
+  void (*free)(void *p, unsigned ck, unsigned kind, size_t size);
+  /* the usable size of the live block that starts at p; 0 when none (a
+   * zero-size block is live with 0 bytes: owns says so) */
+  size_t (*usable)(const void *p, unsigned ck);
+  /* does p start a live (or cached) block? Cheap: address arithmetic and
+   * a header read, no list walk */
+  bool (*owns)(const void *p, unsigned ck);
+  /* realloc(p, n) that the tier finishes itself: in place, moved by its
+   * own means, or refused (reported: *out NULL, errno EINVAL); true then.
+   * false: realloc moves the block (malloc, copy, free) */
+  bool (*resize)(void *p, unsigned ck, size_t n, void **out);
+  /* the live block holding address p (any byte of it): its start and
+   * requested size; false when p is in none (the copy checks) */
+  bool (*extent)(const void *p, unsigned ck, const uint8_t **start, size_t *size);
+} hk_tier_t;
+extern const hk_tier_t hk_tiers[HK_NTIERS] HK_HIDDEN;
+HK_INLINE const hk_tier_t *hk_tier_of(unsigned ck) { return &hk_tiers[hk_chunk_tier(ck)]; }
 
 void  *hk_malloc_mid(size_t n, unsigned kind);     /* n > small tier       */
 void  *hk_malloc_large(size_t n, unsigned kind);   /* n > HK_MID_MAX       */

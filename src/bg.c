@@ -1,7 +1,7 @@
 /* Background purge (HAKMEM_BACKGROUND_PURGE=1): one thread that runs the
  * purge clock when the program has stopped calling malloc. Each tick (one
  * purge delay) it gives back what is due: other threads' unused and emptied
- * slabs (hk_heap_bg_purge: the safety argument is there), abandoned
+ * slabs (purge_heaps, below: the safety argument is there), abandoned
  * superslabs' unused slabs, the superslab cache, the large tier's free
  * spans and cached mappings. docs/ARCHITECTURE.md, "Background purge". */
 #define _GNU_SOURCE
@@ -12,9 +12,11 @@
 #include <stdatomic.h>
 #include <time.h>
 
-#include "heap.h"
+#include "heap_slabs.h"
 #include "knobs.h"
 #include "large.h"
+#include "lock.h"
+#include "os.h"
 #include "superslab.h"
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -23,14 +25,91 @@ static pthread_t thread;
 static bool running;               /* a thread was started (under mu) */
 static bool stop, done;            /* under mu */
 static bool woken;                 /* under mu: tick now */
-static atomic_ulong ticks;
+
+/* ---- other threads' heaps ------------------------------------------------------
+ *
+ * The purge thread gives back what a heap keeps unused when its owner has
+ * stopped calling malloc, without the owner:
+ *
+ *  1. It try-locks h->bg_lock (never waits for an owner), so it never runs
+ *     beside one of the owner's slow paths (hk_heap_enter).
+ *  2. Unused slabs (free_mask) are reached by the owner only through a slow
+ *     path (hk_heap_fresh_slab), and hold no block: under the lock they can
+ *     be purged at any time (hk_heap_purge_unused, on the same two-tick
+ *     epoch as the owner's clock).
+ *  3. An emptied slab (used == 0, on a partial list) is reached by the
+ *     owner's fast paths only through a free of one of its blocks, and it
+ *     has none out; but the owner's last free into it may still be on its
+ *     way (used-- seen before the local_free store: plain stores, in any
+ *     order, and a thread may be descheduled between them). So the slab is
+ *     released only when the owner provably did not run over the whole look:
+ *     blocked in a system call (no fast path makes one: every store of its
+ *     last free was done before it entered the kernel) before the look and
+ *     after it, with the same count of context switches (one that ran in
+ *     between switched out again, or is running now). Released slabs stay
+ *     in the owner's superslabs (the owner's leaf slow path reads partial
+ *     slab descriptors without the lock: they must stay mapped).
+ *
+ * Without /proc (or with a thread that never blocks) nothing of step 3
+ * happens; the owner's own purge clock does it at its next slow path. */
+
+#define BATCH 512   /* emptied slabs released per look (more: another look) */
+
+/* Emptied slabs of h (bg_lock held by us) given back while its owner is
+ * provably stopped. */
+static void release_emptied(hk_heap_t *h) {
+  hk_slab_t *cand[BATCH];
+  for (int round = 0; round < 64; round++) {
+    /* a hint first: is any partial slab empty? (no /proc reads otherwise) */
+    bool any = false;
+    for (unsigned c = 0; c < HK_NCLASS && !any; c++)
+      for (hk_slab_t *sl = h->partial[c]; sl; sl = sl->next)
+        if (HK_LOAD_RACY(sl->used) == 0) { any = true; break; }
+    if (!any) return;
+    unsigned long sw1, sw2;
+    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return;
+    unsigned n = 0;
+    for (unsigned c = 0; c < HK_NCLASS && n < BATCH; c++)
+      for (hk_slab_t *sl = h->partial[c]; sl && n < BATCH; sl = sl->next)
+        if (sl->used == 0) cand[n++] = sl;
+    /* the owner still blocked, and it did not run meanwhile */
+    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) return;
+    for (unsigned i = 0; i < n; i++) {
+      hk_partial_remove(h, cand[i]);
+      hk_heap_release_slab(h, cand[i], false);
+    }
+    if (n < BATCH) return;
+  }
+}
+
+typedef struct { bool force; size_t bytes; } pass_t;
+
+static void purge_heap(hk_heap_t *h, void *arg) {
+  pass_t *pass = arg;
+  int free_ = 0;
+  if (!atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
+                                               memory_order_relaxed))
+    return;  /* its owner is in a slow path: it purges on its own clock */
+  HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
+  release_emptied(h);
+  pass->bytes += hk_heap_purge_unused(h, pass->force);
+  HK_TSAN_HIDE_END();
+  atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
+}
+
+/* Other threads' heaps: bytes purged (force: all due now). */
+static size_t purge_heaps(bool force) {
+  if (!hk_heap_bg_on) return 0;  /* owners take no lock: nothing may be touched */
+  pass_t pass = { force, 0 };
+  hk_heap_each_other(purge_heap, &pass);
+  return pass.bytes;
+}
 
 size_t hk_bg_tick(bool force) {
-  size_t bytes = hk_heap_bg_purge(force);
+  size_t bytes = purge_heaps(force);
   bytes += hk_ss_purge_abandoned(force);
   bytes += hk_ss_collect(force);
   bytes += hk_large_collect(force);
-  atomic_fetch_add_explicit(&ticks, 1, memory_order_relaxed);
   return bytes;
 }
 
@@ -112,8 +191,6 @@ bool hk_bg_running(void) {
   pthread_mutex_unlock(&mu);
   return r;
 }
-
-unsigned long hk_bg_ticks(void) { return atomic_load_explicit(&ticks, memory_order_relaxed); }
 
 /* fork(): the thread is not copied into the child. Take mu around fork so
  * the child's copy is in a known state, then start a new thread there when

@@ -10,9 +10,8 @@ void hk_bg_start(void);          /* no-op unless the knob is on */
 void hk_bg_stop(void);           /* at exit: stop and join */
 void hk_bg_wake(void);           /* tick now (the purge delay changed) */
 bool hk_bg_running(void);
-unsigned long hk_bg_ticks(void);
 /* One pass of what the thread does each tick (all due now when force):
- * other heaps, abandoned superslabs, the superslab cache, the large tier.
+ * other threads' heaps, abandoned superslabs, the superslab cache, the large tier.
  * Bytes given back. */
 size_t hk_bg_tick(bool force);
 void hk_bg_fork_prepare(void);

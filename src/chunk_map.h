@@ -33,6 +33,13 @@ HK_INLINE unsigned hk_chunk_slab_shift(unsigned v) { return v & 63u; }
 /* Spans and large mappings: the large tier's (large.c tells them apart). */
 HK_INLINE bool hk_chunk_is_large(unsigned v) { return v - HK_CHUNK_SPAN <= HK_CHUNK_LARGE_MAX_BACK + 1; }
 
+/* The tier that owns a chunk, by its map value: the row of the API's table
+ * of block operations (alloc.h, hk_tiers). A new kind of chunk is a value
+ * above and a tier here. */
+enum { HK_TIER_FOREIGN, HK_TIER_SLAB, HK_TIER_LARGE, HK_TIER_ZERO, HK_TIER_PROF, HK_NTIERS };
+extern const uint8_t hk_chunk_tiers[256] HK_HIDDEN;
+HK_INLINE unsigned hk_chunk_tier(unsigned v) { return hk_chunk_tiers[v & 255]; }
+
 extern uint8_t hk_chunk_map[HK_MAP_LEN] HK_HIDDEN;
 
 HK_INLINE size_t hk_chunk_index(uintptr_t a) { return (a >> HK_SS_SHIFT) & (HK_MAP_LEN - 1); }

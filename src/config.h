@@ -65,12 +65,13 @@ HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1)
 
 /* ==== Slow-path constants =================================================
  * The batch sizes, scan depths, epoch masks and thresholds of the slow paths
- * of heap.c, learner.c, superslab.c and large.c, in this one place. Each
+ * of the heap (heap.c, heap_slabs.c, refill.c), learner.c, superslab.c and
+ * large.c, in this one place. Each
  * says why it is there, and which section of docs/BENCHMARKS.md measured its
  * value (docs/SECURITY.md for the secure build's), or "not measured".
  * Tunables a user may set are HAKMEM_* knobs (knobs.c), not these. */
 
-/* -- thread heaps (heap.c) -- */
+/* -- thread heaps (heap.c, refill.c) -- */
 /* Every 16th slow call takes the full path (delayed frees, purge clock), the rest the leaf (no other value tried): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-65b4e5d-mallocs-slow-path */
 #define HK_SLOW_FULL_EVERY 16
 /* A swap to another slab needs this many freed blocks there (small classes), else the current one carves: docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */

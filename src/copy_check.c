@@ -32,8 +32,6 @@
 #include "libc.h"
 
 #include "alloc.h"
-#include "large.h"
-#include "span.h"
 
 #if HK_COPY_CHECKS
 
@@ -42,24 +40,11 @@ void __chk_fail(void) __attribute__((noreturn));  /* glibc's: "buffer overflow d
 enum { WRITE, READ };
 
 /* The live block holding address p of chunk kind ck: its start and
- * requested size; false when p is in none. */
+ * requested size; false when p is in none. Slab memory inline, the rest by
+ * its tier's row (alloc.h). */
 HK_INLINE bool block_of(const uint8_t *p, unsigned ck, const uint8_t **start, size_t *size) {
-  if (hk_chunk_is_ss(ck)) {
-    hk_slab_t *s = hk_slab_at(p, hk_chunk_slab_shift(ck));
-    if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) return false;
-    size_t i = hk_slab_slot_of(s, p);
-    if (i >= HK_LOAD_RELAXED(s->carved)) return false;  /* never handed out, or not a block */
-    const uint8_t *b = HK_UNHIDE(s->start) + i * s->block_size;
-    *start = b;
-    return hk_sec_live_size(s, b, size);
-  }
-  uint8_t *b;
-  if (ck == HK_CHUNK_SPAN ? hk_span_block_of(p, &b, size)  /* most large blocks: straight to span.c */
-                          : hk_chunk_is_large(ck) && hk_large_block_of(p, ck, &b, size)) {
-    *start = b;
-    return true;
-  }
-  return false;
+  if (HK_LIKELY(hk_chunk_is_ss(ck))) return hk_slab_extent(p, ck, start, size);
+  return hk_tier_of(ck)->extent(p, ck, start, size);
 }
 
 /* The report of a range that failed, naming the block it starts in (or, if

@@ -9,7 +9,7 @@
 #include "../include/hakmem.h"
 #include "bg.h"
 #include "ctl.h"
-#include "heap.h"
+#include "heap_slabs.h"
 #include "knobs.h"
 #include "large.h"
 #include "learner.h"

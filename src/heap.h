@@ -1,12 +1,17 @@
-/* Thread heaps: one per thread, reached by one initial-exec TLS load. A heap
- * owns superslabs; for each size class it has a current slab (the malloc
- * fast path pops from it) and a list of partial slabs. Slow paths live here:
- * refill, fresh slabs, adopting abandoned superslabs, thread exit, fork. */
+/* Thread heaps: the heap struct, the calling thread's heap (one
+ * initial-exec TLS load), the registry of every heap struct, start-up,
+ * the counters heaps keep and fork. A heap owns superslabs; for each size
+ * class it has a current slab (the malloc fast path pops from it) and a
+ * list of partial slabs: heap_slabs.h moves slabs between them, refill.h is
+ * the malloc slow path, thread.h gives a thread its heap and takes it back. */
 #ifndef HK_HEAP_H
 #define HK_HEAP_H
 
+#include <sched.h>
 #include <stdatomic.h>
 #include "freelist.h"
+#include "size_class.h"
+#include "slab.h"
 #include "superslab.h"
 
 #define HK_DIRECT_N (HK_SMALL_MAX + 1)   /* request sizes 0..1024, one entry each */
@@ -22,7 +27,7 @@ typedef struct hk_heap_stats {
 typedef struct hk_heap {
   /* cur[] of the small classes again, indexed by the request size itself:
    * malloc of a small size finds its slab with one load, no arithmetic and
-   * no class table (8 KiB a heap; set_cur writes a class's whole range) */
+   * no class table (8 KiB a heap; hk_heap_set_cur writes a class's range) */
   hk_slab_t *direct[HK_DIRECT_N];
   hk_slab_t *cur[HK_NCLASS];           /* never NULL: &hk_slab_empty if none */
   uintptr_t tid;                        /* owner thread id                    */
@@ -42,7 +47,7 @@ typedef struct hk_heap {
   hk_heap_stats_t st;                   /* slow-path counters (hk_heap_counting) */
   /* background purge (HAKMEM_BACKGROUND_PURGE): the owner holds bg_lock
    * in every slow path that touches its lists; the purge thread try-locks
-   * it (hk_heap_bg_purge). 0 free, 1 the purge thread, 2 the owner. */
+   * it (bg.c). 0 free, 1 the purge thread, 2 the owner. */
   atomic_int bg_lock;
   uint32_t bg_depth;                    /* the owner's nesting (hooks re-enter) */
   int ktid;                             /* kernel thread id: /proc/self/task/N */
@@ -50,7 +55,6 @@ typedef struct hk_heap {
 
 extern __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
 extern hk_heap_t hk_heap_empty HK_HIDDEN;   /* every thread starts here: all cur[] empty */
-extern hk_slab_t hk_slab_empty HK_HIDDEN;   /* free == NULL: the fast path falls through  */
 
 /* A unique id of the calling thread: its thread control block (%fs:0). */
 HK_INLINE uintptr_t hk_thread_id(void) {
@@ -63,11 +67,11 @@ HK_INLINE uintptr_t hk_thread_id(void) {
 #endif
 }
 
-extern bool hk_heap_counting;   /* slow paths keep hk_heap_stats_t counters
+extern bool hk_heap_counting HK_HIDDEN;   /* slow paths keep hk_heap_stats_t counters
                                    (relaxed: the control API may flip it) */
 /* HAKMEM_BACKGROUND_PURGE: set once, before the first heap exists, so
  * every heap's slow paths agree on taking bg_lock. */
-extern bool hk_heap_bg_on;
+extern bool hk_heap_bg_on HK_HIDDEN;
 
 /* What the slow path lets the layers above the heap do, without calling
  * them by name (docs/ARCHITECTURE.md, "Hooks"). Set once at start-up by
@@ -77,42 +81,74 @@ typedef struct hk_heap_hooks {
   void (*purge)(void);    /* the heap's purge clock struck (the large tier's purge) */
   void (*stats)(void);    /* each 32nd counted refill (the stats timeline) */
 } hk_heap_hooks_t;
+extern hk_heap_hooks_t hk_heap_hooks HK_HIDDEN;
 void hk_heap_set_hooks(const hk_heap_hooks_t *hooks);
 void hk_heap_set_refill_hook(void (*fn)(void));
+#define HK_HEAP_HOOK(name) \
+  do { void (*fn_)(void) = HK_LOAD_RELAXED(hk_heap_hooks.name); if (fn_) fn_(); } while (0)
 
-/* What the heap needs before its first slab: the knobs, the free-list key,
- * the thread-exit key. Idempotent; the first heap of the process calls it. */
+/* What the heap needs before its first slab: the knobs, the free-list key.
+ * Idempotent; the first heap of the process calls it. */
 void hk_heap_start(void);
 
-/* malloc slow path for class cls: refill, next partial slab, fresh slab. */
-void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls);
-/* free slow path: the owner freed into a full slab or emptied a slab. */
-void hk_heap_free_local_slow(hk_slab_t *s);
-/* Remote free of b into the full slab s whose owner asked to hear of it
- * (hk_remote_push returned false): hand b to the owner heap. */
-void hk_heap_notify(hk_slab_t *s, hk_block_t *b) __attribute__((noinline));
+/* ---- the current slab of each class ---------------------------------------- */
 
-/* The free mark's confirmation (freelist.h): is b, in slab s that the
- * calling thread owns, on one of the lists of free blocks (s's own, its
- * remote frees, the heap's delayed ones)? A walk: out of line, rare. */
-bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) __attribute__((cold, noinline));
+/* The request sizes that small class cls serves: [first, last], its
+ * trailer (HK_PAD) included; size 0 goes with the smallest class. */
+static inline unsigned hk_direct_first(unsigned cls) {
+  return cls == 0 ? 0 : hk_class_bytes(cls - 1) - HK_PAD + 1;
+}
+static inline unsigned hk_direct_last(unsigned cls) { return hk_class_bytes(cls) - HK_PAD; }
 
-/* Thread exit: hand everything over. */
-void hk_heap_thread_done(hk_heap_t *h);
-/* Give back what the calling thread's heap keeps unused. Bytes purged. */
-size_t hk_heap_trim(hk_heap_t *h);
-/* The background purge thread's pass over other threads' heaps: a heap
- * whose owner is blocked in a system call, and stayed so over the whole
- * look, gives back its emptied slabs (released, purged one tick later)
- * without its owner (docs/ARCHITECTURE.md, "Background purge"). force:
- * purge the released slabs at once (hak_ctl("purge")). Bytes purged. */
-size_t hk_heap_bg_purge(bool force);
+static inline void hk_heap_set_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
+  h->cur[cls] = s;
+  if (cls < HK_NCLASS_SMALL)
+    for (unsigned i = hk_direct_first(cls), last = hk_direct_last(cls); i <= last; i++) h->direct[i] = s;
+}
+
+/* ---- background purge: the owner's side -------------------------------------
+ * With HAKMEM_BACKGROUND_PURGE the owner holds h->bg_lock in every slow path
+ * that touches its partial lists or superslabs (the full malloc path, the
+ * free slow path, trim, thread exit); the purge thread only try-locks it
+ * (bg.c). Nested calls (the learner's trim from the refill hook) count
+ * depth. The fast paths and the leaf slow path take no lock: they touch
+ * only the current slabs (and slabs with live blocks), which the purge
+ * never does. */
+static inline void hk_heap_enter(hk_heap_t *h) {
+  if (!hk_heap_bg_on || h == &hk_heap_empty || h->bg_depth++ != 0) return;
+  for (;;) {
+    int free_ = 0;
+    if (atomic_compare_exchange_weak_explicit(&h->bg_lock, &free_, 2, memory_order_acquire,
+                                              memory_order_relaxed))
+      return;
+    sched_yield();  /* the purge thread holds it for one pass over this heap */
+  }
+}
+static inline void hk_heap_leave(hk_heap_t *h) {
+  if (!hk_heap_bg_on || h == &hk_heap_empty || h->bg_depth == 0) return;
+  if (--h->bg_depth == 0) atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
+}
+
+/* ---- the registry ------------------------------------------------------------ */
+
+/* A heap struct for the calling thread, zeroed and owned by it (its cur[]
+ * and direct[] empty), counted live; not yet its hk_tls_heap. NULL when
+ * the OS refuses memory. */
+hk_heap_t *hk_heap_new(void);
+/* h's owner is done with it: its counters join the totals, the struct is
+ * free for the next thread. */
+void hk_heap_retire(hk_heap_t *h);
+/* fn(h, arg) for every live heap but the caller's, with the registry lock
+ * held over the whole walk: no heap struct is handed to a new thread (and
+ * zeroed) meanwhile, and fork() waits for the walk to end. */
+void hk_heap_each_other(void (*fn)(hk_heap_t *h, void *arg), void *arg);
 
 size_t hk_heap_count_live(void);
 /* Add every heap's counters into acc, those gone included (racy reads of the
  * live ones: a snapshot), less the blocks the calling thread holds but has
  * not handed out. */
 void hk_heap_sum_stats(hk_heap_stats_t *acc);
+
 void hk_heap_fork_prepare(void);
 void hk_heap_fork_parent(void);
 void hk_heap_fork_child(void);

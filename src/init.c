@@ -1,6 +1,7 @@
 /* Process start-up and exit: the one file that wires the layers together.
- * The layers start themselves on first use (the knobs, the free-list key and
- * the thread-exit key, by the first heap: hk_heap_start); what is left is
+ * The layers start themselves on first use (the knobs and the free-list key,
+ * by the first heap: hk_heap_start; the thread-exit key, by the first
+ * thread heap: hk_thread_heap_init); what is left is
  * what joins a layer to one above it: the policy's start-up, the hooks the
  * heap and the large tier call (docs/ARCHITECTURE.md, "Hooks"), the fork
  * handlers, and the exit report. */

@@ -400,11 +400,11 @@ static void *large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
 static hk_large_t *checked_header(const char *what, const void *p, unsigned kind) {
   hk_large_t *h = header_of(p, kind);
   if (h->magic != LARGE_MAGIC || HK_UNHIDE(h->user) != p) {
-    hk_report_invalid(what, p, "not the start of a hakmem block");
+    hk_report_invalid(what, p, HK_WHY_NOT_START);
     return NULL;
   }
   if (h->state != LARGE_LIVE) {
-    hk_report_invalid(what, p, "block already freed (double free)");
+    hk_report_invalid(what, p, HK_WHY_DOUBLE_FREE);
     return NULL;
   }
   return h;

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "heap.h"
+#include "heap_slabs.h"
 #include "knobs.h"
 #include "large.h"
 #include "lock.h"

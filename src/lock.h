@@ -34,7 +34,7 @@ HK_INLINE void hk_lock_reset(hk_lock_t *l) {
 
 /* Reads that are racy by design, hidden from TSan: the stats snapshot of
  * other threads' counts, and the background purge's pass over a heap whose
- * owner the kernel shows quiescent (heap.c), which TSan cannot see. Their
+ * owner the kernel shows quiescent (bg.c), which TSan cannot see. Their
  * atomics (lock hand-overs) still order what comes after. */
 #if defined(__SANITIZE_THREAD__)
 void __tsan_ignore_thread_begin(void);

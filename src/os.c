@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -202,24 +203,31 @@ uint64_t hk_os_now_ms(void) {
   return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-size_t hk_os_rss_bytes(void) {
+/* Reads the file at path into buf (NUL-terminated); false on error or when
+ * empty. No allocation, no stdio: callable from any slow path. */
+static bool read_file(const char *path, char *buf, size_t size) {
   int saved = errno;
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  size_t rss = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  size_t have = 0;
   if (fd >= 0) {
-    char buf[128];
-    ssize_t n = read(fd, buf, sizeof buf - 1);
+    for (ssize_t got; have + 1 < size && (got = read(fd, buf + have, size - 1 - have)) > 0;) have += (size_t)got;
     close(fd);
-    if (n > 0) {
-      buf[n] = 0;
-      char *s = buf;
-      while (*s && *s != ' ') s++;  /* skip total size */
-      while (*s == ' ') s++;
-      while (*s >= '0' && *s <= '9') rss = rss * 10 + (size_t)(*s++ - '0');
-      rss *= (size_t)sysconf(_SC_PAGESIZE);
-    }
   }
+  buf[have] = 0;
   errno = saved;
+  return have > 0;
+}
+
+size_t hk_os_rss_bytes(void) {
+  char buf[128];
+  size_t rss = 0;
+  if (read_file("/proc/self/statm", buf, sizeof buf)) {
+    char *s = buf;
+    while (*s && *s != ' ') s++;  /* skip total size */
+    while (*s == ' ') s++;
+    while (*s >= '0' && *s <= '9') rss = rss * 10 + (size_t)(*s++ - '0');
+    rss *= (size_t)sysconf(_SC_PAGESIZE);
+  }
   return rss;
 }
 
@@ -230,4 +238,48 @@ size_t hk_os_peak_rss_bytes(size_t current) {
   struct rusage ru;
   size_t peak = getrusage(RUSAGE_SELF, &ru) == 0 ? (size_t)ru.ru_maxrss * 1024u : 0;
   return peak > current ? peak : current;
+}
+
+/* ---- threads of this process, seen through /proc/self/task ----------------- */
+
+int hk_os_thread_kid(void) { return (int)syscall(SYS_gettid); }
+
+/* Reads /proc/self/task/TID/NAME into buf (NUL-terminated); false on error. */
+static bool read_task(int ktid, const char *name, char *buf, size_t size) {
+  char path[64];
+  size_t n = 0;
+  const char *pre = "/proc/self/task/";
+  while (*pre) path[n++] = *pre++;
+  char digits[16];
+  size_t d = 0;
+  for (unsigned v = (unsigned)ktid; d == 0 || v; v /= 10) digits[d++] = (char)('0' + v % 10);
+  while (d) path[n++] = digits[--d];
+  path[n++] = '/';
+  while (*name && n + 1 < sizeof path) path[n++] = *name++;
+  path[n] = 0;
+  return read_file(path, buf, size);
+}
+
+/* /proc/.../syscall: "NR args sp pc" when blocked in one, "-1 sp pc" when
+ * blocked elsewhere (a page fault), "running" */
+bool hk_os_task_in_syscall(int ktid) {
+  char buf[256];
+  if (!read_task(ktid, "syscall", buf, sizeof buf)) return false;
+  return buf[0] >= '0' && buf[0] <= '9';
+}
+
+bool hk_os_task_switches(int ktid, unsigned long *out) {
+  static char buf[16384];
+  if (!read_task(ktid, "status", buf, sizeof buf)) return false;
+  unsigned long sum = 0;
+  int found = 0;
+  for (const char *p = buf; (p = strstr(p, "ctxt_switches:")) != NULL; found++) {
+    p += sizeof "ctxt_switches:" - 1;
+    while (*p == ' ' || *p == '\t') p++;
+    unsigned long v = 0;
+    while (*p >= '0' && *p <= '9') v = v * 10 + (unsigned long)(*p++ - '0');
+    sum += v;
+  }
+  *out = sum;
+  return found == 2;
 }

@@ -42,4 +42,14 @@ size_t hk_os_rss_bytes(void);
 /* Peak resident set size, never below `current` (a reading of hk_os_rss_bytes). */
 size_t hk_os_peak_rss_bytes(size_t current);
 
+/* The calling thread's kernel id (gettid). */
+int hk_os_thread_kid(void);
+/* Thread ktid of this process (/proc/self/task): blocked in a system call
+ * now? False when it is not, or /proc cannot be read. */
+bool hk_os_task_in_syscall(int ktid);
+/* Its voluntary + involuntary context switches; false when unreadable. Not
+ * reentrant (a static buffer: the status file is long on big machines); its
+ * one caller, the background purge's pass, runs one at a time. */
+bool hk_os_task_switches(int ktid, unsigned long *out);
+
 #endif

@@ -445,13 +445,13 @@ static meta_t *meta_of(const void *p) {
 bool hk_prof_free(const char *what, void *p) {
   meta_t *m = meta_of(p);
   if (!m) {
-    hk_report_invalid(what, p, "not the start of a hakmem block");
+    hk_report_invalid(what, p, HK_WHY_NOT_START);
     return false;
   }
   hk_lock(&prof_lock);  /* (the one atomic here: live is changed under it) */
   if (!atomic_load_explicit(&m->live, memory_order_relaxed)) {
     hk_unlock(&prof_lock);
-    hk_report_invalid(what, p, "block already freed (double free)");
+    hk_report_invalid(what, p, HK_WHY_DOUBLE_FREE);
     return false;
   }
   atomic_store_explicit(&m->live, 0, memory_order_relaxed);

@@ -19,6 +19,15 @@ void hk_report_invalid_at(const void *caller, const char *what, const void *p, c
 void hk_report_invalid(const char *what, const void *p, const char *reason)
     __attribute__((cold, noinline));
 
+/* The reasons a free or realloc names, in one place: tests and users
+ * search for these words. */
+#define HK_WHY_FOREIGN     "not allocated by hakmem"
+#define HK_WHY_NOT_LIVE    "not a live hakmem block"
+#define HK_WHY_NEVER_HANDED HK_WHY_NOT_LIVE " (never handed out)"
+#define HK_WHY_NOT_START   "not the start of a hakmem block"
+#define HK_WHY_INTERIOR    HK_WHY_NOT_START " (interior or misaligned)"
+#define HK_WHY_DOUBLE_FREE "block already freed (double free)"
+
 /* Report a heap error found outside the malloc family ("hakmem: TEXT",
  * TEXT from the printf format; the copy measure's "heap overflow in
  * memcpy(...)"), naming the caller as above, and abort() (returns only with

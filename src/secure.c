@@ -115,7 +115,7 @@ void *hk_sec_alloc_slow(hk_slab_t *s, void *p, size_t n, unsigned kind) {
   return p;
 }
 
-void hk_sec_free_race(void *p) { hk_report_invalid("free", p, "block already freed (double free)"); }
+void hk_sec_free_race(void *p) { hk_report_invalid("free", p, HK_WHY_DOUBLE_FREE); }
 
 /* free's fast check failed, or fill on free is on: report what is wrong,
  * then (unless it was a double free) mark and fill the block for the rest
@@ -127,7 +127,7 @@ bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool 
   uint64_t t = hk_sec_trailer_load(b, avail);
   uint32_t lo = (uint32_t)t, n = hk_sec_trailer_n(t);
   if (hk_sec_is_freed(s, p)) {
-    hk_report_invalid("free", p, "block already freed (double free)");
+    hk_report_invalid("free", p, HK_WHY_DOUBLE_FREE);
     return false;
   }
   if ((lo != (c ^ HK_SEC_LIVE) && lo != (c ^ HK_SEC_LIVE_FILL)) || n > avail) {

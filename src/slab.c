@@ -26,6 +26,38 @@ void hk_slab_check(const hk_slab_t *s, uintptr_t owner) {
 }
 #endif
 
+hk_slab_t hk_slab_empty;  /* all zero: free == NULL, owner == 0 */
+
+uint64_t hk_slab_free_count(const hk_slab_t *s) {
+  uint64_t n = 0;
+  for (const hk_block_t *b = s->free; b && n < s->capacity; n++) {
+    const hk_block_t *nx = hk_block_next(s, b);
+    if (!hk_link_ok(s, b, nx)) return n + 1;
+    b = nx;
+  }
+  return n;
+}
+
+/* Is b on the list that starts at head? (at most capacity links, a bad one
+ * ends the walk) */
+static bool list_holds(const hk_slab_t *s, const hk_block_t *head, const hk_block_t *b) {
+  for (uint64_t n = 0; head && n < s->capacity; n++) {
+    if (head == b) return true;
+    const hk_block_t *nx = hk_block_next(s, head);
+    if (!hk_link_ok(s, head, nx)) return false;
+    head = nx;
+  }
+  return false;
+}
+
+bool hk_slab_holds_free(const hk_slab_t *s, const hk_block_t *b) {
+  /* only the owner takes blocks off xfree; others only push in front of
+   * the head read here, so the rest of the chain holds still */
+  const hk_block_t *x = HK_XF_LIST(atomic_load_explicit(&s->xfree, memory_order_acquire));
+  return list_holds(s, s->free, b) || list_holds(s, s->local_free, b) || list_holds(s, s->aged, b) ||
+         list_holds(s, x, b);
+}
+
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner) {
   hk_slab_t *s = &ss->slabs[idx];
   s->cls = (uint8_t)cls;

@@ -6,7 +6,9 @@
 #ifndef HK_SLAB_H
 #define HK_SLAB_H
 
+#include "chunk_map.h"
 #include "freelist.h"
+#include "secure.h"
 
 #ifdef HK_DEBUG
 /* Debug build: s (owned by the caller, in use) is sound: its owner-side
@@ -14,6 +16,11 @@
  * (remote frees not yet collected count as out). Asserts. */
 void hk_slab_check(const hk_slab_t *s, uintptr_t owner);
 #endif
+
+/* The slab no heap has: every heap's cur[] and direct[] point here when
+ * the class has no current slab. free == NULL: the fast path falls
+ * through; owner == 0. */
+extern hk_slab_t hk_slab_empty HK_HIDDEN;
 
 /* Make slab idx of ss a slab of class cls owned by thread `owner`. */
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner);
@@ -30,6 +37,30 @@ bool hk_slab_restart(hk_slab_t *s) __attribute__((noinline));
 /* s's owner vanished in fork(), maybe halfway through a list update:
  * make its lists and counts agree again (slab.c). Before the adopter uses it. */
 void hk_slab_rebuild(hk_slab_t *s) __attribute__((cold));
+
+/* The blocks on s->free, counted by walking it (stats only); a bad link
+ * or a cycle stops the count: malloc reports the link when it gets there. */
+uint64_t hk_slab_free_count(const hk_slab_t *s);
+/* The free mark's confirmation, the slab's part: is b on one of s's lists
+ * of free blocks (its own, its remote frees)? The caller owns s. A walk:
+ * rare (a bad link ends it). */
+bool hk_slab_holds_free(const hk_slab_t *s, const hk_block_t *b);
+
+/* The live block of slab memory (chunk-map value ck) holding address p,
+ * any byte of it: its start and the size it was requested with (the
+ * secure build's trailer; else the block size); false when p is in none
+ * (an unused slab, a slot never handed out, a freed block where the
+ * trailer tells). The copy checks' hot case, and the slab row of the API's
+ * table of block operations. */
+HK_INLINE bool hk_slab_extent(const void *p, unsigned ck, const uint8_t **start, size_t *size) {
+  hk_slab_t *s = hk_slab_at(p, hk_chunk_slab_shift(ck));
+  if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) return false;
+  size_t i = hk_slab_slot_of(s, p);
+  if (i >= HK_LOAD_RELAXED(s->carved)) return false;  /* never handed out, or not a block */
+  const uint8_t *b = HK_UNHIDE(s->start) + i * s->block_size;
+  *start = b;
+  return hk_sec_live_size(s, b, size);
+}
 
 /* Pop b, the first block of s->free, for malloc: its link is checked
  * before it is followed. */

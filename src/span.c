@@ -383,13 +383,12 @@ static entry_t *live_head(const void *p, hk_arena_t **ap, const char **why) {
   uint32_t i = page_of(a, p);
   *ap = a;
   if (a->magic != ARENA_MAGIC || ((uintptr_t)p & (HK_PAGE - 1)) || i < a->first_page) {
-    *why = "not the start of a hakmem block";
+    *why = HK_WHY_NOT_START;
     return NULL;
   }
   entry_t *h = &a->e[i];
   if ((h->tag & (T_HEAD | T_LIVE)) == (T_HEAD | T_LIVE)) return h;
-  *why = h->tag & (T_FREE | T_FREED) && h->tag & (T_HEAD | T_FREED) ? "block already freed (double free)"
-                                                                    : "not the start of a hakmem block";
+  *why = h->tag & (T_FREE | T_FREED) && h->tag & (T_HEAD | T_FREED) ? HK_WHY_DOUBLE_FREE : HK_WHY_NOT_START;
   return NULL;
 }
 

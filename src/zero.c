@@ -70,13 +70,13 @@ static uint32_t slot_of(const void *p, zero_chunk_t **cp, const char **why) {
   size_t off = (uintptr_t)p - (uintptr_t)c;
   *cp = c;
   if (c->magic != ZERO_MAGIC || off < FIRST || (off - FIRST) % SLOT) {
-    *why = "not the start of a hakmem block";
+    *why = HK_WHY_NOT_START;
     return NSLOTS;
   }
   uint32_t i = (uint32_t)((off - FIRST) / SLOT);
   uint32_t handed = atomic_load_explicit(&c->next, memory_order_relaxed);
   if (i >= handed) {
-    *why = "not a live hakmem block (never handed out)";
+    *why = HK_WHY_NEVER_HANDED;
     return NSLOTS;
   }
   return i;
@@ -92,7 +92,7 @@ bool hk_zero_free(const char *what, void *p, size_t size) {
   }
   uint64_t bit = 1ull << (i % 64);
   if (!(atomic_fetch_and_explicit(&c->live[i / 64], ~bit, memory_order_relaxed) & bit)) {
-    hk_report_invalid(what, p, "block already freed (double free)");
+    hk_report_invalid(what, p, HK_WHY_DOUBLE_FREE);
     return false;
   }
   if (HK_M_SIZED && size != 0)

@@ -90,8 +90,8 @@ plant purge_range superslab.c \
 # one thread, a check at every slow path: deterministic (8 threads alone
 # missed this fault once in CI)
 CHECK1="HAKMEM_CHECK_EVERY=1 HAKMEM_PURGE_DELAY_MS=0"
-plant partial_unlink heap.c \
-  '/^static void partial_remove/,/^}/s|if (s->next) s->next->prev = s->prev;|if (s->next) (void)0;  /* planted */|' \
+plant partial_unlink heap_slabs.h \
+  '/^static inline void hk_partial_remove/,/^}/s|if (s->next) s->next->prev = s->prev;|if (s->next) (void)0;  /* planted */|' \
   "env $CHECK1 $DBG/tests/test_stress 1" \
   "$DBG/tests/test_stress 8" \
   "bash $RND $DBG" \

@@ -5,7 +5,10 @@
  * past its end; after_free: memset of the whole block after its free),
  * argv[2]: the block size (default 8), argv[3]: +N writes N bytes past the
  * end (the copy is the block's size plus N), -N starts N bytes before the
- * block (the copy is the block's size). Every call goes through a volatile
+ * block and runs to its end (the copy is the block's size plus N: it always
+ * crosses the block's start; a copy wholly before it may land inside a live
+ * neighbour, a legal copy, which the shuffled layout of the secure build
+ * made a coin toss). Every call goes through a volatile
  * function pointer, so the compiler cannot inline it into moves.
  *
  * Caught by the secure build (measure copy) at the call, before any byte is
@@ -71,7 +74,7 @@ int main(int argc, char **argv) {
   char *guard_after = malloc(size);
   memset(p, 'a', size);
   char *d = (char *)launder(p) - early;
-  size_t n = size + past;
+  size_t n = size + past + early;
 
   uintptr_t a = (uintptr_t)p, e = a + size, page = 4095;
   nlo = a - (a & ~page) < SNAP ? a - (a & ~page) : SNAP;

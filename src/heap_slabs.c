@@ -1,0 +1,321 @@
+/* A heap's slabs and superslabs (heap_slabs.h): lists, fresh and emptied
+ * slabs, adoption, the delayed list, the purge of one heap, the hand-over
+ * at thread exit. */
+#include "heap_slabs.h"
+
+#include <stdatomic.h>
+
+#include "knobs.h"
+#include "os.h"
+#include "remote.h"
+#include "secure.h"
+
+/* ---- emptied slabs ------------------------------------------------------------ */
+
+/* Every slab of ss is back: keep one spare per kind, give the rest to the
+ * global cache. True when ss left the heap: it may be unmapped already,
+ * never touch it. */
+static bool heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
+  hk_ss_list_t *avail = &h->ss_avail[ss->kind];
+  if ((long)avail->count <= HK_LOAD_RELAXED(hk_knobs.heap_spare)) return false;  /* the spares */
+  hk_ss_list_remove(avail, ss);
+  hk_ss_release(ss);
+  return true;
+}
+
+bool hk_heap_release_slab(hk_heap_t *h, hk_slab_t *s, bool may_leave) {
+  hk_superslab_t *ss = hk_slab_ss(s);
+  hk_slab_cancel_notify(s);
+  HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
+  HK_STORE_RELAXED(s->owner, 0);
+  s->free = s->local_free = NULL;
+  uint32_t bit = 1u << s->index;
+  bool was_full = ss->free_mask == 0;
+  ss->free_mask |= bit;
+  ss->dirty_new |= bit;
+  ss->nused--;
+  if (was_full) {
+    hk_ss_list_remove(&h->ss_full[ss->kind], ss);
+    hk_ss_list_push(&h->ss_avail[ss->kind], ss, HK_LIST_AVAIL);
+  }
+  return may_leave && ss->nused == 0 && heap_ss_empty(h, ss);
+}
+
+/* An emptied slab stays on its class's partial list until the next purge
+ * epoch: a class that empties and refills slabs reuses the same blocks and
+ * pages, instead of handing the slab to another class whose blocks would
+ * touch its other pages. */
+void hk_heap_release_empty(hk_heap_t *h) {
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->partial[c];
+    while (s) {
+      hk_slab_t *next = s->next;
+      if (s->used == 0) {
+        hk_partial_remove(h, s);
+        hk_heap_release_slab(h, s, true);
+      }
+      s = next;
+    }
+  }
+}
+
+/* ---- frees into full slabs --------------------------------------------------- */
+
+/* Owner freed into s (already on local_free) while s was full. (An emptied
+ * slab stays put: hk_heap_release_empty.) */
+static void heap_local_slow(hk_heap_t *h, hk_slab_t *s) {
+  if (s->state == HK_SLAB_FULL) {
+    hk_slab_cancel_notify(s);
+    hk_partial_push(h, s);
+  }
+}
+
+void hk_heap_free_local_slow(hk_slab_t *s) {
+  hk_heap_t *h = hk_tls_heap;
+  hk_heap_enter(h);
+  heap_local_slow(h, s);
+  hk_heap_leave(h);
+}
+
+static void heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
+  hk_block_t *head = atomic_load_explicit(&h->delayed, memory_order_relaxed);
+  do {
+    hk_gblock_set_next(b, head);
+  } while (!atomic_compare_exchange_weak_explicit(&h->delayed, &head, b, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+/* A remote free into a full slab whose owner asked to hear of it
+ * (hk_remote_push said so): the block goes to the owner heap's delayed
+ * list, which the owner drains in its slow path, bringing the slab back. */
+void hk_heap_notify(hk_slab_t *s, hk_block_t *b) {
+  hk_heap_t *h = atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_acquire);
+  if (HK_LIKELY(h != NULL)) heap_push_delayed(h, b);
+  hk_remote_notified(s, b, h != NULL);
+}
+
+void hk_heap_drain_delayed(hk_heap_t *h) {
+  hk_block_t *b = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
+  while (b) {
+    hk_block_t *next = hk_gblock_next(b);
+    hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
+    HK_ASSERT(hk_slab_owner(s) == h->tid);
+    if (HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls]++;
+    hk_sec_on_collected(s, b);
+    hk_slab_push_local(s, b);
+    if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
+    b = next;
+  }
+}
+
+bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
+  hk_heap_t *h = hk_tls_heap;
+  HK_ASSERT(hk_slab_owner(s) == hk_thread_id());
+  if (hk_slab_holds_free(s, b)) return true;
+  /* only the owner takes the delayed list; others push in front of it */
+  for (const hk_block_t *d = atomic_load_explicit(&h->delayed, memory_order_acquire); d; d = hk_gblock_next(d))
+    if (d == b) return true;
+  return false;
+}
+
+/* ---- adopting abandoned superslabs, fresh slabs -------------------------------- */
+
+static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
+  bool forked = ss->forked;  /* its heap vanished in fork(): rebuild its slabs */
+  ss->forked = false;
+  atomic_store_explicit(&ss->heap, h, memory_order_release);
+  bool was_full = ss->free_mask == 0;
+  hk_ss_list_push(was_full ? &h->ss_full[ss->kind] : &h->ss_avail[ss->kind], ss,
+                  was_full ? HK_LIST_FULL : HK_LIST_AVAIL);
+  for (unsigned i = 0; i < ss->nslabs; i++) {
+    if (ss->free_mask & (1u << i)) continue;
+    hk_slab_t *s = &ss->slabs[i];
+    HK_STORE_RELAXED(s->owner, h->tid);
+    s->next = s->prev = NULL;
+    if (forked) hk_slab_rebuild(s);
+    size_t got = hk_slab_collect_remote(s);
+    if (got && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += got;
+    if (s->used == 0) {
+      hk_heap_slab_state(h, s, HK_SLAB_PARTIAL);  /* so release finds it consistent */
+      /* the whole superslab may go to the global cache, which may unmap
+       * it at once (a full cache): then it must not be read again */
+      if (hk_heap_release_slab(h, s, true)) return;
+      continue;
+    }
+    if (s->free || s->local_free || s->carved < s->capacity || HK_SEC_AGED(s)) {
+      hk_partial_push(h, s);
+    } else if (hk_slab_want_notify(s)) {
+      hk_heap_slab_state(h, s, HK_SLAB_FULL);
+    } else {
+      hk_slab_collect_remote(s);
+      hk_partial_push(h, s);
+    }
+  }
+}
+
+hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
+  unsigned kind = hk_kind_of_class(cls);
+  hk_superslab_t *ss = h->ss_avail[kind].head;
+  if (!ss) {
+    hk_superslab_t *a;
+    while ((a = hk_ss_take_abandoned(kind)) != NULL) {
+      heap_adopt(h, a);
+      if (h->partial[cls]) { *retry = true; return NULL; }
+      if (h->ss_avail[kind].head) break;
+    }
+    ss = h->ss_avail[kind].head;
+    if (!ss) {
+      ss = hk_ss_acquire(kind);
+      if (!ss) return NULL;
+      atomic_store_explicit(&ss->heap, h, memory_order_release);
+      hk_ss_list_push(&h->ss_avail[kind], ss, HK_LIST_AVAIL);
+    }
+  }
+  unsigned idx = (unsigned)__builtin_ctz(ss->free_mask);
+  uint32_t bit = 1u << idx;
+  ss->free_mask &= ~bit;
+  ss->dirty_new &= ~bit;
+  ss->dirty_old &= ~bit;
+  if (ss->purged_mask & bit) {
+    ss->purged_mask &= ~bit;
+    hk_ss_note(HK_SS_REFAULTS);
+  }
+  ss->nused++;
+  if (ss->free_mask == 0) {
+    hk_ss_list_remove(&h->ss_avail[kind], ss);
+    hk_ss_list_push(&h->ss_full[kind], ss, HK_LIST_FULL);
+  }
+  hk_slab_init(ss, idx, cls, h->tid);
+  return &ss->slabs[idx];
+}
+
+/* ---- purge ------------------------------------------------------------------ */
+
+size_t hk_heap_purge_unused(hk_heap_t *h, bool force) {
+  size_t bytes = 0;
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++)
+    for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
+      if (ss->dirty_old | ss->dirty_new) bytes += hk_ss_purge_unused(ss, force);
+  return bytes;
+}
+
+void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
+  h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
+  hk_heap_release_empty(h);
+  hk_heap_purge_unused(h, false);
+  hk_ss_collect(false);
+  HK_HEAP_HOOK(purge);
+}
+
+size_t hk_heap_trim(hk_heap_t *h) {
+  size_t bytes = 0;
+  if (h != &hk_heap_empty) {
+    hk_heap_enter(h);
+    hk_heap_drain_delayed(h);
+    hk_heap_release_empty(h);
+    bytes += hk_heap_purge_unused(h, true);
+    hk_heap_leave(h);
+  }
+  return bytes + hk_ss_collect(true);
+}
+
+/* ---- thread exit: hand everything over ------------------------------------------ */
+
+/* Blocks of s not handed out yet go back on local_free (the adopter counts
+ * them when it hands them out); they leave h's count of handed blocks. */
+static void unhand_free_list(hk_heap_t *h, hk_slab_t *s) {
+  if (!s->free) return;
+  hk_block_t *tail = s->free;
+  uint64_t n = 1;
+  for (hk_block_t *nx; (nx = hk_block_next(s, tail)) != NULL; tail = nx) n++;
+  hk_block_set_next(s, tail, s->local_free);
+  s->local_free = s->free;
+  s->free = NULL;
+  if (h->st.handed[s->cls] >= n) h->st.handed[s->cls] -= n;
+}
+
+void hk_heap_abandon(hk_heap_t *h) {
+  hk_heap_release_empty(h);
+  /* 1. stop notifications: afterwards nobody reads h through a superslab */
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
+    for (int l = 0; l < 2; l++)
+      for (hk_superslab_t *ss = lists[l]->head; ss; ss = ss->next)
+        for (unsigned i = 0; i < ss->nslabs; i++) {
+          if (ss->free_mask & (1u << i)) continue;
+          hk_slab_cancel_notify(&ss->slabs[i]);
+          if (ss->slabs[i].state == HK_SLAB_FULL) hk_partial_push(h, &ss->slabs[i]);
+        }
+  }
+  /* 2. the current slabs join the partial lists (emptied ones go back) */
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->cur[c];
+    hk_heap_set_cur(h, c, &hk_slab_empty);
+    if (s == &hk_slab_empty) continue;
+    unhand_free_list(h, s);
+    hk_partial_push(h, s);
+    if (s->used == 0) { hk_partial_remove(h, s); hk_heap_release_slab(h, s, true); }
+  }
+  /* 3. the delayed blocks are ours: free them locally (may release slabs) */
+  hk_heap_drain_delayed(h);
+  /* 4. hand over every superslab (empty ones go to the cache) */
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
+    for (int l = 0; l < 2; l++) {
+      hk_superslab_t *ss;
+      while ((ss = lists[l]->head) != NULL) {
+        hk_ss_list_remove(lists[l], ss);
+        for (unsigned i = 0; i < ss->nslabs; i++) {
+          hk_slab_t *s = &ss->slabs[i];
+          HK_STORE_RELAXED(s->owner, 0);
+          s->next = s->prev = NULL;
+        }
+        if (ss->nused == 0) hk_ss_release(ss);
+        else hk_ss_abandon(ss);
+      }
+    }
+  }
+  for (unsigned c = 0; c < HK_NCLASS; c++) h->partial[c] = h->partial_tail[c] = NULL;
+}
+
+/* ---- debug build: consistency checks -------------------------------------------- */
+
+#ifdef HK_DEBUG
+void hk_heap_check(hk_heap_t *h) {
+  unsigned partial_slabs = 0, on_lists = 0;
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_check_owned(&h->ss_avail[k], HK_LIST_AVAIL, k, h);
+    hk_ss_check_owned(&h->ss_full[k], HK_LIST_FULL, k, h);
+    const hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
+    for (int l = 0; l < 2; l++)
+      for (hk_superslab_t *ss = lists[l]->head; ss; ss = ss->next) {
+        HK_ASSERT(l == 0 ? ss->free_mask != 0 : ss->free_mask == 0);
+        for (unsigned i = 0; i < ss->nslabs; i++) {
+          hk_slab_t *s = &ss->slabs[i];
+          unsigned st = HK_LOAD_RELAXED(s->state);
+          if (ss->free_mask & (1u << i)) { HK_ASSERT(st == HK_SLAB_UNUSED); continue; }
+          HK_ASSERT(st == HK_SLAB_CUR || st == HK_SLAB_PARTIAL || st == HK_SLAB_FULL);
+          HK_ASSERT(st != HK_SLAB_CUR || h->cur[s->cls] == s);
+          partial_slabs += st == HK_SLAB_PARTIAL;
+          hk_slab_check(s, h->tid);
+        }
+      }
+  }
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *cur = h->cur[c];
+    HK_ASSERT(cur == &hk_slab_empty || (cur->cls == c && HK_LOAD_RELAXED(cur->state) == HK_SLAB_CUR));
+    if (c < HK_NCLASS_SMALL)
+      for (unsigned i = hk_direct_first(c); i <= hk_direct_last(c); i++) HK_ASSERT(h->direct[i] == cur);
+    const hk_slab_t *prev = NULL;
+    for (hk_slab_t *s = h->partial[c]; s; prev = s, s = s->next, on_lists++) {
+      HK_ASSERT(s->cls == c && s->prev == prev);
+      HK_ASSERT(HK_LOAD_RELAXED(s->state) == HK_SLAB_PARTIAL);
+      HK_ASSERT(atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) == h);
+    }
+    HK_ASSERT(h->partial_tail[c] == prev);
+  }
+  /* every partial slab is on its list, once */
+  HK_ASSERT(on_lists == partial_slabs);
+  hk_ss_check_lists();
+}
+#endif
