@@ -1,5 +1,9 @@
 """Verdicts against the best peer (issue 20), Python 3 standard library only.
 
+The comparison of two rows' runs (a ratio of medians with its bootstrap
+interval, in words); stats.py lays it over every row of a results document
+and keeps each row's own summary (median, PASS/FAIL), render.py prints it.
+
 For every benchmark row the harness compares hakmem with the *best peer* on
 that row: among the installed allocators that are not hakmem or one of its
 variants (every label that starts with "hakmem"; glibc counts as a peer) and
