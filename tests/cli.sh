@@ -199,7 +199,16 @@ assert pids == {want}, (sys.argv[1], pids)' "$f" || fail "fork: $f holds another
   [ "$(printf '%s\n' "$err" | grep -c "^hakmem: cannot open HAKMEM_STATS_FILE $W: Is a directory; no timeline")" = 1 ] ||
     fail "timeline on an unwritable path: '$err'"
   [ "$(printf '%s\n' "$err" | grep -c 'cannot open')" = 1 ] || fail "timeline: not one line: '$err'"
-  [ $fails = 0 ] && ok "%p and %% expanded; unwritable path reported, report on stderr"
+  # a text report with a timeline: the report after the timeline, in its
+  # file, not on stderr (hakmem stats -o F -i MS, no --json)
+  mkdir "$W/tt"
+  "$H" stats -o "$W/tt/F" -i 1 -- "$PY" -c 'import time; time.sleep(0.05)' 2>"$W/tt/err" ||
+    fail "hakmem stats -o F -i 1 exited $?"
+  grep -q 'statistics' "$W/tt/err" && fail "stats -o F -i: the text report went to stderr"
+  grep -q '^{' "$W/tt/F" 2>/dev/null || fail "stats -o F -i: no timeline in F"
+  tail -n +2 "$W/tt/F" | grep -q "^hakmem .* statistics (pid " || fail "stats -o F -i: no text report after the timeline in F"
+  [ "$(grep -c statistics "$W/tt/F")" = 1 ] || fail "stats -o F -i: not one report in F"
+  [ $fails = 0 ] && ok "%p and %% expanded; unwritable path reported, report on stderr; text report in the timeline's file"
 }
 
 case_stats_json() {
@@ -227,6 +236,12 @@ first = json.loads(lines[0])
 assert first["knobs"].get("HAKMEM_SS_CACHE") == 7, first["knobs"]
 assert first["knobs"].get("HAKMEM_STATS") == "json", first["knobs"]
 assert "HAKMEM_PURGE_DELAY_MS" not in first["knobs"]       # only what differs
+for l in lines:
+    r = json.loads(l)
+    # mapped is address space: committed (what holds memory) and reserved apart
+    assert r["committed"] + r["reserved"] == r["mapped"], (r["committed"], r["reserved"], r["mapped"])
+    assert 0 <= r["committed"] <= r["peak_committed"], (r["committed"], r["peak_committed"])
+assert first["committed"] > 0, first      # python3 allocated
 last = json.loads(lines[-1])
 assert "HAKMEM_SS_CACHE" not in last["knobs"], last["knobs"]
 EOF
@@ -235,6 +250,20 @@ EOF
   err=$(cd "$W" && env HAKMEM_STATS=1 HAKMEM_CARVE_KB=8 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
   printf '%s\n' "$err" | grep -qx '  config: profile balanced; HAKMEM_STATS=1, HAKMEM_CARVE_KB=8' ||
     fail "text report config line: '$err'"
+  # one large block maps a 1 GiB span arena: the text says what of mapped is
+  # memory and what is only reserved, and the numbers add up
+  err=$(cd "$W" && env HAKMEM_STATS=1 LD_PRELOAD="$LIB" "$PY" -c 'x = bytearray(1 << 20)' 2>&1)
+  local c m r
+  c=$(printf '%s\n' "$err" | sed -n 's/^  live: .*   committed: \([0-9]*\) bytes (peak [0-9]*)   RSS: .*/\1/p')
+  m=$(printf '%s\n' "$err" | sed -n 's/^  address space: \([0-9]*\) bytes mapped (peak [0-9]*), [0-9]* of them reserved, not memory$/\1/p')
+  r=$(printf '%s\n' "$err" | sed -n 's/^  address space: [0-9]* bytes mapped (peak [0-9]*), \([0-9]*\) of them reserved, not memory$/\1/p')
+  if [ -n "$c" ] && [ -n "$m" ] && [ -n "$r" ]; then
+    [ $((c + r)) = "$m" ] || fail "text report: committed $c + reserved $r is not mapped $m"
+    [ "$m" -ge $((1 << 30)) ] && [ "$c" -lt $((256 << 20)) ] ||
+      fail "text report: a 1 MiB block should map an arena (mapped $m) and commit little (committed $c)"
+  else
+    fail "text report: no committed / address space lines: '$(printf '%s\n' "$err" | sed -n 3,4p)'"
+  fi
   # the launcher: stats --json -o FILE, then report FILE
   "$H" stats --json -o "$W/run-%p.jsonl" -- sort /dev/null || fail "hakmem stats --json -o exited $?"
   local out
