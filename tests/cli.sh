@@ -277,6 +277,15 @@ EOF
   grep -q '<svg' "$W/tl.html" 2>/dev/null || fail "hakmem report wrote no page"
   grep -q "Configuration</div><div class='v'>balanced</div><div class='n'>[^<]*HAKMEM_STATS_INTERVAL=5" "$W/tl.html" ||
     fail "the page does not show the configuration"
+  # nothing to report: exit non-zero with a message, no empty page
+  : > "$W/empty.jsonl"
+  echo 'not a record' > "$W/bad.jsonl"
+  local f
+  for f in empty bad; do
+    "$H" report "$W/$f.jsonl" -o "$W/$f.html" >/dev/null 2>"$W/rep.err" && fail "hakmem report of the $f file exited 0"
+    grep -q 'no snapshots' "$W/rep.err" || fail "hakmem report of the $f file said: $(cat "$W/rep.err")"
+    [ -e "$W/$f.html" ] && fail "hakmem report of the $f file wrote a page"
+  done
   [ $fails = 0 ] && ok "JSON Lines with schema, profile, knobs; text config line; stats -o and report"
 }
 
