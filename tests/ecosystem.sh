@@ -20,7 +20,8 @@
 #              stripped with a debuglink; gdb resolves hak_malloc to a source
 #              line and shows it in a backtrace of a running program
 #   rust       examples/rust (a #[global_allocator] over the C API) built
-#              offline against the installed copy, static and dylib; skipped
+#              offline against the installed copy, HAKMEM_LINK=static, dylib
+#              and dynamic (= dylib), and a bad HAKMEM_LINK refused; skipped
 #              when cargo is not installed
 #
 # HAKMEM_TEST_VERBOSE=1 shows each test's log, not only a failed one's.
@@ -306,13 +307,21 @@ t_rust() {
         "$WORK/rust-src/" || fail "cannot copy examples/rust"
   cargo --version
   local kind
-  for kind in static dylib; do
+  # static and dylib, the spellings the docs give; dynamic, the one they
+  # once gave, is taken as dylib
+  for kind in static dylib dynamic; do
     HAKMEM_LINK=$kind cargo build --offline --quiet --manifest-path "$WORK/rust-src/Cargo.toml" \
       --target-dir "$WORK/rust-$kind" || fail "cargo build --offline ($kind) failed" || return 1
     local exe=$WORK/rust-$kind/debug/hakmem-example
     expect_linked "$exe" "$([ $kind = static ] && echo static || echo shared)" || return 1
     expect_active "$exe" || return 1
   done
+  # anything else stops the build, naming the spellings
+  local err
+  err=$(HAKMEM_LINK=shared cargo build --offline --quiet --manifest-path "$WORK/rust-src/Cargo.toml" \
+          --target-dir "$WORK/rust-bad" 2>&1) && fail "HAKMEM_LINK=shared built"
+  echo "$err" | grep -q 'HAKMEM_LINK=shared: use "static" or "dylib"' ||
+    { echo "$err" | tail -n 5; fail "HAKMEM_LINK=shared: no message naming static and dylib"; }
 }
 
 echo "== ecosystem: $B -> $P"
