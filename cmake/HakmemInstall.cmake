@@ -13,7 +13,8 @@
 #   lib/cmake/hakmem/hakmem{Config,ConfigVersion,Targets*}.cmake       find_package(hakmem)
 #   bin/hakmem                                                         launcher (tools/hakmem)
 #   bin/hakmem-report                                                  stats timeline viewer, if present
-#   share/doc/hakmem/                                                  README, docs
+#   share/doc/hakmem/                                                  README, LICENSE
+#   share/doc/hakmem/docs/                                             docs/*.md and their images
 #   share/man/man1/hakmem.1                                            man hakmem (docs/hakmem.1)
 #
 # Debug info: the libraries are compiled with -g (code generation is the same
@@ -280,9 +281,19 @@ if(EXISTS ${PROJECT_SOURCE_DIR}/tools/hakmem-report)
 endif()
 
 # ---- documentation -----------------------------------------------------------------
-file(GLOB _hk_docs ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/docs/*.md)
+# README, LICENSE (and CHANGELOG) at the top, docs/ beside them as in the
+# source tree with the images they show, so that the links between them
+# (README -> docs/ENV_VARS.md, docs/bench-latest.svg) work in the installed
+# copy too.
+file(GLOB _hk_docs_top ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
+     ${PROJECT_SOURCE_DIR}/CHANGELOG.md)
+file(GLOB _hk_docs ${PROJECT_SOURCE_DIR}/docs/*.md ${PROJECT_SOURCE_DIR}/docs/*.png
+     ${PROJECT_SOURCE_DIR}/docs/*.svg)
+if(_hk_docs_top)
+  install(FILES ${_hk_docs_top} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
+endif()
 if(_hk_docs)
-  install(FILES ${_hk_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT doc)
+  install(FILES ${_hk_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT doc)
 endif()
 
 # ---- man page: `man hakmem` (the launcher, the knobs, the control API) --------------

@@ -118,7 +118,7 @@ static const char *const non_knob_prefix = "HAKMEM_TEST_";
 static const char *const non_knob_names[] = {
   "HAKMEM_LIB",              /* tools/hakmem: the library to preload      */
   "HAKMEM_PRELOAD_LIB",      /* tests/preload_programs.sh                 */
-  "HAKMEM_LINK",             /* examples/rust: static or dynamic          */
+  "HAKMEM_LINK",             /* examples/rust: static or dylib            */
   "HAKMEM_LIB_DIR",          /* examples/rust: where libhakmem is         */
   "HAKMEM_SECURITY_MATRIX",  /* tests/security.sh                         */
   "HAKMEM_SECURITY_SCUDO",   /* tests/security.sh                         */

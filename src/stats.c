@@ -21,12 +21,24 @@
 
 static uint64_t peak_blocks[HK_NCLASS];   /* sampled                         */
 static size_t peak_live_bytes;
+static size_t peak_committed;             /* sampled, as peak_live_bytes */
 static hk_lock_t tick_lock = HK_LOCK_INIT;
 static _Atomic uint64_t next_tick_ms;
 static uint64_t start_ms;
 static int timeline_fd = -1;
 static pid_t timeline_pid;     /* the process that opened it (a fork child reopens) */
 static bool stats_file_failed; /* said once: the reports go to stderr */
+
+/* Of the address space hakmem has mapped (`mapped`), the bytes that hold
+ * something: the superslabs, the span pages of live large blocks and the
+ * free ones kept resident, huge blocks' mappings and their cache. The rest
+ * is reserved: address space and no memory, mostly the unused room of the
+ * span arenas (1 GiB each, mapped whole at the first large block), and
+ * hakmem's own tables. */
+static size_t committed_of(const struct hak_stats *s) {
+  size_t c = s->superslabs * HK_SS_SIZE + s->large_live_bytes + s->large_cached_bytes;
+  return c < s->mapped_bytes ? c : s->mapped_bytes;
+}
 
 /* HAKMEM_STATS_FILE with %p replaced by the pid and %% by %, so that every
  * process of a launcher script gets a file of its own. false (and a
@@ -168,6 +180,8 @@ void hk_stats_collect(struct hak_stats *o) {
   o->rss_bytes = hk_os_rss_bytes();
   o->peak_rss_bytes = hk_os_peak_rss_bytes(o->rss_bytes);
   o->profile = (int)hk_knobs.profile;
+  size_t c = committed_of(o);
+  if (c > HK_LOAD_RELAXED(peak_committed)) HK_STORE_RELAXED(peak_committed, c);
 }
 
 /* ---- output: a small buffered writer onto an fd or a FILE, no malloc ---------- */
@@ -254,9 +268,12 @@ static void print_config_json(sink_t *k) {
 static void print_text(sink_t *k, const struct hak_stats *s) {
   out(k, "hakmem %s statistics (pid %d)\n", HK_VERSION_STRING, (int)getpid());
   print_config_text(k);
-  out(k, "  live: %zu bytes (peak %zu)   mapped: %zu bytes (peak %zu)   RSS: %zu (peak %zu)\n",
-      s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes, s->rss_bytes,
+  size_t committed = committed_of(s);
+  out(k, "  live: %zu bytes (peak %zu)   committed: %zu bytes (peak %zu)   RSS: %zu (peak %zu)\n",
+      s->live_bytes, s->peak_live_bytes, committed, HK_LOAD_RELAXED(peak_committed), s->rss_bytes,
       s->peak_rss_bytes);
+  out(k, "  address space: %zu bytes mapped (peak %zu), %zu of them reserved, not memory\n",
+      s->mapped_bytes, s->peak_mapped_bytes, s->mapped_bytes - committed);
   out(k, "  superslabs: %zu mapped, %zu cached, %zu abandoned   thread heaps: %zu\n",
       s->superslabs, s->superslabs_cached, s->superslabs_abandoned, s->heaps);
   out(k, "  large/huge: %zu live (%zu bytes), %zu allocs, %zu frees, %zu bytes cached\n",
@@ -282,8 +299,9 @@ static void print_text(sink_t *k, const struct hak_stats *s) {
 }
 
 /* The JSON record's layout: a reader checks "schema" before it trusts a key.
- * 1: the first numbered one (adds schema, hakmem, profile, knobs). Bump it
- * when a key changes meaning or goes; new keys alone do not need it. */
+ * 1: the first numbered one (adds schema, hakmem, profile, knobs); later
+ * added, in 1: committed, peak_committed, reserved. Bump it when a key
+ * changes meaning or goes; new keys alone do not need it. */
 #define HK_STATS_JSON_SCHEMA 1
 
 static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
@@ -292,10 +310,12 @@ static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
   print_config_json(k);
   out(k, "\"counting\": %d, \"rss\": %zu, \"peak_rss\": %zu, "
          "\"live_bytes\": %zu, \"peak_live_bytes\": %zu, \"mapped\": %zu, \"peak_mapped\": %zu, "
+         "\"committed\": %zu, \"peak_committed\": %zu, \"reserved\": %zu, "
          "\"superslabs\": %zu, \"heaps\": %zu, \"allocs\": %zu, \"frees\": %zu, "
          "\"fast_path_hit_rate\": %.6f, ",
       s->counting, s->rss_bytes, s->peak_rss_bytes,
-      s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes, s->superslabs,
+      s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes,
+      committed_of(s), HK_LOAD_RELAXED(peak_committed), s->mapped_bytes - committed_of(s), s->superslabs,
       s->heaps, s->allocs, s->frees, s->fast_path_hit_rate);
   out(k, "\"os\": {\"mmap\": %lu, \"munmap\": %lu, \"madvise\": %lu, \"mremap\": %lu, "
          "\"mmap_bytes\": %zu, \"munmap_bytes\": %zu, \"madvise_bytes\": %zu}, ",
@@ -353,9 +373,10 @@ void hk_stats_at_exit(int report_fd) {
     print_json(&tick_sink, &tick_snap, now - start_ms);
     sink_flush(&tick_sink);
   }
-  /* json with a timeline: its last line, just written, is the report */
+  /* json with a timeline: its last line, just written, is the report; the
+   * text report follows the timeline into its file */
   if (hk_knobs.stats && !(hk_knobs.stats == 2 && timeline_fd >= 0)) {
-    int fd = report_fd, own = -1;
+    int fd = timeline_fd >= 0 ? timeline_fd : report_fd, own = -1;
     if (hk_knobs.stats_file[0] && timeline_fd < 0) {
       own = open_stats_file("the report on stderr");
       if (own >= 0) fd = own;
@@ -415,11 +436,12 @@ void hk_stats_print_glibc_style(FILE *fp) {
   hk_lock(&tick_lock);
   hk_stats_collect(&snap);
   hk_unlock(&tick_lock);
+  size_t committed = committed_of(&snap);  /* glibc's "system": memory, not address space */
   fprintf(fp, "Arena 0:\n");
-  fprintf(fp, "system bytes     = %10zu\n", snap.mapped_bytes);
+  fprintf(fp, "system bytes     = %10zu\n", committed);
   fprintf(fp, "in use bytes     = %10zu\n", snap.live_bytes);
   fprintf(fp, "Total (incl. mmap):\n");
-  fprintf(fp, "system bytes     = %10zu\n", snap.mapped_bytes);
+  fprintf(fp, "system bytes     = %10zu\n", committed);
   fprintf(fp, "in use bytes     = %10zu\n", snap.live_bytes);
   fprintf(fp, "max mmap regions = %10zu\n", snap.large_live);
   fprintf(fp, "max mmap bytes   = %10zu\n", snap.large_live_bytes);
@@ -430,6 +452,10 @@ int hk_stats_print_xml(FILE *fp) {
   hk_lock(&tick_lock);
   hk_stats_collect(&snap);
   hk_unlock(&tick_lock);
+  /* glibc's "system" is memory taken from the OS (committed), its
+   * "aspace" the address space (mapped) */
+  size_t committed = committed_of(&snap), peak = HK_LOAD_RELAXED(peak_committed);
+  size_t rest = committed > snap.live_bytes ? committed - snap.live_bytes : 0;
   /* glibc's malloc_info layout, one "heap" for all of hakmem */
   fprintf(fp, "<malloc version=\"1\">\n<heap nr=\"0\">\n<sizes>\n");
   for (unsigned c = 0; c < HAK_STATS_CLASSES; c++) {
@@ -440,20 +466,18 @@ int hk_stats_print_xml(FILE *fp) {
             x->live_blocks);
   }
   fprintf(fp, "</sizes>\n<total type=\"fast\" count=\"0\" size=\"0\"/>\n");
-  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", snap.superslabs,
-          snap.mapped_bytes - snap.large_live_bytes);
+  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", snap.superslabs, rest);
   fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n",
-          snap.mapped_bytes, snap.peak_mapped_bytes);
+          committed, peak > committed ? peak : committed);
   fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n",
           snap.mapped_bytes, snap.mapped_bytes);
   fprintf(fp, "</heap>\n");
   fprintf(fp, "<total type=\"fast\" count=\"0\" size=\"0\"/>\n");
-  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", snap.superslabs,
-          snap.mapped_bytes - snap.large_live_bytes);
+  fprintf(fp, "<total type=\"rest\" count=\"%zu\" size=\"%zu\"/>\n", snap.superslabs, rest);
   fprintf(fp, "<total type=\"mmap\" count=\"%zu\" size=\"%zu\"/>\n", snap.large_live,
           snap.large_live_bytes);
   fprintf(fp, "<system type=\"current\" size=\"%zu\"/>\n<system type=\"max\" size=\"%zu\"/>\n",
-          snap.mapped_bytes, snap.peak_mapped_bytes);
+          committed, peak > committed ? peak : committed);
   fprintf(fp, "<aspace type=\"total\" size=\"%zu\"/>\n<aspace type=\"mprotect\" size=\"%zu\"/>\n",
           snap.mapped_bytes, snap.mapped_bytes);
   fprintf(fp, "<hakmem live=\"%zu\" superslabs=\"%zu\" mmap=\"%lu\" munmap=\"%lu\" madvise=\"%lu\"/>\n",

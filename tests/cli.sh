@@ -11,15 +11,24 @@
 #   verbose        HAKMEM_VERBOSE=1: one line at start with the profile and the
 #                  knobs off their default; 2: every knob
 #   config         `hakmem config`: every knob of src/knobs.c once, its value,
-#                  default or set, for the environment it runs in
+#                  default or set, for the environment it runs in; its probe
+#                  (and `hakmem version`'s) writes no report, timeline or
+#                  profile of the caller's, yet shows the caller's knobs
 #   stats_file     HAKMEM_STATS_FILE: %p and %% expanded, one file per process;
-#                  an unwritable path named on stderr, then the report on stderr
+#                  an unwritable path named on stderr, then the report on stderr;
+#                  the text report follows a timeline into its file
+#                  (`hakmem stats -o F -i MS`)
 #   stats_json     the JSON report: JSON Lines, a schema field, the profile and
-#                  the knobs; the text report has the config line;
+#                  the knobs; committed and reserved apart from mapped; the text
+#                  report has the config line and says what mapped is;
 #                  `hakmem stats --json -o FILE -- PROG` and `hakmem report FILE`
+#                  (which fails, exit 1, on a file with no record)
 #   help           every hakmem verb, tools/hakmem-report and every benchmark
 #                  program and script answer --help (exit 0, usage on stdout) and
-#                  a bad argument with the usage and exit 2
+#                  a bad argument with the usage and exit 2; run, stats and prof
+#                  exit 127 for a missing program, 126 for one that cannot be
+#                  executed, and warn about one hakmem cannot be preloaded into
+#                  (static, set-user-ID)
 #   docs           docs/ENV_VARS.md and docs/hakmem.1 list exactly the knobs of
 #                  src/knobs.c, and the same non-knob names as the library
 #   man_install    `cmake --install` puts the man page in share/man/man1
@@ -157,7 +166,49 @@ case_config() {
     fail "config: the unknown-name warning is not on stderr"
   grep -q 'HAKMEM_CARVE_KB="999"' "$W/err" || fail "config: the bad-value warning is not on stderr"
   HAKMEM_LIB=$W/nope.so "$H" config >/dev/null 2>&1 && fail "config with a missing library succeeded"
+  case_config_probe
   [ $fails = 0 ] && ok "hakmem config lists every knob, default or set"
+}
+
+# The probe of `hakmem config` and `hakmem version` runs a program under the
+# library in the caller's environment: with the knobs that write (a report,
+# a timeline, a profile) it must write nothing where the caller can see,
+# and config must still show those knobs as the caller set them: each row
+# exactly as the library prints it for a program started there.
+case_config_probe() {
+  local d=$W/probe envs n row lib_rows cfg
+  for envs in "HAKMEM_PROF=1" "HAKMEM_PROF=1 HAKMEM_PROF_FILE=mine.heap HAKMEM_PROF_LEAKS=1 HAKMEM_PROF_INTERVAL=1" \
+              "HAKMEM_STATS=1" "HAKMEM_STATS=json HAKMEM_STATS_FILE=mine.jsonl" \
+              "HAKMEM_STATS=1 HAKMEM_STATS_FILE=$W/probe-abs-%p.txt HAKMEM_STATS_INTERVAL=1" \
+              "HAKMEM_STATS=text HAKMEM_STATS_FILE=" "HAKMEM_STATS=2 HAKMEM_PROF=7"; do
+    rm -rf "$d" && mkdir "$d"
+    cfg=$(cd "$d" && env $envs "$H" config 2>"$W/probe.err") || fail "config ($envs) exited $?"
+    (cd "$d" && env $envs "$H" version >"$W/probe.out" 2>>"$W/probe.err") ||
+      fail "version ($envs) exited $?: $(cat "$W/probe.err")"
+    [ -z "$(ls -A "$d")" ] || fail "config/version ($envs) left files in the working directory: $(ls -A "$d")"
+    ls "$W" | grep -q '^probe-abs' && fail "config/version ($envs) wrote the absolute HAKMEM_STATS_FILE"
+    grep -Eq 'statistics|^ *live:|hakmem: prof:' "$W/probe.err" &&
+      fail "config/version ($envs) printed a report: $(head -3 "$W/probe.err")"
+    grep -q 'hakmem-probe' "$W/probe.err" "$W/probe.out" && fail "config/version ($envs) shows its scratch directory"
+    # the rows the library prints for a program started with $envs
+    lib_rows=$(cd "$d" && env $envs HAKMEM_VERBOSE=2 LD_PRELOAD="$LIB" "$TRUE" 2>&1 |
+               sed -n 's/^hakmem: config: \(HAKMEM_[A-Z_]* \)/\1/p' | grep -v '^HAKMEM_VERBOSE ')
+    rm -rf "$d" "$W"/probe-abs-* && mkdir "$d"
+    for n in $envs; do
+      n=${n%%=*}
+      row=$(printf '%s\n' "$cfg" | grep "^$n ")
+      [ -n "$row" ] && [ "$row" = "$(printf '%s\n' "$lib_rows" | grep "^$n ")" ] ||
+        fail "config ($envs): row '$row', the library's '$(printf '%s\n' "$lib_rows" | grep "^$n ")'"
+    done
+    [ "$(printf '%s\n' "$cfg" | grep '^HAKMEM_' | grep -v '^HAKMEM_VERBOSE ')" = "$lib_rows" ] ||
+      fail "config ($envs) differs from the library's rows: $(diff <(printf '%s\n' "$cfg" | grep '^HAKMEM_' | grep -v '^HAKMEM_VERBOSE ') <(echo "$lib_rows") | grep '^[<>]' | head -4)"
+  done
+  # a value too long for the library is cut as the library cuts it
+  local long
+  long=$(printf 'x%.0s' $(seq 600))
+  cfg=$(cd "$d" && HAKMEM_STATS_FILE=$long "$H" config 2>/dev/null | grep '^HAKMEM_STATS_FILE ')
+  [ "$cfg" = "$(cd "$d" && HAKMEM_STATS_FILE=$long HAKMEM_VERBOSE=2 LD_PRELOAD="$LIB" "$TRUE" 2>&1 |
+                sed -n 's/^hakmem: config: \(HAKMEM_STATS_FILE \)/\1/p')" ] || fail "a 600-byte HAKMEM_STATS_FILE: '$cfg'"
 }
 
 case_stats_file() {
@@ -199,7 +250,16 @@ assert pids == {want}, (sys.argv[1], pids)' "$f" || fail "fork: $f holds another
   [ "$(printf '%s\n' "$err" | grep -c "^hakmem: cannot open HAKMEM_STATS_FILE $W: Is a directory; no timeline")" = 1 ] ||
     fail "timeline on an unwritable path: '$err'"
   [ "$(printf '%s\n' "$err" | grep -c 'cannot open')" = 1 ] || fail "timeline: not one line: '$err'"
-  [ $fails = 0 ] && ok "%p and %% expanded; unwritable path reported, report on stderr"
+  # a text report with a timeline: the report after the timeline, in its
+  # file, not on stderr (hakmem stats -o F -i MS, no --json)
+  mkdir "$W/tt"
+  "$H" stats -o "$W/tt/F" -i 1 -- "$PY" -c 'import time; time.sleep(0.05)' 2>"$W/tt/err" ||
+    fail "hakmem stats -o F -i 1 exited $?"
+  grep -q 'statistics' "$W/tt/err" && fail "stats -o F -i: the text report went to stderr"
+  grep -q '^{' "$W/tt/F" 2>/dev/null || fail "stats -o F -i: no timeline in F"
+  tail -n +2 "$W/tt/F" | grep -q "^hakmem .* statistics (pid " || fail "stats -o F -i: no text report after the timeline in F"
+  [ "$(grep -c statistics "$W/tt/F")" = 1 ] || fail "stats -o F -i: not one report in F"
+  [ $fails = 0 ] && ok "%p and %% expanded; unwritable path reported, report on stderr; text report in the timeline's file"
 }
 
 case_stats_json() {
@@ -227,6 +287,12 @@ first = json.loads(lines[0])
 assert first["knobs"].get("HAKMEM_SS_CACHE") == 7, first["knobs"]
 assert first["knobs"].get("HAKMEM_STATS") == "json", first["knobs"]
 assert "HAKMEM_PURGE_DELAY_MS" not in first["knobs"]       # only what differs
+for l in lines:
+    r = json.loads(l)
+    # mapped is address space: committed (what holds memory) and reserved apart
+    assert r["committed"] + r["reserved"] == r["mapped"], (r["committed"], r["reserved"], r["mapped"])
+    assert 0 <= r["committed"] <= r["peak_committed"], (r["committed"], r["peak_committed"])
+assert first["committed"] > 0, first      # python3 allocated
 last = json.loads(lines[-1])
 assert "HAKMEM_SS_CACHE" not in last["knobs"], last["knobs"]
 EOF
@@ -235,6 +301,20 @@ EOF
   err=$(cd "$W" && env HAKMEM_STATS=1 HAKMEM_CARVE_KB=8 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
   printf '%s\n' "$err" | grep -qx '  config: profile balanced; HAKMEM_STATS=1, HAKMEM_CARVE_KB=8' ||
     fail "text report config line: '$err'"
+  # one large block maps a 1 GiB span arena: the text says what of mapped is
+  # memory and what is only reserved, and the numbers add up
+  err=$(cd "$W" && env HAKMEM_STATS=1 LD_PRELOAD="$LIB" "$PY" -c 'x = bytearray(1 << 20)' 2>&1)
+  local c m r
+  c=$(printf '%s\n' "$err" | sed -n 's/^  live: .*   committed: \([0-9]*\) bytes (peak [0-9]*)   RSS: .*/\1/p')
+  m=$(printf '%s\n' "$err" | sed -n 's/^  address space: \([0-9]*\) bytes mapped (peak [0-9]*), [0-9]* of them reserved, not memory$/\1/p')
+  r=$(printf '%s\n' "$err" | sed -n 's/^  address space: [0-9]* bytes mapped (peak [0-9]*), \([0-9]*\) of them reserved, not memory$/\1/p')
+  if [ -n "$c" ] && [ -n "$m" ] && [ -n "$r" ]; then
+    [ $((c + r)) = "$m" ] || fail "text report: committed $c + reserved $r is not mapped $m"
+    [ "$m" -ge $((1 << 30)) ] && [ "$c" -lt $((256 << 20)) ] ||
+      fail "text report: a 1 MiB block should map an arena (mapped $m) and commit little (committed $c)"
+  else
+    fail "text report: no committed / address space lines: '$(printf '%s\n' "$err" | sed -n 3,4p)'"
+  fi
   # the launcher: stats --json -o FILE, then report FILE
   "$H" stats --json -o "$W/run-%p.jsonl" -- sort /dev/null || fail "hakmem stats --json -o exited $?"
   local out
@@ -248,6 +328,15 @@ EOF
   grep -q '<svg' "$W/tl.html" 2>/dev/null || fail "hakmem report wrote no page"
   grep -q "Configuration</div><div class='v'>balanced</div><div class='n'>[^<]*HAKMEM_STATS_INTERVAL=5" "$W/tl.html" ||
     fail "the page does not show the configuration"
+  # nothing to report: exit non-zero with a message, no empty page
+  : > "$W/empty.jsonl"
+  echo 'not a record' > "$W/bad.jsonl"
+  local f
+  for f in empty bad; do
+    "$H" report "$W/$f.jsonl" -o "$W/$f.html" >/dev/null 2>"$W/rep.err" && fail "hakmem report of the $f file exited 0"
+    grep -q 'no snapshots' "$W/rep.err" || fail "hakmem report of the $f file said: $(cat "$W/rep.err")"
+    [ -e "$W/$f.html" ] && fail "hakmem report of the $f file wrote a page"
+  done
   [ $fails = 0 ] && ok "JSON Lines with schema, profile, knobs; text config line; stats -o and report"
 }
 
@@ -275,7 +364,7 @@ case_help() {
   local v p name
   expect_help hakmem "$H" --help
   expect_help hakmem "$H" help
-  for v in run stats config report version lib help; do
+  for v in run stats config prof report version lib help; do
     expect_help "hakmem $v" "$H" "$v" --help
     expect_help "hakmem $v" "$H" help "$v"
   done
@@ -292,6 +381,11 @@ case_help() {
   expect_bad "$H" version --bogus
   expect_bad "$H" lib --bogus
   expect_bad "$H" run --json true
+  expect_bad "$H" prof
+  expect_bad "$H" prof --
+  expect_bad "$H" prof --secure -- true
+  expect_bad "$H" prof -o x true
+  expect_bad "$H" prof --bogus true
   # hakmem-report (argparse)
   expect_help hakmem-report python3 "$ROOT/tools/hakmem-report" --help
   expect_bad python3 "$ROOT/tools/hakmem-report" --bogus
@@ -317,7 +411,61 @@ case_help() {
   local out
   out=$(cd "$W" && BENCH_BUILD=$W/none bash "$ROOT/bench/selftest.sh" --help 2>&1)
   printf '%s\n' "$out" | grep -qE '^(ok|FAIL) +- ' && fail "selftest.sh --help ran checks"
+  case_help_programs
   [ $fails = 0 ] && ok "every verb, hakmem-report, every bench program and script: --help and bad arguments"
+}
+
+# expect_exit STATUS PATTERN CMD...: exits STATUS and says PATTERN on stderr
+expect_exit() {
+  local want=$1 pat=$2 err rc
+  shift 2
+  err=$("$@" 2>&1 >/dev/null </dev/null)
+  rc=$?
+  [ $rc = "$want" ] || { fail "$* : exit $rc, not $want: $err"; return; }
+  printf '%s\n' "$err" | grep -q -- "$pat" || fail "$* : said '$err', not /$pat/"
+}
+
+# run, stats and prof: the exit status of a program that cannot run, and a
+# warning for one that runs but cannot have hakmem preloaded
+case_help_programs() {
+  local v d=$W/progs
+  mkdir -p "$d/dir" && echo 'not a program' > "$d/text" && chmod 644 "$d/text"
+  for v in run stats prof; do
+    expect_exit 126 "not executable" "$H" $v -- "$d/text"
+    expect_exit 126 "is a directory" "$H" $v -- "$d/dir"
+    expect_exit 127 "no such file" "$H" $v -- "$d/missing"
+    expect_exit 127 "command not found" "$H" $v -- no-such-program-hk
+  done
+  (cd "$d" && "$H" prof -- sh -c 'exit 5' >/dev/null 2>&1); v=$?
+  [ $v = 5 ] || fail "prof: a program's status 5 came back as $v"
+  [ -z "$(ls "$d" | grep -v '^dir$\|^text$\|^hakmem-prof')" ] || fail "prof: stray files: $(ls "$d")"
+  # a static program: said, and its status passed on
+  local cc st
+  cc=$(type -P cc gcc | head -1)
+  if [ -n "$cc" ] && printf 'int main(void) { return 3; }\n' > "$d/st.c" &&
+     "$cc" -static -o "$d/st" "$d/st.c" 2>/dev/null && "$cc" -o "$d/dyn" "$d/st.c"; then
+    for v in run stats; do
+      st=$(HAKMEM_VERBOSE=1 "$H" $v -- "$d/st" 2>&1); local rc=$?
+      [ $rc = 3 ] || fail "$v -- static: exit $rc, not 3"
+      printf '%s\n' "$st" | grep -q "hakmem: warning: $d/st is statically linked.*runs without hakmem" ||
+        fail "$v -- static program: no warning: '$st'"
+      printf '%s\n' "$st" | grep -q 'hakmem: active' && fail "$v -- static program: it ran on hakmem after all?"
+      st=$(HAKMEM_VERBOSE=1 "$H" $v -- "$d/dyn" 2>&1)
+      printf '%s\n' "$st" | grep -q 'warning' && fail "$v -- dynamic program: warned: '$st'"
+      printf '%s\n' "$st" | grep -q 'hakmem: active' || fail "$v -- dynamic program: not on hakmem: '$st'"
+    done
+    st=$(cd "$d" && "$H" prof -- "$d/st" 2>&1)
+    printf '%s\n' "$st" | grep -q "statically linked" || fail "prof -- static: no warning: '$st'"
+  else
+    echo "note: no static C program could be built here; the static-program check is skipped"
+  fi
+  # set-user-ID to another user: the dynamic linker ignores the preload
+  if [ "$(id -u)" = 0 ] && cp "$TRUE" "$d/suid" && chown 65534 "$d/suid" 2>/dev/null && chmod 4755 "$d/suid"; then
+    st=$("$H" run -- "$d/suid" 2>&1) || fail "run -- set-user-ID true failed: $st"
+    printf '%s\n' "$st" | grep -q "set-user-ID.*runs without hakmem" || fail "run -- set-user-ID: no warning: '$st'"
+  fi
+  st=$("$H" run -- "$TRUE" 2>&1)
+  [ -z "$st" ] || fail "run -- true printed '$st'"
 }
 
 case_docs() {
@@ -346,6 +494,31 @@ case_docs() {
   man_nk=$(sed -n '/^\.SS Variables that are not knobs/,/^\.S[SH] [^V]/p' "$man" | sed -n 's/^\.B \(HAKMEM_[A-Z0-9_*]*\)$/\1/p' | sort -u)
   [ "$lib_nk" = "$doc_nk" ] || fail "ENV_VARS.md non-knob list differs from src/knobs.c: $(echo $doc_nk) vs $(echo $lib_nk)"
   [ "$lib_nk" = "$man_nk" ] || fail "hakmem.1 non-knob list differs from src/knobs.c: $(echo $man_nk) vs $(echo $lib_nk)"
+  # every verb of the launcher's usage is in SYNOPSIS and COMMANDS, and every
+  # one but help in EXIT STATUS
+  local verbs v sect
+  verbs=$("$H" help | sed -n 's/^  hakmem \([a-z]*\) .*/\1/p; s/^  hakmem \([a-z]*\)$/\1/p' | sort -u)
+  [ "$(echo $verbs | wc -w)" -ge 8 ] || fail "hakmem help lists too few verbs: $(echo $verbs)"
+  for v in $verbs; do
+    sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$man" | grep -q "^\.B hakmem $v\$" || fail "hakmem.1 SYNOPSIS: no hakmem $v"
+    sed -n '/^\.SH COMMANDS/,/^\.SH /p' "$man" | grep -A1 '^\.TP' | grep -Eq "^\.B[RI]? \"?$v( |\"|\$)" ||
+      fail "hakmem.1 COMMANDS: no $v"
+    [ "$v" = help ] && continue
+    sed -n '/^\.SH "EXIT STATUS"/,/^\.SH /p' "$man" | grep -Eq "^\.BR? $v( ,)?\$" || fail "hakmem.1 EXIT STATUS: no $v"
+  done
+  # HAKMEM_LINK: the docs give the spellings examples/rust/build.rs names in
+  # its error message, and build.rs accepts each of them
+  local rs=$ROOT/examples/rust/build.rs spell accepted
+  spell=$(sed -n 's/.*panic!("HAKMEM_LINK={other}: use \(.*\)).*/\1/p' "$rs" | grep -o '\\"[a-z]*\\"' | tr -d '\\"')
+  accepted=$(grep -E '^ *"[a-z]+"( *\| *"[a-z]+")* *=> *\{' "$rs" | grep -o '"[a-z]*"' | tr -d '"')
+  [ "$(echo $spell)" = "static dylib" ] || fail "build.rs's HAKMEM_LINK message names '$(echo $spell)', not static and dylib"
+  for n in $spell; do
+    printf '%s\n' "$accepted" | grep -qx "$n" || fail "build.rs names HAKMEM_LINK=$n but does not accept it"
+    grep '^| `HAKMEM_LINK`' "$doc" | grep -q "\`$n\`" || fail "ENV_VARS.md: HAKMEM_LINK does not give $n"
+    sed -n '/^\.B HAKMEM_LINK$/,/^\.TP/p' "$man" | grep -q "\\\\fB$n\\\\fR" || fail "hakmem.1: HAKMEM_LINK does not give $n"
+    grep -q "\"HAKMEM_LINK\",.*static or dylib" "$ROOT/src/knobs.c" || fail "src/knobs.c: HAKMEM_LINK's comment is not 'static or dylib'"
+    grep -q "HAKMEM_LINK=$n" "$ROOT/docs/RUST.md" || fail "RUST.md does not show HAKMEM_LINK=$n"
+  done
   # the man page has its sections and is well-formed roff
   for n in NAME SYNOPSIS DESCRIPTION COMMANDS KNOBS "CONTROL API" FILES "SEE ALSO"; do
     grep -q "^\.SH \"\?$n\"\?\$" "$man" || fail "hakmem.1: no section $n"

@@ -5,7 +5,8 @@
 # or relative to the current directory or to the source tree):
 #
 #   install    cmake --install BUILD_DIR into a temporary prefix: libraries
-#              with SONAME and links, header, hakmem.pc, CMake package, launcher
+#              with SONAME and links, header, hakmem.pc, CMake package, launcher,
+#              README and LICENSE, docs/ with every image and page they link to
 #   pkgconfig  examples/ built against the installed copy with pkg-config
 #              (Makefile): C and C++, shared and static; each must report
 #              hak_is_active=1 (linking -lhakmem first binds malloc to hakmem)
@@ -20,7 +21,8 @@
 #              stripped with a debuglink; gdb resolves hak_malloc to a source
 #              line and shows it in a backtrace of a running program
 #   rust       examples/rust (a #[global_allocator] over the C API) built
-#              offline against the installed copy, static and dylib; skipped
+#              offline against the installed copy, HAKMEM_LINK=static, dylib
+#              and dynamic (= dylib), and a bad HAKMEM_LINK refused; skipped
 #              when cargo is not installed
 #
 # HAKMEM_TEST_VERBOSE=1 shows each test's log, not only a failed one's.
@@ -117,9 +119,54 @@ t_install() {
   readelf -d "$L/libhakmem.so.$VERSION" | grep -q "SONAME.*\[libhakmem\.so\.$SOMAJOR\]" || fail "SONAME is not libhakmem.so.$SOMAJOR"
   [ -x "$P/bin/hakmem" ] || fail "launcher not installed in $P/bin"
   cmp -s "$ROOT/include/hakmem.h" "$P/include/hakmem.h" || fail "installed hakmem.h differs"
+  t_install_docs || return 1
   # a second install over the first works and changes nothing that matters
   cmake --install "$B" --prefix "$P" >/dev/null || fail "second cmake --install failed"
   echo "$L" >"$WORK/libdir"
+}
+
+# the documentation: README and LICENSE, docs/ beside them, and every file
+# an installed page links to or shows (images included) that the source tree
+# has among README, LICENSE, CHANGELOG and docs/ is installed at the same
+# place relative to the page. (Links out of that set, to bench/results/ or
+# examples/, are listed, not installed.)
+t_install_docs() {
+  local D=$P/share/doc/hakmem
+  [ -d "$D" ] || fail "no $D"
+  cmp -s "$ROOT/LICENSE" "$D/LICENSE" || fail "LICENSE not installed in $D"
+  grep -q '^MIT License' "$D/LICENSE" || fail "$D/LICENSE is not the MIT licence"
+  [ -f "$D/README.md" ] && [ -f "$D/docs/ENV_VARS.md" ] || fail "README.md and docs/ENV_VARS.md not installed in $D"
+  python3 - "$ROOT" "$D" <<'PYEOF' || fail "installed docs: missing link targets"
+import os, re, sys
+root, dest = sys.argv[1], sys.argv[2]
+link = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)")
+shipped = lambda rel: rel in ("README.md", "LICENSE", "CHANGELOG.md") or (
+    rel.startswith("docs/") and "/" not in rel[5:])
+missing, outside, checked, images = [], set(), 0, 0
+pages = [os.path.relpath(os.path.join(d, f), dest) for d, _, fs in os.walk(dest) for f in fs
+         if f.endswith(".md")]
+assert "README.md" in pages and len(pages) > 5, pages
+for page in pages:
+    assert shipped(page), "installed but not from README/docs: " + page
+    for m in link.finditer(open(os.path.join(dest, page), encoding="utf-8").read()):
+        target = m.group(1).split("#")[0]
+        if not target or re.match(r"^[a-z]+:", target):
+            continue
+        rel = os.path.normpath(os.path.join(os.path.dirname(page), target))
+        if not shipped(rel) or not os.path.exists(os.path.join(root, rel)):
+            outside.add(rel)
+            continue
+        checked += 1
+        images += m.group(0).startswith("!")
+        if not os.path.exists(os.path.join(dest, rel)):
+            missing.append("%s -> %s" % (page, target))
+print("installed docs: %d pages, %d links into them resolved (%d images); not shipped: %s"
+      % (len(pages), checked, images, " ".join(sorted(outside)) or "none"))
+assert images >= 3, "fewer images than the docs show: %d" % images
+for m in missing:
+    print("missing in the install: " + m)
+sys.exit(1 if missing else 0)
+PYEOF
 }
 
 t_pkgconfig() {
@@ -306,13 +353,21 @@ t_rust() {
         "$WORK/rust-src/" || fail "cannot copy examples/rust"
   cargo --version
   local kind
-  for kind in static dylib; do
+  # static and dylib, the spellings the docs give; dynamic, the one they
+  # once gave, is taken as dylib
+  for kind in static dylib dynamic; do
     HAKMEM_LINK=$kind cargo build --offline --quiet --manifest-path "$WORK/rust-src/Cargo.toml" \
       --target-dir "$WORK/rust-$kind" || fail "cargo build --offline ($kind) failed" || return 1
     local exe=$WORK/rust-$kind/debug/hakmem-example
     expect_linked "$exe" "$([ $kind = static ] && echo static || echo shared)" || return 1
     expect_active "$exe" || return 1
   done
+  # anything else stops the build, naming the spellings
+  local err
+  err=$(HAKMEM_LINK=shared cargo build --offline --quiet --manifest-path "$WORK/rust-src/Cargo.toml" \
+          --target-dir "$WORK/rust-bad" 2>&1) && fail "HAKMEM_LINK=shared built"
+  echo "$err" | grep -q 'HAKMEM_LINK=shared: use "static" or "dylib"' ||
+    { echo "$err" | tail -n 5; fail "HAKMEM_LINK=shared: no message naming static and dylib"; }
 }
 
 echo "== ecosystem: $B -> $P"

@@ -8,7 +8,8 @@
 #    the chart <svg> ids, no external resources or scripts, and shows numbers
 #    taken from the data (pid, peaks, final per-class and OS counters);
 # 2. edge cases: a one-line timeline, malformed/missing-key lines and two
-#    processes in one file, an empty file, stdin to stdout;
+#    processes in one file, an empty file and one of no records (exit 1, no
+#    page), a text report after the timeline, "committed", stdin to stdout;
 # 3. a real program's timeline: python3 run under LD_PRELOAD=libhakmem.so with
 #    HAKMEM_STATS_INTERVAL/HAKMEM_STATS_FILE (SKIP if the library is not built
 #    or writes no timeline); HAKMEM_LIB overrides the library path;
@@ -370,12 +371,37 @@ if "$report" "$data/messy.jsonl" -o "$work/messy.html" 2> "$work/messy.err" &&
 else
   fail "malformed lines: $(cat "$work/messy.err")"
 fi
+# nothing to report: exit 1, a message, no page (an empty page would look
+# like a report of a program that allocated nothing)
 : > "$work/empty.jsonl"
-if "$report" "$work/empty.jsonl" -o "$work/empty.html" 2>/dev/null &&
-   check html "$work/empty.html" - "$IDS" "no snapshots" >/dev/null; then
-  pass "empty timeline: page still written"
+printf 'not json\n{"a": 1}\n[1]\n' > "$work/junk.jsonl"
+for f in empty junk; do
+  rm -f "$work/$f.html"
+  "$report" "$work/$f.jsonl" -o "$work/$f.html" 2> "$work/$f.err"
+  rc=$?
+  if [ $rc = 1 ] && [ ! -e "$work/$f.html" ] && grep -q "$f.jsonl: no snapshots" "$work/$f.err"; then
+    pass "$f timeline: exit 1, '$(tail -1 "$work/$f.err")', no page"
+  else
+    fail "$f timeline: exit $rc, page $([ -e "$work/$f.html" ] && echo written || echo none): $(cat "$work/$f.err")"
+  fi
+done
+grep -q "junk.jsonl:2: skipping a JSON object with no hakmem statistics" "$work/junk.err" ||
+  fail "junk timeline: the object that is no record was not named: $(cat "$work/junk.err")"
+# the text exit report after the timeline (HAKMEM_STATS=1, a timeline file):
+# skipped quietly; "committed" drawn instead of "mapped" when records have it
+{ sed -n 1,3p "$data/synthetic.jsonl" |
+    python3 -c 'import json, sys
+for l in sys.stdin:
+    r = json.loads(l); r["committed"] = 3 << 20; r["mapped"] = 1 << 30; print(json.dumps(r))'
+  printf 'hakmem 0.1.0 statistics (pid 4242)\n  config: profile balanced\n  live: 1 bytes\n'
+} > "$work/mixed.jsonl"
+if "$report" "$work/mixed.jsonl" -o "$work/mixed.html" 2> "$work/mixed.err" &&
+   ! grep -q skipping "$work/mixed.err" &&
+   grep -q "Peak committed</div><div class='v'>3.0 MiB" "$work/mixed.html" &&
+   grep -q "committed by hakmem" "$work/mixed.html"; then
+  pass "text report after the timeline skipped quietly; committed drawn, not the mapped arena"
 else
-  fail "empty timeline"
+  fail "mixed timeline: $(cat "$work/mixed.err")"
 fi
 if "$report" - < "$data/single.jsonl" > "$work/stdin.html" 2>/dev/null &&
    check html "$work/stdin.html" "$data/single.jsonl" "$IDS" >/dev/null; then

@@ -3,7 +3,8 @@
 // Where:   $HAKMEM_LIB_DIR, else `pkg-config --variable=libdir hakmem`,
 //          else ../../build (a hakmem source tree built with `make`).
 // How:     $HAKMEM_LINK = "static" (default: libhakmem.a, nothing to ship)
-//          or "dylib" (-lhakmem with an rpath to that directory).
+//          or "dylib" (-lhakmem with an rpath to that directory; "dynamic",
+//          the spelling hakmem's docs once gave, is taken as "dylib").
 //
 // Either way the whole process's malloc becomes hakmem's too (C libraries
 // linked in, libc's own allocations), not only Rust's global allocator.
@@ -46,11 +47,11 @@ fn main() {
             println!("cargo:rerun-if-changed={}", a.display());
             println!("cargo:rustc-link-lib=static=hakmem");
         }
-        "dylib" => {
+        "dylib" | "dynamic" => {
             println!("cargo:rustc-link-lib=dylib=hakmem");
             println!("cargo:rustc-link-arg=-Wl,-rpath,{}", dir.display());
         }
-        other => panic!("HAKMEM_LINK={other}: use \"static\" or \"dylib\""),
+        other => panic!("HAKMEM_LINK={other}: use \"static\" or \"dylib\" (libhakmem.a or libhakmem.so)"),
     }
     println!("cargo:rustc-link-lib=dylib=pthread");
 }
