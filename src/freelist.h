@@ -8,6 +8,10 @@
 #include "superslab.h"
 #include "track.h"
 
+/* A free block's first word: the link to the next free block, encoded
+ * (hk_block_next below). */
+typedef struct hk_block { uintptr_t enc; } hk_block_t;
+
 /* Free-list links are stored encoded: next ^ key, with a random per-process
  * key. A stray write (small overflow, use after free) then decodes to a
  * pointer outside the superslab, which malloc catches before following it,
@@ -70,43 +74,6 @@ void hk_report_list_corrupt(const void *block) __attribute__((cold, noinline, no
  * getrandom(); before any slab is used. */
 void hk_list_key_init(void);
 
-/* Is p the start of one of the `carved` blocks of s? One multiply and one
- * compare: with M = floor(2^64 / d) + 1 and e = d * M - 2^64 (1 <= e <= d),
- * an offset n = q * d + r from the slab's start gives n * M = q * e + r * M
- * (mod 2^64): below carved * e exactly when r = 0 and q < carved, for
- * |n| < 2^21 (a slab's span; test_size_class checks every offset). So
- * interior, misaligned and out-of-slab pointers fail, and blocks never
- * carved (never handed out) too. The owner raises `lim` with `carved`;
- * another thread reads it only for a block it was handed, so it sees at
- * least that block's carve. */
-HK_INLINE uint64_t hk_slab_div_m(uint32_t d) {
-  return UINT64_MAX / d + 1 + ((d & (d - 1)) == 0);  /* floor(2^64 / d) + 1 */
-}
-HK_INLINE uint64_t hk_slab_offset_m(const hk_slab_t *s, const void *p) {
-  return (uint64_t)(uintptr_t)p * s->div_m - s->start_m;
-}
-HK_INLINE bool hk_slab_is_block(const hk_slab_t *s, const void *p) {
-  return hk_slab_offset_m(s, p) < HK_LOAD_RACY(s->lim);
-}
-/* ... of any block of s, carved or not */
-HK_INLINE bool hk_slab_is_slot(const hk_slab_t *s, const void *p) {
-  return hk_slab_offset_m(s, p) < (uint64_t)s->capacity * (s->block_size * s->div_m);
-}
-/* The slot of s holding address p (any byte of it): its index, or at
- * least s->capacity when p is before or past s's blocks (measure copy).
- * The same multiply: with n the offset from the slab's start,
- * floor(n * M / 2^64) is floor(n / d) for n < 2^21, and no less than
- * floor(n / d) >= 2^21 / d >= capacity beyond (a negative offset is a huge
- * one). */
-HK_INLINE size_t hk_slab_slot_of(const hk_slab_t *s, const void *p) {
-  uint64_t n = (uint64_t)(uintptr_t)p - (uint64_t)(uintptr_t)HK_UNHIDE(s->start);
-  return (size_t)(((unsigned __int128)n * s->div_m) >> 64);
-}
-/* The owner carved blocks: free accepts the first n */
-HK_INLINE void hk_slab_set_carved(hk_slab_t *s, unsigned n) {
-  HK_STORE_RELAXED(s->carved, (uint16_t)n);
-  HK_STORE_RELAXED(s->lim, n * (s->block_size * s->div_m));
-}
 /* A link read from block b of slab s must stay in b's superslab (one xor
  * and shift), or be a block of s itself (measure keys: an attacker who
  * learnt a key still cannot point a list at metadata), or end the list. */

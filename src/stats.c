@@ -129,6 +129,9 @@ void hk_stats_collect(struct hak_stats *o) {
 
   uint64_t small_allocs = 0, small_refills = 0;
   size_t live_small = 0;
+  /* the public struct has a row for each class: a class added below must
+   * grow HAK_STATS_CLASSES (an ABI change, hakmem.h) */
+  _Static_assert(HK_NCLASS <= HAK_STATS_CLASSES, "hak_stats has a row per size class");
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     struct hak_class_stats *k = &o->classes[c];
     k->block_size = hk_class_bytes(c);

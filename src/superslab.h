@@ -16,10 +16,7 @@
 #include "config.h"
 #include "knobs.h"
 #include "measures.h"
-
-/* A free block's first word: the link to the next free block, encoded
- * (see hk_block_next in freelist.h). */
-typedef struct hk_block { uintptr_t enc; } hk_block_t;
+#include "slab_desc.h"
 
 enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 
@@ -28,61 +25,6 @@ enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 #define HK_SS_META_SIZE ((size_t)8192)
 #define HK_SS_GUARD_SIZE ((size_t)(HK_M_GUARD ? 4096 : 0))
 #define HK_SS_HDR_SIZE  (HK_SS_META_SIZE + HK_SS_GUARD_SIZE)
-
-/* Where a slab is, seen from its owner heap. */
-enum { HK_SLAB_UNUSED = 0, HK_SLAB_CUR, HK_SLAB_PARTIAL, HK_SLAB_FULL };
-/* A full slab's owner field is its owner's id with this bit set: the free
- * fast path compares the field with the caller's id, so a free into a full
- * slab, which must bring the slab back to its heap, takes the slow path
- * without a state test on the fast one. Thread ids are aligned. */
-#define HK_OWNER_FULL ((uintptr_t)1)
-
-/* Low bits of hk_slab.xfree (the remote-free list head): whether the owner
- * wants to hear about the next remote free (the slab is full). */
-enum { HK_XF_NORMAL = 0, HK_XF_NOTIFY = 1, HK_XF_NOTIFYING = 2, HK_XF_MASK = 3 };
-
-typedef struct hk_slab {
-  /* line 0: touched by the owner only (others read it) */
-  hk_block_t *free;         /* malloc pops here                      */
-  hk_block_t *local_free;   /* owner's frees land here               */
-  uintptr_t owner;          /* owner's id (| HK_OWNER_FULL); 0: none */
-  uint16_t used;            /* blocks out (incl. uncollected remote) */
-  uint16_t carved;          /* blocks carved so far (lazy init)      */
-  uint8_t state;            /* HK_SLAB_*                             */
-  uint8_t cls;
-  uint8_t index;            /* in its superslab                      */
-  uint8_t batch_kb;         /* owner: KiB the next carve takes       */
-  /* free's block check, one multiply and one compare (hk_slab_is_block):
-   * p * div_m - start_m < lim exactly when p is the start of one of the
-   * first `carved` blocks */
-  uint64_t div_m;           /* floor(2^64 / block_size) + 1          */
-  uint64_t start_m;         /* start * div_m (mod 2^64)              */
-#if HK_SLAB_KEYED
-  /* keys or canary: what every malloc and free reads stays on line 0 (line
-   * 1 is written by other threads' frees) */
-  uint32_t lim;             /* carved * (block_size * div_m mod 2^64) */
-  uint32_t avail;           /* block_size - HK_PAD: the trailer word */
-  uintptr_t key;            /* this slab's link and canary key       */
-  /* line 1: written by other threads */
-  _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
-  uint16_t capacity;        /* blocks in the slab                    */
-  uint32_t block_size;
-  uint8_t *start;
-  struct hk_slab *next, *prev;  /* heap's partial list               */
-  hk_block_t *aged;         /* owner: freed before the last refill   */
-#else
-  uint64_t lim;             /* carved * (block_size * div_m mod 2^64) */
-  uint32_t block_size;
-  uint32_t avail;           /* block_size (no trailer)               */
-  /* line 1: written by other threads */
-  _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
-  uint16_t capacity;        /* blocks in the slab                    */
-  uint8_t *start;
-  struct hk_slab *next, *prev;  /* heap's partial list               */
-  uintptr_t key;            /* unused without keys or canary         */
-  hk_block_t *aged;         /* delayed reuse (off: always NULL)      */
-#endif
-} __attribute__((aligned(HK_CACHE_LINE))) hk_slab_t;
 
 struct hk_heap;
 
@@ -103,15 +45,7 @@ typedef struct hk_superslab {
   uint64_t stamp_ms;        /* when it entered the cache                   */
 } hk_superslab_t;
 
-_Static_assert(sizeof(hk_slab_t) == 128, "slab descriptor is two cache lines");
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
-_Static_assert(!HK_SLAB_KEYED || __builtin_offsetof(hk_slab_t, key) == 56,
-               "tests/security/forged_link_metadata.c");
-
-/* the id of s's owner thread (0: none), full or not */
-HK_INLINE uintptr_t hk_slab_owner(const hk_slab_t *s) {
-  return HK_LOAD_RELAXED(s->owner) & ~HK_OWNER_FULL;
-}
 
 HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {
   return (hk_superslab_t *)((uintptr_t)p & ~(uintptr_t)HK_SS_MASK);
