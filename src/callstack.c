@@ -87,7 +87,11 @@ static uint64_t pack(unsigned kind, unsigned base, unsigned rbp, int ra_off, int
 
 /* ---- reading an FDE --------------------------------------------------------------- */
 
-struct eh_bases { void *tbase, *dbase, *func; };  /* libgcc's struct dwarf_eh_bases */
+/* _Unwind_Find_FDE is exported by libgcc_s.so.1 (version GCC_3.0) and
+ * libgcc_eh.a; its out-parameter is libgcc's struct dwarf_eh_bases, three
+ * pointers, of which only func is read. test_callstack fails if either
+ * changes. */
+struct eh_bases { void *tbase, *dbase, *func; };
 extern const void *_Unwind_Find_FDE(void *pc, struct eh_bases *bases);
 
 typedef struct { const uint8_t *p, *end; bool bad; } rd_t;

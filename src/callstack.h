@@ -9,7 +9,8 @@
  * costs a table probe and two loads. A frame whose rule it does not
  * model (a signal frame, a CFA expression other than gcc's realigned
  * frame) sends the whole walk to libgcc instead, so the result is always
- * what libgcc would give. x86-64 only; elsewhere libgcc does every walk. */
+ * what libgcc would give. x86-64 only; elsewhere libgcc does every walk.
+ * Why not libunwind or frame pointers (measured): docs/PROFILING.md. */
 #ifndef HK_CALLSTACK_H
 #define HK_CALLSTACK_H
 
