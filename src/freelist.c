@@ -1,38 +1,16 @@
 #define _GNU_SOURCE
 #include "freelist.h"
 
-#include <string.h>
-#include <sys/auxv.h>
-#include <sys/random.h>
-#include <time.h>
+#include "random.h"
 
 uintptr_t hk_list_key;
 uintptr_t hk_free_mark;
 
-static uint64_t mix64(uint64_t k) {
-  k ^= k >> 29;
-  k *= 0xbf58476d1ce4e5b9ull;
-  k ^= k >> 32;
-  return k;
-}
-
-/* 8 of the 16 random bytes the kernel gives every process (AT_RANDOM),
- * mixed; no syscall, no file. */
+/* Both from the process's random seed (random.c), each for its own purpose:
+ * the mark, which any freed block shows, tells nothing of the key. */
 void hk_list_key_init(void) {
-  const unsigned char *r = (const unsigned char *)getauxval(AT_RANDOM);
-  uint64_t k = (uint64_t)(uintptr_t)&hk_list_key * 0x9e3779b97f4a7c15ull;
-  if (r) memcpy(&k, r + 8, sizeof k);  /* no alignment promised */
-  hk_list_key = (uintptr_t)(mix64(k) | 1);
-  /* the mark: bytes of its own (one getrandom call at start; if that
-   * fails, the clock and addresses, which ASLR makes differ per process) */
-  uint64_t m;
-  if (getrandom(&m, sizeof m, GRND_NONBLOCK) != (ssize_t)sizeof m) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    m = mix64((uint64_t)t.tv_nsec ^ ((uint64_t)t.tv_sec << 32) ^ (uint64_t)(uintptr_t)&m ^
-              ((uint64_t)(uintptr_t)&hk_free_mark << 17));
-  }
-  hk_free_mark = (uintptr_t)(m | 1);  /* never 0, what malloc leaves */
+  hk_list_key = (uintptr_t)(hk_random(HK_RANDOM_LIST_KEY, 0) | 1);
+  hk_free_mark = (uintptr_t)(hk_random(HK_RANDOM_FREE_MARK, 0) | 1);  /* never 0, what malloc leaves */
 }
 
 void hk_report_list_corrupt(const void *block) {

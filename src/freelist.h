@@ -70,8 +70,8 @@ HK_INLINE void hk_mark_store(hk_block_t *b, uintptr_t m) {
 /* A link failed its check: reported, then a trap (a corrupted list cannot be
  * followed, whatever HAKMEM_ABORT_ON_INVALID says). */
 void hk_report_list_corrupt(const void *block) __attribute__((cold, noinline, noreturn));
-/* Set hk_list_key from the kernel's AT_RANDOM bytes and hk_free_mark from
- * getrandom(); before any slab is used. */
+/* Set hk_list_key and hk_free_mark, each from the process's random seed
+ * (random.h); before any slab is used. A fork child keeps both. */
 void hk_list_key_init(void);
 
 /* A link read from block b of slab s must stay in b's superslab (one xor

@@ -1,3 +1,5 @@
+/* The knob table and its reading: the environment at start-up, checked
+ * names, the configuration printed (knobs.h). */
 #include "knobs.h"
 
 #include <sched.h>
@@ -9,104 +11,222 @@
 
 hk_knobs_t hk_knobs;
 
+/* A keyword's words: for each value, its name first (the one printed),
+ * then any other spelling accepted for it; NULL ends the list. */
+typedef struct {
+  const char *word;
+  long value;
+} knob_word_t;
+
 typedef struct {
   const char *name;
-  long *value;
-  long min, max;
-  long def[3];  /* fast, balanced, lowmem */
-} hk_knob_def_t;
+  unsigned char kind;          /* hk_knob_kind_t                                    */
+  unsigned char runtime;       /* 1: hak_ctl_set may change it                      */
+  unsigned char act;           /* hk_knob_act_t: what ctl.c does for it beyond a store */
+  long *value;                 /* number, size, keyword                             */
+  char *text;                  /* string, path: text_size bytes                     */
+  size_t text_size;
+  const knob_word_t *words;    /* keyword                                           */
+  long min, max;               /* number, size                                      */
+  long def[3];                 /* fast, balanced, lowmem                            */
+} knob_row_t;
 
-#define K(name, field, lo, hi, fast, bal, low) { name, &hk_knobs.field, lo, hi, { fast, bal, low } }
+/* When a knob may change: START(act) read once at start-up (act: what
+ * hak_ctl_get reads for it), RUN(act) also settable by hak_ctl_set. */
+#define START(act) 0, HK_KNOB_ACT_##act
+#define RUN(act)   1, HK_KNOB_ACT_##act
+/* One macro per kind: name, field of hk_knobs, when, then the range and the
+ * defaults under fast, balanced and lowmem; a keyword's defaults, then its
+ * words ({ "word", value }, ...). */
+#define NUMBER(n, f, when, lo, hi, d0, d1, d2) \
+  { n, HK_KNOB_NUMBER, when, &hk_knobs.f, NULL, 0, NULL, lo, hi, { d0, d1, d2 } }
+#define SIZE(n, f, when, lo, hi, d0, d1, d2) \
+  { n, HK_KNOB_SIZE, when, &hk_knobs.f, NULL, 0, NULL, lo, hi, { d0, d1, d2 } }
+#define KEYWORD(n, f, when, d0, d1, d2, ...) \
+  { n, HK_KNOB_KEYWORD, when, &hk_knobs.f, NULL, 0, (const knob_word_t[]){ __VA_ARGS__, { NULL, 0 } }, \
+    0, 0, { d0, d1, d2 } }
+#define STRING(n, f, when) \
+  { n, HK_KNOB_STRING, when, NULL, hk_knobs.f, sizeof hk_knobs.f, NULL, 0, 0, { 0, 0, 0 } }
+#define PATH(n, f, when) \
+  { n, HK_KNOB_PATH, when, NULL, hk_knobs.f, sizeof hk_knobs.f, NULL, 0, 0, { 0, 0, 0 } }
 
-/* The one table. docs/ENV_VARS.md documents each row. */
-static const hk_knob_def_t knob_table[] = {
-  K("HAKMEM_PURGE_DELAY_MS",    purge_delay_ms,    0, 3600000, 5000, 1000, 100),
-  K("HAKMEM_SS_CACHE",          ss_cache,          0, 4096,    1024, 256, 16),
-  K("HAKMEM_LARGE_CACHE_MB",    large_cache_mb,    0, 65536,   256, 64, 8),
-  K("HAKMEM_LARGE_CACHE_COUNT", large_cache_count, 0, 1024,   256, 128, 8),
-  K("HAKMEM_CARVE_KB",          carve_kb,          4, 64,      64, 16, 4),
-  K("HAKMEM_HEAP_SPARE",        heap_spare,        0, 16,      2, 1, 0),
-  K("HAKMEM_VERBOSE",           verbose,           0, 2,       0, 0, 0),
-  K("HAKMEM_ABORT_ON_INVALID",  abort_on_invalid,  0, 1,       1, 1, 1),
-  K("HAKMEM_FREE_FILL",         free_fill,         0, 2,       0, 0, 0),
-  K("HAKMEM_CLOSE_FREED_KB",    close_freed_kb,    0, 131072,  256, 256, 256),
-  K("HAKMEM_CHECK_EVERY",       check_every,       0, 1000000, 256, 256, 256),
-  K("HAKMEM_STATS_INTERVAL",    stats_interval_ms, 0, 86400000, 0, 0, 0),
-  K("HAKMEM_LEARN",             learn,             0, 1,       0, 0, 0),
-  K("HAKMEM_LEARN_LOG",         learn_log,         0, 1,       0, 0, 0),
-  K("HAKMEM_LEARN_EPOCH",       learn_epoch,       16, 1000000, 256, 256, 256),
-  K("HAKMEM_TARGET_HIT_LARGE",  target_hit_large,  0, 1000,    900, 900, 800),
-  K("HAKMEM_CAP_STEP_LARGE",    cap_step_large,    1, 256,     16, 8, 4),
-  K("HAKMEM_CAP_MAX_LARGE",     cap_max_large,     1, 4096,    1024, 256, 64),
-  K("HAKMEM_CAP_MAX_LARGE_MB",  cap_max_large_mb,  1, 65536,   2048, 512, 64),
-  K("HAKMEM_TARGET_HIT_PURGE",  target_hit_purge,  0, 1000,    900, 900, 750),
-  K("HAKMEM_CAP_MAX_PURGE_MS",  cap_max_purge_ms,  1, 3600000, 60000, 30000, 5000),
-  K("HAKMEM_CAP_MIN_PURGE_MS",  cap_min_purge_ms,  0, 3600000, 100, 50, 10),
-  K("HAKMEM_SMALL_IDLE_EPOCHS", small_idle_epochs, 1, 1000000, 8, 2, 1),
-  K("HAKMEM_CAP_MAX_SMALL_IDLE", cap_max_small_idle, 1, 1000000, 256, 64, 16),
-  K("HAKMEM_PROF",              prof,              0, 1,       0, 0, 0),
-  K("HAKMEM_PROF_SAMPLE",       prof_sample,       1, 1L << 40, 524288, 524288, 524288),
-  K("HAKMEM_PROF_INTERVAL",     prof_interval,     0, 1L << 50, 0, 0, 0),
-  K("HAKMEM_PROF_LEAKS",        prof_leaks,        0, 1,       0, 0, 0),
-  K("HAKMEM_PROF_SEED",         prof_seed,         0, 0x7fffffffffffffffL, 0, 0, 0),
-  K("HAKMEM_BACKGROUND_PURGE",  background_purge,  0, 1,       0, 0, 0),
+/* The one table. docs/ENV_VARS.md and docs/hakmem.1 document each row
+ * (tests/cli.sh docs checks them against it). HAKMEM_PROFILE comes first: it
+ * is read first, and picks every other row's default. */
+static const knob_row_t knob_table[] = {
+  KEYWORD("HAKMEM_PROFILE",           profile,            START(NONE), 1, 1, 1,
+          { "fast", HK_PROFILE_FAST }, { "balanced", HK_PROFILE_BALANCED }, { "lowmem", HK_PROFILE_LOWMEM }),
+  KEYWORD("HAKMEM_STATS",             stats,              RUN(STATS), 0, 0, 0,
+          { "0", 0 }, { "1", 1 }, { "json", 2 }, { "", 0 }, { "text", 1 }),  /* 1 text report, 2 JSON */
+  PATH("HAKMEM_STATS_FILE",           stats_file,         START(NONE)),
+  PATH("HAKMEM_PROF_FILE",            prof_file,          START(NONE)),
+  NUMBER("HAKMEM_PURGE_DELAY_MS",     purge_delay_ms,     RUN(PURGE_DELAY), 0, 3600000, 5000, 1000, 100),
+  NUMBER("HAKMEM_SS_CACHE",           ss_cache,           RUN(NONE), 0, 4096, 1024, 256, 16),
+  NUMBER("HAKMEM_LARGE_CACHE_MB",     large_cache_mb,     RUN(LARGE_MB), 0, 65536, 256, 64, 8),
+  NUMBER("HAKMEM_LARGE_CACHE_COUNT",  large_cache_count,  RUN(LARGE_COUNT), 0, 1024, 256, 128, 8),
+  NUMBER("HAKMEM_CARVE_KB",           carve_kb,           START(NONE), 4, 64, 64, 16, 4),
+  NUMBER("HAKMEM_HEAP_SPARE",         heap_spare,         RUN(NONE), 0, 16, 2, 1, 0),
+  NUMBER("HAKMEM_VERBOSE",            verbose,            START(NONE), 0, 2, 0, 0, 0),
+  NUMBER("HAKMEM_ABORT_ON_INVALID",   abort_on_invalid,   RUN(ABORT), 0, 1, 1, 1, 1),
+  NUMBER("HAKMEM_FREE_FILL",          free_fill,          START(NONE), 0, 2, 0, 0, 0),
+  NUMBER("HAKMEM_CLOSE_FREED_KB",     close_freed_kb,     START(NONE), 0, 131072, 256, 256, 256),
+  NUMBER("HAKMEM_CHECK_EVERY",        check_every,        START(NONE), 0, 1000000, 256, 256, 256),
+  NUMBER("HAKMEM_STATS_INTERVAL",     stats_interval_ms,  START(NONE), 0, 86400000, 0, 0, 0),
+  NUMBER("HAKMEM_LEARN",              learn,              RUN(LEARN), 0, 1, 0, 0, 0),
+  NUMBER("HAKMEM_LEARN_LOG",          learn_log,          RUN(NONE), 0, 1, 0, 0, 0),
+  NUMBER("HAKMEM_LEARN_EPOCH",        learn_epoch,        START(NONE), 16, 1000000, 256, 256, 256),
+  NUMBER("HAKMEM_TARGET_HIT_LARGE",   target_hit_large,   START(NONE), 0, 1000, 900, 900, 800),
+  NUMBER("HAKMEM_CAP_STEP_LARGE",     cap_step_large,     START(NONE), 1, 256, 16, 8, 4),
+  NUMBER("HAKMEM_CAP_MAX_LARGE",      cap_max_large,      START(NONE), 1, 4096, 1024, 256, 64),
+  NUMBER("HAKMEM_CAP_MAX_LARGE_MB",   cap_max_large_mb,   START(NONE), 1, 65536, 2048, 512, 64),
+  NUMBER("HAKMEM_TARGET_HIT_PURGE",   target_hit_purge,   START(NONE), 0, 1000, 900, 900, 750),
+  NUMBER("HAKMEM_CAP_MAX_PURGE_MS",   cap_max_purge_ms,   START(NONE), 1, 3600000, 60000, 30000, 5000),
+  NUMBER("HAKMEM_CAP_MIN_PURGE_MS",   cap_min_purge_ms,   START(NONE), 0, 3600000, 100, 50, 10),
+  NUMBER("HAKMEM_SMALL_IDLE_EPOCHS",  small_idle_epochs,  START(NONE), 1, 1000000, 8, 2, 1),
+  NUMBER("HAKMEM_CAP_MAX_SMALL_IDLE", cap_max_small_idle, START(NONE), 1, 1000000, 256, 64, 16),
+  NUMBER("HAKMEM_PROF",               prof,               START(NONE), 0, 1, 0, 0, 0),
+  SIZE("HAKMEM_PROF_SAMPLE",          prof_sample,        START(NONE), 1, 1099511627776, 524288, 524288, 524288),
+  SIZE("HAKMEM_PROF_INTERVAL",        prof_interval,      START(NONE), 0, 1125899906842624, 0, 0, 0),
+  NUMBER("HAKMEM_PROF_LEAKS",         prof_leaks,         START(NONE), 0, 1, 0, 0, 0),
+  NUMBER("HAKMEM_PROF_SEED",          prof_seed,          START(NONE), 0, 9223372036854775807, 0, 0, 0),
+  NUMBER("HAKMEM_BACKGROUND_PURGE",   background_purge,   START(BG), 0, 1, 0, 0, 0),
 };
-#undef K
+#undef START
+#undef RUN
+#undef NUMBER
+#undef SIZE
+#undef KEYWORD
+#undef STRING
+#undef PATH
 
 #define NKNOBS (sizeof knob_table / sizeof knob_table[0])
 /* 1: the environment set the row's value; 2: it gave a bad one (default used) */
 static unsigned char knob_src[NKNOBS];
-static unsigned char profile_src, stats_src, stats_file_src, prof_file_src;
 
 static bool str_eq(const char *a, const char *b) {
   while (*a && *a == *b) { a++; b++; }
   return *a == *b;
 }
 
-/* Decimal, no locale, no allocation; false on anything malformed. */
-static bool parse_long(const char *s, long *out) {
+static char lower(char c) { return c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c; }
+
+/* Decimal digits from *s on, as many as there are (at least one), no
+ * locale, no allocation; false on none or on overflow. */
+static bool parse_digits(const char **s, long *out) {
+  const char *p = *s;
   long v = 0;
-  if (!*s) return false;
-  for (; *s; s++) {
-    if (*s < '0' || *s > '9') return false;
-    if (v > (0x7fffffffffffffffL - (*s - '0')) / 10) return false;
-    v = v * 10 + (*s - '0');
+  if (*p < '0' || *p > '9') return false;
+  for (; *p >= '0' && *p <= '9'; p++) {
+    if (v > (0x7fffffffffffffffL - (*p - '0')) / 10) return false;
+    v = v * 10 + (*p - '0');
   }
+  *s = p;
   *out = v;
   return true;
 }
 
-static const char *profile_names[3] = { "fast", "balanced", "lowmem" };
-
-/* Knobs that are not plain integers. */
-static void copy_path(const char *name, char *to, size_t size) {
-  const char *s = getenv(name);
-  if (!s || !*s) return;
-  size_t n = 0;
-  while (s[n] && n + 1 < size) { to[n] = s[n]; n++; }
-  to[n] = 0;
-  if (s[n]) hk_message("hakmem: warning: %s is longer than %zu bytes; truncated\n", name, size - 1);
+/* A size: digits, then maybe K, M, G or T (either case: powers of 1024),
+ * then maybe B or, after a letter of those, iB ("512K", "64MiB", "2gb",
+ * "4096"); false on anything else or on overflow. */
+static bool parse_size(const char *s, long *out) {
+  static const char units[] = "kmgt";
+  long v;
+  if (!parse_digits(&s, &v)) return false;
+  unsigned shift = 0;
+  for (unsigned u = 0; units[u]; u++)
+    if (lower(*s) == units[u]) { shift = 10 * (u + 1); s++; break; }
+  if (shift && lower(s[0]) == 'i' && lower(s[1]) == 'b') s += 2;
+  else if (lower(*s) == 'b') s++;
+  if (*s) return false;
+  if (v > (0x7fffffffffffffffL >> shift)) return false;
+  *out = v << shift;
+  return true;
 }
 
-static void knobs_init_special(void) {
-  copy_path("HAKMEM_PROF_FILE", hk_knobs.prof_file, sizeof hk_knobs.prof_file);
-  prof_file_src = hk_knobs.prof_file[0] != 0;
-  const char *s = getenv("HAKMEM_STATS");
-  if (s) {
-    if (str_eq(s, "0") || str_eq(s, "")) hk_knobs.stats = 0;
-    else if (str_eq(s, "1") || str_eq(s, "text")) hk_knobs.stats = 1;
-    else if (str_eq(s, "json")) hk_knobs.stats = 2;
-    if (hk_knobs.stats || str_eq(s, "0") || str_eq(s, "")) stats_src = 1;
-    else stats_src = 2, hk_message("hakmem: warning: HAKMEM_STATS=\"%s\" is not 0, 1 or json; using 0\n", s);
+/* the printed word of value v (the first of its spellings); the list's
+ * first word if none */
+static const char *word_of(const knob_word_t *w, long v) {
+  for (const knob_word_t *x = w; x->word; x++)
+    if (x->value == v) return x->word;
+  return w[0].word;
+}
+
+bool hk_knob_parse(size_t i, const char *s, long *out) {
+  if (i >= NKNOBS) return false;
+  const knob_row_t *k = &knob_table[i];
+  long v;
+  switch (k->kind) {
+  case HK_KNOB_NUMBER:
+    if (!parse_digits(&s, &v) || *s) return false;
+    break;
+  case HK_KNOB_SIZE:
+    if (!parse_size(s, &v)) return false;
+    break;
+  case HK_KNOB_KEYWORD:
+    for (const knob_word_t *w = k->words; w->word; w++)
+      if (str_eq(s, w->word)) { *out = w->value; return true; }
+    return false;
+  default:
+    return false;  /* text: nothing to read as a number */
   }
-  s = getenv("HAKMEM_STATS_FILE");
-  if (s && *s) {
-    size_t n = 0;
-    while (s[n] && n + 1 < sizeof hk_knobs.stats_file) { hk_knobs.stats_file[n] = s[n]; n++; }
-    hk_knobs.stats_file[n] = 0;
-    stats_file_src = 1;
-    if (s[n]) hk_message("hakmem: warning: HAKMEM_STATS_FILE is longer than %zu bytes; truncated\n",
-                         sizeof hk_knobs.stats_file - 1);
+  if (v < k->min || v > k->max) return false;
+  *out = v;
+  return true;
+}
+
+/* A string or path row: the text as given, cut to its buffer. */
+static void read_text(size_t i, const char *s) {
+  const knob_row_t *k = &knob_table[i];
+  if (k->kind == HK_KNOB_PATH && !*s) return;  /* empty: unset */
+  size_t n = 0;
+  while (s[n] && n + 1 < k->text_size) { k->text[n] = s[n]; n++; }
+  k->text[n] = 0;
+  knob_src[i] = 1;
+  if (s[n]) hk_message("hakmem: warning: %s is longer than %zu bytes; truncated\n", k->name, k->text_size - 1);
+}
+
+/* "is not ..." of a bad value: a keyword's words ("fast, balanced or
+ * lowmem": each value's printed one), else what the kind takes */
+static void warn_bad(const knob_row_t *k, const char *s) {
+  if (k->kind != HK_KNOB_KEYWORD) {
+    const char *what = k->kind == HK_KNOB_SIZE ? "a size (bytes, or with K, M, G or T)" : "an integer";
+    hk_message("hakmem: warning: %s=\"%s\" is not %s in [%ld, %ld]; using %ld\n", k->name, s, what, k->min,
+               k->max, *k->value);
+    return;
+  }
+  const char *names[16];  /* the printed words, in the list's order */
+  size_t m = 0;
+  for (const knob_word_t *w = k->words; w->word && m < 16; w++)
+    if (word_of(k->words, w->value) == w->word) names[m++] = w->word;
+  char list[256];
+  size_t n = 0;
+  for (size_t j = 0; j < m; j++) {
+    const char *sep = j == 0 ? "" : j + 1 == m ? " or " : ", ";
+    for (const char *c = sep; *c && n + 1 < sizeof list; c++) list[n++] = *c;
+    for (const char *c = names[j]; *c && n + 1 < sizeof list; c++) list[n++] = *c;
+  }
+  list[n] = 0;
+  hk_message("hakmem: warning: %s=\"%s\" is not %s; using %s\n", k->name, s, list, word_of(k->words, *k->value));
+}
+
+/* Row i: its profile's default, then the environment's value if it is
+ * good (a warning if not). */
+static void read_row(size_t i) {
+  const knob_row_t *k = &knob_table[i];
+  if (k->value) *k->value = k->def[hk_knobs.profile];
+  const char *s = getenv(k->name);
+  if (!s) return;
+  if (!k->value) {
+    read_text(i, s);
+    return;
+  }
+  long v;
+  if (hk_knob_parse(i, s, &v)) {
+    *k->value = v;
+    knob_src[i] = 1;
+  } else {
+    knob_src[i] = 2;
+    warn_bad(k, s);
   }
 }
 
@@ -126,10 +246,6 @@ static const char *const non_knob_names[] = {
   "HAKMEM_SCUDO_LIB",        /* tests/security/peer.sh                    */
   "HAKMEM_PROF_DIR",         /* tools/hakmem prof: where its files go     */
 };
-/* knobs outside the table (not plain integers) */
-static const char *const special_names[] = { "HAKMEM_PROFILE", "HAKMEM_STATS", "HAKMEM_STATS_FILE",
-                                              "HAKMEM_PROF_FILE" };
-
 #define NAME_MAX_CMP 64
 
 /* Edit distance (insert, delete, substitute) of two short strings, on the
@@ -177,8 +293,6 @@ static bool name_known(const char *name, size_t n) {
   }
   for (size_t i = 0; i < NKNOBS; i++)
     if (name_is(name, n, knob_table[i].name)) return true;
-  for (size_t i = 0; i < sizeof special_names / sizeof *special_names; i++)
-    if (name_is(name, n, special_names[i])) return true;
   for (size_t i = 0; i < sizeof non_knob_names / sizeof *non_knob_names; i++)
     if (name_is(name, n, non_knob_names[i])) return true;
   return false;
@@ -187,8 +301,8 @@ static bool name_known(const char *name, size_t n) {
 const char *hk_knobs_closest(const char *name, size_t n) {
   const char *best = NULL;
   unsigned best_d = ~0u;
-  for (size_t i = 0; i < NKNOBS + sizeof special_names / sizeof *special_names; i++) {
-    const char *k = i < NKNOBS ? knob_table[i].name : special_names[i - NKNOBS];
+  for (size_t i = 0; i < NKNOBS; i++) {
+    const char *k = knob_table[i].name;
     unsigned d = edit_distance(name, n, k, str_len(k));
     if (d < best_d) { best_d = d; best = k; }
   }
@@ -224,48 +338,47 @@ static void knobs_check_names(void) {
 
 /* ---- the configuration, row by row (hakmem config, the stats reports) ---- */
 
-size_t hk_knobs_count(void) { return 4 + NKNOBS; }
-
-static const char *stats_names[3] = { "0", "1", "json" };
-
-/* a path knob's row: its text, unset by default */
-static bool path_knob(hk_knob_info_t *o, const char *name, const char *path, unsigned char src) {
-  o->name = name;
-  o->text = path;
-  o->def_text = "";
-  o->src = src;
-  return true;
-}
-
 bool hk_knob_get(size_t i, hk_knob_info_t *o) {
-  o->text = o->def_text = NULL;
-  o->value = o->def = o->min = o->max = 0;
-  switch (i) {
-  case 0:
-    o->name = "HAKMEM_PROFILE";
-    o->text = profile_names[hk_knobs.profile];
-    o->def_text = profile_names[HK_PROFILE_BALANCED];
-    o->src = profile_src;
-    return true;
-  case 1:
-    o->name = "HAKMEM_STATS";
-    o->text = stats_names[hk_knobs.stats >= 0 && hk_knobs.stats <= 2 ? hk_knobs.stats : 0];
-    o->def_text = "0";
-    o->src = stats_src;
-    return true;
-  case 2: return path_knob(o, "HAKMEM_STATS_FILE", hk_knobs.stats_file, stats_file_src);
-  case 3: return path_knob(o, "HAKMEM_PROF_FILE", hk_knobs.prof_file, prof_file_src);
-  }
-  i -= 4;
   if (i >= NKNOBS) return false;
-  const hk_knob_def_t *k = &knob_table[i];
+  const knob_row_t *k = &knob_table[i];
   o->name = k->name;
-  o->value = *k->value;
+  o->kind = (hk_knob_kind_t)k->kind;
+  o->runtime = k->runtime != 0;
+  o->act = (hk_knob_act_t)k->act;
+  o->field = k->value;
+  o->src = knob_src[i];
+  o->value = o->def = o->min = o->max = 0;
+  o->text = o->def_text = NULL;
+  if (!k->value) {  /* a string or a path: unset by default */
+    o->text = k->text;
+    o->def_text = "";
+    return true;
+  }
+  o->value = HK_LOAD_RELAXED(*k->value);  /* hak_ctl_set may be changing it */
   o->def = k->def[hk_knobs.profile];
   o->min = k->min;
   o->max = k->max;
-  o->src = knob_src[i];
+  if (k->kind == HK_KNOB_KEYWORD) {
+    o->text = word_of(k->words, o->value);
+    o->def_text = word_of(k->words, o->def);
+    o->min = o->max = k->words[0].value;
+    for (const knob_word_t *w = k->words; w->word; w++) {
+      if (w->value < o->min) o->min = w->value;
+      if (w->value > o->max) o->max = w->value;
+    }
+  }
   return true;
+}
+
+/* The row of a knob by name, the HAKMEM_ prefix left out or not (the
+ * control API, ctl.c). */
+bool hk_knob_find(const char *name, hk_knob_info_t *o) {
+  static const char prefix[] = "HAKMEM_";
+  for (size_t i = 0; i < NKNOBS; i++) {
+    const char *n = knob_table[i].name;
+    if (str_eq(name, n) || str_eq(name, n + sizeof prefix - 1)) return hk_knob_get(i, o);
+  }
+  return false;
 }
 
 bool hk_knob_is_default(const hk_knob_info_t *k) {
@@ -317,7 +430,7 @@ void hk_knobs_print(int fd, bool all) {
   hk_knob_info_t k;
   if (!all) {
     line_put(&l, "hakmem: config: profile ");
-    line_put(&l, profile_names[hk_knobs.profile]);
+    line_put(&l, hk_profile_name());
     bool any = false;
     for (size_t i = 1; hk_knob_get(i, &k); i++) {
       if (hk_knob_is_default(&k)) continue;
@@ -362,32 +475,8 @@ void hk_knobs_print(int fd, bool all) {
 }
 
 static void knobs_read(void) {
-  hk_knobs.profile = HK_PROFILE_BALANCED;
-  const char *p = getenv("HAKMEM_PROFILE");
-  if (p) {
-    bool ok = false;
-    for (long i = 0; i < 3; i++)
-      if (str_eq(p, profile_names[i])) { hk_knobs.profile = i; ok = true; }
-    profile_src = ok ? 1 : 2;
-    if (!ok) hk_message("hakmem: warning: HAKMEM_PROFILE=\"%s\" is not fast, balanced or lowmem; "
-                        "using balanced\n", p);
-  }
-  for (size_t i = 0; i < sizeof knob_table / sizeof knob_table[0]; i++) {
-    const hk_knob_def_t *k = &knob_table[i];
-    *k->value = k->def[hk_knobs.profile];
-    const char *s = getenv(k->name);
-    if (!s) continue;
-    long v;
-    if (parse_long(s, &v) && v >= k->min && v <= k->max) {
-      *k->value = v;
-      knob_src[i] = 1;
-    } else {
-      knob_src[i] = 2;
-      hk_message("hakmem: warning: %s=\"%s\" is not an integer in [%ld, %ld]; using %ld\n",
-                 k->name, s, k->min, k->max, *k->value);
-    }
-  }
-  knobs_init_special();
+  HK_ASSERT(knob_table[0].value == &hk_knobs.profile);  /* read first: the others' defaults */
+  for (size_t i = 0; i < NKNOBS; i++) read_row(i);
   knobs_check_names();
   hk_report_set_abort(hk_knobs.abort_on_invalid != 0);
 }
@@ -407,20 +496,4 @@ void hk_knobs_init(void) {
   while (atomic_load_explicit(&state, memory_order_acquire) != 2) sched_yield();
 }
 
-const char *hk_profile_name(void) { return profile_names[hk_knobs.profile]; }
-
-/* The row of a knob by name (the HAKMEM_ prefix may be left out), for the
- * control API (ctl.c): its value's address and range. The string knobs
- * (HAKMEM_PROFILE, HAKMEM_STATS, HAKMEM_STATS_FILE) have no row. */
-bool hk_knob_lookup(const char *name, long **value, long *min, long *max) {
-  static const char prefix[] = "HAKMEM_";
-  for (size_t i = 0; i < sizeof knob_table / sizeof knob_table[0]; i++) {
-    const hk_knob_def_t *k = &knob_table[i];
-    if (!str_eq(name, k->name) && !str_eq(name, k->name + sizeof prefix - 1)) continue;
-    *value = k->value;
-    *min = k->min;
-    *max = k->max;
-    return true;
-  }
-  return false;
-}
+const char *hk_profile_name(void) { return word_of(knob_table[0].words, hk_knobs.profile); }

@@ -1,7 +1,11 @@
 /* Knobs: every tunable is a HAKMEM_* environment variable, read once at
  * start-up from one table (knobs.c), before the first block is served.
- * HAKMEM_PROFILE=fast|balanced|lowmem picks the defaults; an explicit knob
- * overrides its profile's value. docs/ENV_VARS.md lists them all. */
+ * A row of the table says all of a knob: its kind (how its text is read),
+ * whether the control API may change it at run time and what ctl.c does
+ * then, its default under each profile and its range. Adding a knob is
+ * adding a row (and a field below, and its lines in docs/ENV_VARS.md and
+ * docs/hakmem.1). HAKMEM_PROFILE=fast|balanced|lowmem picks the defaults;
+ * an explicit knob overrides its profile's value. */
 #ifndef HK_KNOBS_H
 #define HK_KNOBS_H
 
@@ -56,25 +60,57 @@ extern hk_knobs_t hk_knobs;
  * "Changing knobs at run time"). */
 #define HK_CAP_PIN (1L << 62)
 
+/* How a knob's text is read (docs/ENV_VARS.md, "Kinds"). */
+typedef enum {
+  HK_KNOB_NUMBER,   /* a decimal integer                                  */
+  HK_KNOB_SIZE,     /* bytes: a decimal integer, maybe with K, M, G or T  */
+  HK_KNOB_KEYWORD,  /* one word of the row's list; its value is a number  */
+  HK_KNOB_STRING,   /* any text, as it is given                           */
+  HK_KNOB_PATH,     /* a file name; empty is unset                        */
+} hk_knob_kind_t;
+
+/* What hak_ctl_get/hak_ctl_set do for a row beyond a relaxed load or store
+ * of its value: ctl.c switches on it (a row cannot name a function of the
+ * layers above the knobs). */
+typedef enum {
+  HK_KNOB_ACT_NONE,
+  HK_KNOB_ACT_PURGE_DELAY,  /* the delay in force is the superslab layer's; a set pins it there and
+                               in the large tier, and wakes the purge thread */
+  HK_KNOB_ACT_LARGE_MB,     /* the cap in force is the large tier's; a set pins it */
+  HK_KNOB_ACT_LARGE_COUNT,  /* the same, for the entry cap */
+  HK_KNOB_ACT_STATS,        /* a set turns counting on or off */
+  HK_KNOB_ACT_ABORT,        /* a set tells the reports */
+  HK_KNOB_ACT_LEARN,        /* a set to 1 installs the learner's hooks */
+  HK_KNOB_ACT_BG,           /* the value in force: whether the purge thread runs */
+} hk_knob_act_t;
+
 /* Reads the environment (no malloc), once: later calls return at once. */
 void hk_knobs_init(void);
 const char *hk_profile_name(void);
-/* A row of the table by name ("HAKMEM_X" or "X"): false if none. */
-bool hk_knob_lookup(const char *name, long **value, long *min, long *max);
 
-/* The configuration in force, row by row: HAKMEM_PROFILE, HAKMEM_STATS,
- * HAKMEM_STATS_FILE, then the table. text is set for the rows that are not
- * numbers (then value/def/min/max are 0). src: 0 default, 1 set by the
- * environment, 2 the environment's value was invalid (default used). */
+/* A row of the table and the value in force. text is set for the rows that
+ * are not numbers: a keyword's word (value and def are its numbers, min and
+ * max the lowest and highest), a string's or a path's text (then value,
+ * def, min and max are 0). src: 0 default, 1 set by the environment, 2 the
+ * environment's value was invalid (default used). */
 typedef struct {
   const char *name;
   long value, def, min, max;
   const char *text, *def_text;
   int src;
+  hk_knob_kind_t kind;
+  bool runtime;       /* hak_ctl_set may change it                   */
+  hk_knob_act_t act;
+  long *field;        /* the value's word; NULL for a string or path */
 } hk_knob_info_t;
-size_t hk_knobs_count(void);
-bool hk_knob_get(size_t i, hk_knob_info_t *out);   /* false past the end */
+/* Row i (0: HAKMEM_PROFILE): false past the end. */
+bool hk_knob_get(size_t i, hk_knob_info_t *out);
+/* The row of name ("HAKMEM_X" or "X"): false if there is none. */
+bool hk_knob_find(const char *name, hk_knob_info_t *out);
 bool hk_knob_is_default(const hk_knob_info_t *k);  /* value == its profile's */
+/* s read as row i's kind (a number, a size or a keyword) and in its range,
+ * into *out: false when it is not one (what the start-up warns about). */
+bool hk_knob_parse(size_t i, const char *s, long *out);
 /* The nearest knob name to name[0..n) (edit distance), or NULL if none is near. */
 const char *hk_knobs_closest(const char *name, size_t n);
 /* On fd: all: every knob, one a line ("hakmem: config: NAME VALUE (...)");

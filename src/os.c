@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "libc.h"  /* the copy that finishes a move under valgrind: glibc's, unchecked */
+#include "random.h"
 #include "report.h"
 
 hk_os_counters_t hk_os_stats;
@@ -78,7 +79,7 @@ static void *map_at_hint(size_t size, int prot) {
 #endif
   uintptr_t h = atomic_load_explicit(&hint_next, memory_order_relaxed);
   if (h == 0) {
-    uintptr_t seed = (uintptr_t)&h ^ (uintptr_t)hk_os_now_ms() * 0x9e3779b97f4a7c15ull;
+    uintptr_t seed = (uintptr_t)hk_random(HK_RANDOM_MAP_HINT, 0);
     uintptr_t start = HINT_LOW + (((seed >> 12) & 0xffff) << HK_SS_SHIFT);
     atomic_compare_exchange_strong(&hint_next, &h, start);
   }

@@ -33,6 +33,7 @@
 #include "libc.h"  /* memcpy, memset: glibc's, unchecked (measure copy) */
 #include "lock.h"
 #include "os.h"
+#include "random.h"
 #include "report.h"
 #include "size_class.h"
 #include "callstack.h"
@@ -56,13 +57,6 @@ static double rate;              /* HAKMEM_PROF_SAMPLE, bytes */
 static uint64_t seed;
 static pid_t start_pid;
 static _Atomic uint64_t thread_seq;
-
-static uint64_t rng_next(prof_tls_t *t) {  /* splitmix64 */
-  uint64_t z = (t->rng += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 /* ln(u) for u in (0, 1], without libm (a static link needs no -lm): u =
  * m 2^e with m in [1/sqrt 2, sqrt 2), ln m = 2 atanh(t), t = (m-1)/(m+1),
@@ -98,7 +92,7 @@ static double one_minus_exp_neg(double x) {
 
 /* an exponential gap of mean `rate`, at least one byte */
 static int64_t draw(prof_tls_t *t) {
-  double u = ((double)(rng_next(t) >> 11) + 1.0) * 0x1p-53;  /* (0, 1] */
+  double u = ((double)(hk_random_next(&t->rng) >> 11) + 1.0) * 0x1p-53;  /* (0, 1] */
   double g = -ln01(u) * rate;
   if (g > 0x1p62) g = 0x1p62;
   return g < 1.0 ? 1 : (int64_t)g;
@@ -107,7 +101,7 @@ static int64_t draw(prof_tls_t *t) {
 static prof_tls_t *tls_get(void) {
   prof_tls_t *t = &tls;
   if (HK_UNLIKELY(!t->ready)) {
-    t->rng = seed ^ (atomic_fetch_add(&thread_seq, 1) * 0xd1b54a32d192ed03ull);
+    t->rng = hk_random_stream(seed, atomic_fetch_add(&thread_seq, 1));
     for (unsigned i = 0; i < NSTREAM; i++) t->left[i] = draw(t);
     t->ready = 1;
   }
@@ -652,8 +646,7 @@ void hk_prof_init(void) {
   }
   rate = (double)hk_knobs.prof_sample;
   for (unsigned c = 0; c < HK_NCLASS; c++) class_weight[c] = weight_of(hk_class_bytes(c));
-  seed = hk_knobs.prof_seed ? (uint64_t)hk_knobs.prof_seed
-                            : ((uint64_t)getpid() << 32) ^ (uint64_t)(uintptr_t)&seed ^ hk_os_now_ms();
+  seed = hk_knobs.prof_seed ? (uint64_t)hk_knobs.prof_seed : hk_random(HK_RANDOM_PROF, 0);
   next_dump_at = (double)hk_knobs.prof_interval;
   if (!hk_knobs.prof_file[0])
     snprintf(hk_knobs.prof_file, sizeof hk_knobs.prof_file, "hakmem-prof.%d.heap", (int)getpid());

@@ -13,6 +13,7 @@
 
 #include "knobs.h"
 #include "libc.h"  /* fill on free writes freed blocks: glibc's memset, unchecked */
+#include "random.h"
 
 #define FILL_WORD  0xDFDFDFDFDFDFDFDFull   /* freed memory (HAKMEM_FREE_FILL=2) */
 
@@ -54,11 +55,8 @@ static void fill_check(const uint8_t *b, size_t avail) {
 /* ---- slabs ------------------------------------------------------------- */
 
 void hk_sec_slab_key(hk_slab_t *s) {
-  static _Atomic uint64_t counter;
-  uint64_t x = atomic_fetch_add(&counter, 1) + 0x9e3779b97f4a7c15ull * (uint64_t)(uintptr_t)s;
-  x ^= hk_list_key;
-  x ^= x >> 31; x *= 0xbf58476d1ce4e5b9ull; x ^= x >> 29; x *= 0x94d049bb133111ebull; x ^= x >> 32;
-  s->key = (uintptr_t)(x | 1);
+  static _Atomic uint64_t counter;  /* a new key each time a slab is set up */
+  s->key = (uintptr_t)(hk_random(HK_RANDOM_SLAB_KEY, atomic_fetch_add(&counter, 1)) | 1);
 }
 
 static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }
@@ -73,7 +71,7 @@ static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SE
 void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
   static __thread uint64_t rng;
   uint16_t order[HK_CARVE_MAX_BYTES / 16];
-  uint64_t x = rng ? rng : ((uint64_t)(uintptr_t)&rng ^ hk_list_key ^ 0x9e3779b97f4a7c15ull) | 1;
+  uint64_t x = rng ? rng : hk_random(HK_RANDOM_CARVE, (uintptr_t)&rng) | 1;  /* xorshift: never 0 */
   order[0] = 0;
   for (unsigned i = 1; i < n && !HK_M_SHUFFLE; i++) order[i] = (uint16_t)i;
   for (unsigned i = 1; i < n && HK_M_SHUFFLE; i++) {

@@ -6,9 +6,7 @@
  * check_done(name)       print a summary line; returns the process exit code
  *
  * Counters are atomic: CHECK may be used from any thread. Only the first
- * CHECK_MAX_PRINT failures are printed so a broken heap cannot flood the log.
- * HAKMEM_TEST_STUB is defined only by the developer's glibc-only stub build;
- * checks of hakmem-specific facts are skipped (loudly) there. */
+ * CHECK_MAX_PRINT failures are printed so a broken heap cannot flood the log. */
 #ifndef HAKMEM_TESTS_CHECK_H
 #define HAKMEM_TESTS_CHECK_H
 
@@ -81,15 +79,6 @@ static inline int check_done(const char *name) {
   fprintf(stderr, "%s: %ld checks, %ld failed\n", name, c, f);
   return f ? 1 : 0;
 }
-
-#ifdef HAKMEM_TEST_STUB
-#define HK_STUB 1
-#define HK_SKIP_NOTE(what) \
-  fprintf(stderr, "note: skipped on the glibc stub build: %s\n", what)
-#else
-#define HK_STUB 0
-#define HK_SKIP_NOTE(what) ((void)0)
-#endif
 
 /* Plain builds (not linked to hakmem, run under LD_PRELOAD) find hakmem's
  * API, when it is there, by name. */

@@ -52,9 +52,12 @@ fails=0
 fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
 
-# the knob names of the table, and the special ones
-table_knobs() { sed -n 's/^ *K("\(HAKMEM_[A-Z0-9_]*\)".*/\1/p' "$ROOT/src/knobs.c"; }
-all_knobs() { printf '%s\n' HAKMEM_PROFILE HAKMEM_STATS HAKMEM_STATS_FILE HAKMEM_PROF_FILE; table_knobs; }
+# the rows of the knob table: "KIND NAME WHEN" (NUMBER HAKMEM_SS_CACHE RUN)
+KINDS='NUMBER\|SIZE\|KEYWORD\|STRING\|PATH'
+knob_rows() {
+  sed -n "s/^ *\($KINDS\)(\"\(HAKMEM_[A-Z0-9_]*\)\", *[a-z_]*, *\(START\|RUN\)(.*/\1 \2 \3/p" "$ROOT/src/knobs.c"
+}
+all_knobs() { knob_rows | awk '{ print $2 }'; }
 # the library's list of names that are not knobs (and its prefix)
 non_knob_names() {
   sed -n '/^static const char \*const non_knob_names\[\]/,/^};/p' "$ROOT/src/knobs.c" |
@@ -479,14 +482,38 @@ case_docs() {
   in_man=$(sed -n '/^\.SH KNOBS/,/^\.SH [^K]/p' "$man" | sed -n 's/^\.B \(HAKMEM_[A-Z0-9_]*\)$/\1/p' | sort -u)
   [ "$in_code" = "$in_doc" ] || fail "ENV_VARS.md knob rows differ from src/knobs.c: $(diff <(echo "$in_code") <(echo "$in_doc") | grep '^[<>]' | tr '\n' ' ')"
   [ "$in_code" = "$in_man" ] || fail "hakmem.1 KNOBS differ from src/knobs.c: $(diff <(echo "$in_code") <(echo "$in_man") | grep '^[<>]' | tr '\n' ' ')"
-  # defaults and ranges of the table rows, in both
-  local line name lo hi f b l
+  # defaults and ranges of the number and size rows, in both
+  local line name lo hi f b l kind when rt nums=0
   while read -r name lo hi f b l; do
+    nums=$((nums + 1))
     grep -q "^| \`$name\` | $f | $b | $l | $lo – $hi |" "$doc" ||
       fail "ENV_VARS.md: $name is not '| $f | $b | $l | $lo – $hi |'"
     sed -n "/^\.B $name\$/,/^\.TP/p" "$man" | grep -q "fast $f, balanced $b, lowmem $l; range $lo to $hi" ||
       fail "hakmem.1: $name is not 'fast $f, balanced $b, lowmem $l; range $lo to $hi'"
-  done < <(sed -n 's/^ *K("\(HAKMEM_[A-Z0-9_]*\)", *[a-z_]*, *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\)).*/\1 \2 \3 \4 \5 \6/p' "$ROOT/src/knobs.c")
+  done < <(sed -n 's/^ *\(NUMBER\|SIZE\)("\(HAKMEM_[A-Z0-9_]*\)", *[a-z_]*, *[A-Z]*([A-Z_]*), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\)).*/\2 \3 \4 \5 \6 \7/p' "$ROOT/src/knobs.c")
+  [ "$nums" = "$(knob_rows | grep -c '^\(NUMBER\|SIZE\) ')" ] ||
+    fail "only $nums number and size rows of src/knobs.c read: a row the pattern above misses"
+  # each row's kind and whether it may change at run time: ENV_VARS.md's
+  # kind and run time columns, hakmem.1's Kind line
+  while read -r kind name when; do
+    kind=$(echo "$kind" | tr 'A-Z' 'a-z')
+    [ "$when" = RUN ] && rt=yes || rt=no
+    line=$(awk -F' [|] ' -v n="| \`$name\`" '$1 == n && NF >= 9 { print $7 " " $8 }' "$doc")
+    [ "$line" = "$kind $rt" ] || fail "ENV_VARS.md: $name's kind and run time are '$line', not '$kind $rt'"
+    [ "$rt" = yes ] && rt='may change at run time' || rt='read at start-up'
+    sed -n "/^\.B $name\$/,/^\.TP/p" "$man" | grep -qx "Kind: $kind; $rt\." ||
+      fail "hakmem.1: $name has no line 'Kind: $kind; $rt.'"
+  done < <(knob_rows)
+  # the lists of the knobs settable at run time: ENV_VARS.md's table of why,
+  # hakmem.1's hak_ctl_set
+  local run_code run_doc run_man
+  run_code=$(knob_rows | awk '$3 == "RUN" { print $2 }' | sort)
+  run_doc=$(sed -n '/^## Changing knobs at run time/,/^#/p' "$doc" | grep '^| `HAKMEM_' | cut -d'|' -f2 |
+    grep -o 'HAKMEM_[A-Z0-9_]*' | sort)
+  run_man=$(sed -n '/^\.BI "int hak_ctl_set/,/^\.TP/p' "$man" | grep -o '\\fB[A-Z_]*\\fR' |
+    sed 's/\\f[BR]//g; s/^/HAKMEM_/' | sort)
+  [ "$run_code" = "$run_doc" ] || fail "ENV_VARS.md's run-time table: $(echo $run_doc), not $(echo $run_code)"
+  [ "$run_code" = "$run_man" ] || fail "hakmem.1's hak_ctl_set list: $(echo $run_man), not $(echo $run_code)"
   # the non-knob names: the library's list, ENV_VARS.md's and the man page's
   local lib_nk doc_nk man_nk
   lib_nk=$( (non_knob_names; echo 'HAKMEM_TEST_*') | sort -u)

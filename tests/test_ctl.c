@@ -4,7 +4,9 @@
  *   test_ctl [ENV_VARS.md]
  *
  * Every knob documented in docs/ENV_VARS.md (its table rows) can be read by
- * name, with and without the HAKMEM_ prefix; the settable ones round-trip;
+ * name, with and without the HAKMEM_ prefix, and is settable at run time
+ * exactly when its "run time" column says yes (else EPERM); the settable
+ * ones round-trip;
  * bad input gets its errno (EINVAL, ENOENT, EPERM, ERANGE); a cap set
  * through the API is pinned (the learner, turned on at run time and driven
  * through many epochs, leaves it); stats counting turns on and off; the
@@ -12,6 +14,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +36,28 @@ static size_t rss_kib(void) {
   return (size_t)res * (size_t)sysconf(_SC_PAGESIZE) / 1024;
 }
 
+/* cell c (0: the name) of a table row "| `NAME` | a | b |", into out */
+static bool cell(const char *line, int c, char *out, size_t size) {
+  const char *p = line;
+  for (int i = 0; i <= c; i++) {
+    p = strstr(p, "| ");
+    if (!p) return false;
+    p += 2;
+  }
+  const char *e = strstr(p, " |");
+  if (!e || (size_t)(e - p) >= size) return false;
+  memcpy(out, p, (size_t)(e - p));
+  out[e - p] = 0;
+  return true;
+}
+
 /* every `HAKMEM_X` that starts a table row of the doc's knob tables (the
  * list of variables that are not knobs comes after them) */
 static void doc_knobs(const char *path) {
   FILE *f = fopen(path, "r");
   if (!f) { printf("note: %s not readable, knob list not checked\n", path); return; }
   char line[4096];
-  int n = 0;
+  int n = 0, runtime = 0;
   while (fgets(line, sizeof line, f)) {
     if (strncmp(line, "## Variables that are not knobs", 31) == 0) break;
     if (strncmp(line, "| `HAKMEM_", 10) != 0) continue;
@@ -56,11 +74,22 @@ static void doc_knobs(const char *path) {
       long w = -54321;
       CHECKF(hak_ctl_get(name + 7, &w) == 0 && w == v, "%s without its prefix: %ld vs %ld", name, w, v);
     }
+    /* the knob tables' "run time" column (the 7th after the name; the
+     * table of why has two cells) */
+    char run[16];
+    if (cell(line, 7, run, sizeof run)) {
+      CHECKF(strcmp(run, "yes") == 0 || strcmp(run, "no") == 0, "%s: run time column '%s'", name, run);
+      errno = 0;
+      int s = hak_ctl_set(name, r == 0 ? v : 0);
+      if (strcmp(run, "yes") == 0) CHECKF(s == 0, "%s: settable at run time, hak_ctl_set: errno %d", name, errno);
+      else CHECKF(s == -1 && errno == EPERM, "%s: read at start-up, hak_ctl_set: %d errno %d", name, s, errno);
+      runtime++;
+    }
     n++;
   }
   fclose(f);
-  CHECKF(n >= 20, "only %d knob rows in %s", n, path);
-  printf("%d documented knobs read\n", n);
+  CHECKF(n >= 20 && runtime >= 20, "only %d knob rows in %s, %d with a run time column", n, path, runtime);
+  printf("%d documented knobs read, %d with a run time column\n", n, runtime);
 }
 
 static void errors(void) {
