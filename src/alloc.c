@@ -1,3 +1,6 @@
+/* The API layer's calls out of line: mid and large malloc, free of what the
+ * fast path does not take, realloc, calloc, usable size, the table of block
+ * operations per tier (alloc.h), and the hak_* functions of hakmem.h. */
 #define _GNU_SOURCE
 #include "alloc.h"
 

@@ -1,3 +1,5 @@
+/* The chunk map (chunk_map.h): one byte per 2 MiB of address space, and the
+ * tier each of its values belongs to. */
 #include "chunk_map.h"
 
 /* 64 MiB of .bss: zero pages until a chunk is first marked. */

@@ -1,3 +1,5 @@
+/* Free lists (freelist.h): the process's link key and free mark, and the
+ * report of a corrupted link. */
 #define _GNU_SOURCE
 #include "freelist.h"
 

@@ -1,3 +1,5 @@
+/* The learner (learner.h): HAKMEM_LEARN=1 moves the caps within bounds from
+ * what the slow paths count, and logs each decision. */
 #include "learner.h"
 
 #include <stdatomic.h>

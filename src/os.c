@@ -1,3 +1,5 @@
+/* The OS layer (os.h): every mmap, munmap, madvise, mremap and mprotect,
+ * counted; the clock; what /proc says of this process and its threads. */
 #define _GNU_SOURCE
 #include "os.h"
 

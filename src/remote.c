@@ -1,3 +1,6 @@
+/* Remote frees (remote.h): the owner's collection of the blocks other
+ * threads pushed onto a slab's xfree list, and the notification that brings
+ * a full slab back to its heap. */
 #include "remote.h"
 
 #include "lock.h"

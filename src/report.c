@@ -1,3 +1,5 @@
+/* Reports (report.h): messages that never allocate, heap errors named with
+ * their caller, assertion failures. */
 #define _GNU_SOURCE  /* dladdr */
 #include "report.h"
 

@@ -1,3 +1,5 @@
+/* The slab layer (slab.h): a slab's lists of blocks: carving, refill,
+ * restart, rebuild after fork, the walks of its free lists. */
 #include "slab.h"
 
 #include "knobs.h"

@@ -1,3 +1,5 @@
+/* Statistics (stats.h): the snapshot of hak_stats_read, the exit report,
+ * the JSON Lines timeline, malloc_stats and malloc_info. */
 #define _GNU_SOURCE
 #include "stats.h"
 

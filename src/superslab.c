@@ -1,3 +1,5 @@
+/* Superslabs (superslab.h): 2 MiB regions of slabs from the OS, the global
+ * cache of empty ones, the abandoned ones, purge of unused slabs. */
 #include "superslab.h"
 
 #include <string.h>

@@ -1,3 +1,4 @@
+/* Measure zero (zero.h): malloc(0) served from never-accessible chunks. */
 #include "zero.h"
 
 #include <errno.h>
