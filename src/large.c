@@ -413,8 +413,7 @@ static hk_large_t *checked_header(const char *what, const void *p, unsigned kind
 /* secure build: the kind and size a free names must be the block's */
 static void check_kind_size(void *p, unsigned kind, size_t size, unsigned block_kind, size_t requested) {
   if (HK_M_KIND && kind != HK_KIND_ANY && kind != block_kind)
-    hk_report_invalid("free", p, kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
-                                                           : "delete of memory not from new");
+    hk_report_invalid("free", p, hk_why_kind(kind, block_kind));
   if (HK_M_SIZED && size != 0 && size != requested)
     hk_report_invalid("free", p, "sized delete/free_sized with a size the block was not allocated with");
 }

@@ -107,3 +107,22 @@ void hk_assert_fail(const char *expr, const char *file, int line) {
   hk_message("hakmem: assertion failed: %s (%s:%d)\n", expr, file, line);
   abort();
 }
+
+const char *hk_why_kind(unsigned expected, unsigned have) {
+  static const char *const why[3][3] = {
+    [HK_KIND_MALLOC] = {
+      [HK_KIND_NEW] = "free of memory from new (use delete)",
+      [HK_KIND_NEW_ARRAY] = "free of memory from new[] (use delete[])",
+    },
+    [HK_KIND_NEW] = {
+      [HK_KIND_MALLOC] = "delete of memory from malloc (use free)",
+      [HK_KIND_NEW_ARRAY] = "delete of memory from new[] (use delete[])",
+    },
+    [HK_KIND_NEW_ARRAY] = {
+      [HK_KIND_MALLOC] = "delete[] of memory from malloc (use free)",
+      [HK_KIND_NEW] = "delete[] of memory from new (use delete)",
+    },
+  };
+  const char *r = expected < 3 && have < 3 ? why[expected][have] : NULL;
+  return r ? r : "free with a kind the block was not allocated with";
+}

@@ -28,6 +28,12 @@ void hk_report_invalid(const char *what, const void *p, const char *reason)
 #define HK_WHY_INTERIOR    HK_WHY_NOT_START " (interior or misaligned)"
 #define HK_WHY_DOUBLE_FREE "block already freed (double free)"
 
+/* The reason for a free whose kind (HK_KIND_MALLOC, _NEW, _NEW_ARRAY: what
+ * the caller's call expects) is not the block's: says what was called, what
+ * the memory came from, and the call that would have been right, e.g.
+ * "delete of memory from new[] (use delete[])". */
+const char *hk_why_kind(unsigned expected, unsigned have);
+
 /* Report a heap error found outside the malloc family ("hakmem: TEXT",
  * TEXT from the printf format; the copy measure's "heap overflow in
  * memcpy(...)"), naming the caller as above, and abort() (returns only with

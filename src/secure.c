@@ -137,10 +137,7 @@ bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool 
       hk_report_invalid("free", p, "heap underflow: the byte before this block was overwritten");
     unsigned have = (unsigned)(t >> 48) & 0xff;
     if (HK_M_KIND && kind != HK_KIND_ANY && have != kind) {
-      const char *why = kind == HK_KIND_NEW_ARRAY ? "delete[] of memory not from new[]"
-                      : kind == HK_KIND_NEW       ? "delete of memory not from new"
-                                                  : "free of C++ memory";
-      hk_report_invalid("free", p, why);
+      hk_report_invalid("free", p, hk_why_kind(kind, have));
     }
     if (HK_M_SIZED && size != 0 && size != n)
       hk_report_invalid("free", p, "sized delete/free_sized with a size the block was not allocated with");

@@ -53,8 +53,12 @@ case $pattern in
   REALLOC_FOREIGN) regex="invalid realloc\\($HEX\\): not allocated by hakmem" ;;
   REALLOC_FREED)  regex="invalid (free|realloc)\\($HEX\\): block already freed" ;;
   REALLOC_DF)     regex="invalid realloc\\($HEX\\): block already freed \\(double free\\)" ;;
-  DELETE_NEW)     regex="invalid free\\($HEX\\): delete of memory not from new" ;;
-  DELETE_ARRAY)   regex="invalid free\\($HEX\\): delete\\[\\] of memory not from new\\[\\]" ;;
+  DELETE_NEW)     regex="invalid free\\($HEX\\): delete of memory from new\\[\\] \\(use delete\\[\\]\\)" ;;
+  DELETE_ARRAY)   regex="invalid free\\($HEX\\): delete\\[\\] of memory from new \\(use delete\\)" ;;
+  DELETE_MALLOC)  regex="invalid free\\($HEX\\): delete of memory from malloc \\(use free\\)" ;;
+  DELARR_MALLOC)  regex="invalid free\\($HEX\\): delete\\[\\] of memory from malloc \\(use free\\)" ;;
+  FREE_NEW)       regex="invalid free\\($HEX\\): free of memory from new \\(use delete\\)" ;;
+  FREE_NEW_ARRAY) regex="invalid free\\($HEX\\): free of memory from new\\[\\] \\(use delete\\[\\]\\)" ;;
   COPY)           regex="heap overflow in [a-z_]+\\(dst=$HEX, n=[0-9]+\\): (block $HEX of [0-9]+ bytes|not in a live hakmem block)" ;;
   COPY_READ)      regex="heap over-read in [a-z_]+\\(src=$HEX, n=[0-9]+\\): (block $HEX of [0-9]+ bytes|not in a live hakmem block)" ;;
   *) echo "attack.sh: unknown pattern $pattern" >&2; exit 2 ;;
