@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #define HAKMEM_VERSION_MAJOR 0
-#define HAKMEM_VERSION_MINOR 1
+#define HAKMEM_VERSION_MINOR 2
 #define HAKMEM_VERSION_PATCH 0
 
 #ifdef __cplusplus
