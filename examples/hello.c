@@ -34,6 +34,13 @@ int main(void) {
   if (!h || !hak_owns(h)) ok = 0;
   strcpy(h, "hello from hak_malloc");
 
+  /* since 0.2 (find_package(hakmem 0.2) in CMakeLists.txt) */
+  struct hak_stats st;
+  long delay = -1;
+  if (hak_stats_read(&st, sizeof st) != sizeof st || hak_ctl_get("PURGE_DELAY_MS", &delay) != 0 ||
+      delay < 0)
+    ok = 0;
+
   int active = hak_is_active();
   printf("hakmem %s (header %d.%d.%d)\n", hak_version(), HAKMEM_VERSION_MAJOR,
          HAKMEM_VERSION_MINOR, HAKMEM_VERSION_PATCH);

@@ -11,7 +11,7 @@
 #include <stdio.h>
 
 #define HAKMEM_VERSION_MAJOR 0
-#define HAKMEM_VERSION_MINOR 1
+#define HAKMEM_VERSION_MINOR 2
 #define HAKMEM_VERSION_PATCH 0
 
 #ifdef __cplusplus
@@ -62,7 +62,8 @@ struct hak_class_stats {
 struct hak_stats {
   int    counting;                /* HAKMEM_STATS is on                */
   size_t live_bytes, peak_live_bytes;
-  size_t mapped_bytes, peak_mapped_bytes;
+  size_t mapped_bytes, peak_mapped_bytes; /* address space, reserved included:
+                                   not memory (rss_bytes is; docs/OBSERVABILITY.md) */
   size_t rss_bytes, peak_rss_bytes;
   size_t superslabs, superslabs_cached, superslabs_abandoned;
   size_t large_live, large_live_bytes, large_cached_bytes;

@@ -211,9 +211,12 @@ t_cmake() {
     expect_active "$WORK/cm/$p" || return 1
   done
   # version file: this version and older minors in the same major are
-  # compatible; another major is not
-  local want compat
-  for want in "$VERSION:TRUE" "$SOMAJOR.0:TRUE" "$((SOMAJOR + 1)).0:FALSE"; do
+  # compatible (the ABI only grows within a major: docs/RELEASING.md); a
+  # newer minor and another major are not
+  local want compat minor
+  minor=$(echo "$VERSION" | cut -d. -f2)
+  for want in "$VERSION:TRUE" "$SOMAJOR.$minor:TRUE" "$SOMAJOR.0:TRUE" \
+              "$SOMAJOR.$((minor + 1)):FALSE" "$((SOMAJOR + 1)).0:FALSE"; do
     cat >"$WORK/ver.cmake" <<EOF
 set(PACKAGE_FIND_VERSION ${want%%:*})
 string(REPLACE "." ";" _v \${PACKAGE_FIND_VERSION})
