@@ -27,7 +27,8 @@
  * heap: `AnonHugePages = N KiB` (/proc/self/smaps_rollup) and the RSS then.
  * SECONDS > 0 (soak, `make soak`): the threads run until SECONDS have passed
  * and every SAMPLE_MS the main thread prints
- *     sample t=SECONDS ops=N rss_kib=N cpu=PROCESS_CPU_SECONDS huge_kib=N
+ *     sample t=SECONDS ops=N rss_kib=N cpu=PROCESS_CPU_SECONDS huge_kib=N live_kib=N
+ * (live_kib: the bytes of the blocks the program holds, exchange included)
  * and once, before the first sample after every thread has filled its slots,
  *     ready t=SECONDS
  * PIN=1 puts every worker on one CPU (the soak's default, see bench_soak.c).
@@ -50,6 +51,10 @@ struct slot {
 
 struct worker {
     _Alignas(64) atomic_uint_fast64_t ops;
+    /* bytes this thread allocated minus those it freed; a block in the
+     * exchange counts until whoever takes it frees it (the sum is what the
+     * program holds: the soak's live_kib) */
+    _Atomic int64_t live;
     pthread_t th;
     int id;
     uint64_t digest;
@@ -207,6 +212,12 @@ static void *xalloc(size_t n, int zeroed)
     return p;
 }
 
+static void live_add(struct worker *w, int64_t d)
+{
+    atomic_store_explicit(&w->live, atomic_load_explicit(&w->live, memory_order_relaxed) + d,
+                          memory_order_relaxed);
+}
+
 static void new_block(struct worker *w, bc_rng *r, size_t k)
 {
     struct slot *s = &w->slot[k];
@@ -215,6 +226,7 @@ static void new_block(struct worker *w, bc_rng *r, size_t k)
     s->key = make_key(w->id, k, s->gen);
     int zeroed = bc_rng_below(r, 10) < 3;
     s->p = xalloc(s->n, zeroed);
+    live_add(w, (int64_t)s->n);
     if (zeroed) check_zero(s->p, s->n, s->key, w->id);
     fill(s->p, 0, s->n, s->key);
     w->digest = bc_mix(w->digest, s->n * 2 + (uint64_t)zeroed);
@@ -247,6 +259,7 @@ static uint64_t step(struct worker *w, bc_rng *r)
             memcpy(q + 8, &n, 8);
             check(q, m, s->key, w->id);
         }
+        live_add(w, (int64_t)m - (int64_t)s->n);
         s->p = q;
         s->n = m;
         w->digest = bc_mix(w->digest, m);
@@ -256,11 +269,15 @@ static uint64_t step(struct worker *w, bc_rng *r)
         /* hand it over; free what another thread left there */
         unsigned char *other = atomic_exchange(&g_xchg[bc_rng_below(r, XCHG)], s->p);
         if (other) {
+            uint64_t n;
             check_foreign(other, w->id);
+            memcpy(&n, other + 8, 8);
             free(other);
+            live_add(w, -(int64_t)n);
         }
     } else {
         free(s->p);
+        live_add(w, -(int64_t)s->n);
     }
     new_block(w, r, k);
     return 2;   /* the free (or hand-over, freed by whoever finds it) and the allocation */
@@ -328,9 +345,11 @@ static void sample_until(struct worker *w, uint64_t t0, uint64_t seconds, uint64
             ready = 1;
             printf("ready t=%.3f\n", (double)(now - t0) / 1e9);
         }
-        char huge[48];
-        snprintf(huge, sizeof huge, "huge_kib=%ld", huge_kib());
-        bc_sample(t0, now, total_ops(w), huge);
+        int64_t live = 0;
+        for (int i = 0; i < g_threads; i++) live += atomic_load_explicit(&w[i].live, memory_order_relaxed);
+        char more[80];
+        snprintf(more, sizeof more, "huge_kib=%ld live_kib=%lld", huge_kib(), (long long)(live >> 10));
+        bc_sample(t0, now, total_ops(w), more);
     }
     atomic_store(&g_stop, 1);
 }

@@ -471,15 +471,18 @@ def soak_markdown(res):
           "Throughput is ops per CPU-second of the soak process (the wall-clock drift is in the last column: "
           "other load on a shared machine moves it).", "",
           "Workloads: soak = bench_soak (small and medium blocks), big_heap = bench_bigheap (a %s MiB "
-          "working set of 32 KiB-8 MiB blocks; huge: its AnonHugePages at the last sample)." % (
+          "working set of 32 KiB-8 MiB blocks; huge: its AnonHugePages at the last sample; live drift: the "
+          "drift of the bytes it holds, and its RSS is judged per live byte)." % (
               res.get("bigheap_mib", "-")), "",
-          "| workload | allocator | verdict | RSS start | RSS end | RSS drift | ops/CPU-s start | ops/CPU-s end | "
-          "throughput drift | throughput CV | wall-clock drift | huge | note |",
-          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+          "| workload | allocator | verdict | RSS start | RSS end | RSS drift | live drift | ops/CPU-s start | "
+          "ops/CPU-s end | throughput drift | throughput CV | wall-clock drift | huge | note |",
+          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for e in res["soaks"]:
-        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            e.get("workload", "soak"), e["allocator"], e["verdict"], fmt_rss(e.get("rss_start")), fmt_rss(e.get("rss_end")),
+        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            e.get("workload", "soak"), e["allocator"], e["verdict"], fmt_rss(e.get("rss_start")),
+            fmt_rss(e.get("rss_end")),
             "%+.1f%%" % (100 * e["rss_drift"]) if "rss_drift" in e else "-",
+            "%+.1f%%" % (100 * e["live_drift"]) if "live_drift" in e else "-",
             fmt_tp(e.get("tp_start")), fmt_tp(e.get("tp_end")),
             "%+.1f%%" % (100 * e["tp_drift"]) if "tp_drift" in e else "-",
             "%.1f%%" % (100 * e["tp_cv"]) if "tp_cv" in e else "-",

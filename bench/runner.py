@@ -236,6 +236,10 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
 
 
 
+# a soak sample (bench_common.h's bc_sample); bench_bigheap adds the last two
+RE_SAMPLE = re.compile(r"sample t=([0-9.]+) ops=(\d+) rss_kib=(\d+)(?: cpu=([0-9.]+))?"
+                       r"(?: huge_kib=(-?\d+))?(?: live_kib=(\d+))?")
+
 # the soak's workloads (--soak-workloads): the program, and its arguments
 # for (seconds, threads, pinned, big-heap MiB)
 SOAK_WORKLOADS = {
@@ -278,7 +282,7 @@ def run_soak(a, seconds, threads, pinned, thresholds, log, workload="soak", bigh
         m = re.match(r"ready t=([0-9.]+)", line)
         if m:
             ready_t = float(m.group(1))
-        m = re.match(r"sample t=([0-9.]+) ops=(\d+) rss_kib=(\d+)(?: cpu=([0-9.]+))?(?: huge_kib=(-?\d+))?", line)
+        m = RE_SAMPLE.match(line)
         if m:
             t, ops, rss = float(m.group(1)), int(m.group(2)), int(m.group(3))
             cpu = float(m.group(4)) if m.group(4) else None
@@ -291,6 +295,8 @@ def run_soak(a, seconds, threads, pinned, thresholds, log, workload="soak", bigh
                             "tp": tpc if tpc is not None else tp})
             if m.group(5) is not None and int(m.group(5)) >= 0:
                 samples[-1]["huge_kib"] = int(m.group(5))
+            if m.group(6) is not None:
+                samples[-1]["live_kib"] = int(m.group(6))
             if len(samples) % max(1, int(seconds / 20)) == 0:
                 log("  t=%6.0f s  %10s ops/s  %10s ops/CPU-s  RSS %s" % (
                     t, fmt_tp(tp), fmt_tp(tpc), fmt_rss(rss)))
