@@ -21,7 +21,7 @@ void *hk_malloc_large(size_t n, unsigned kind) {
 
 void *hk_malloc_mid(size_t n, unsigned kind) {
   if (HK_M_ZERO && HK_UNLIKELY(n == 0)) return hk_zero_alloc();
-  if (HK_LIKELY(n <= HK_MID_MAX - HK_PAD)) return hk_alloc_mid_class(hk_class_of_formula(n + HK_PAD), n, kind);
+  if (HK_LIKELY(n <= HK_MID_MAX - HK_PAD)) return hk_alloc_mid_class(hk_class_of_mid(n + HK_PAD), n, kind);
   return hk_malloc_large(n, kind);
 }
 
