@@ -21,12 +21,13 @@ void *hk_malloc_large(size_t n, unsigned kind) {
 
 void *hk_malloc_mid(size_t n, unsigned kind) {
   if (HK_M_ZERO && HK_UNLIKELY(n == 0)) return hk_zero_alloc();
-  if (HK_LIKELY(n <= HK_MID_MAX - HK_PAD)) return hk_alloc_class(hk_class_of_formula(n + HK_PAD), n, kind);
+  if (HK_LIKELY(n <= HK_MID_MAX - HK_PAD)) return hk_alloc_mid_class(hk_class_of_mid(n + HK_PAD), n, kind);
   return hk_malloc_large(n, kind);
 }
 
 void hk_free_other(void *p, unsigned kind, size_t size) {
   unsigned ck = hk_chunk_kind(p);  /* read again: the fast path only compared it */
+  if (ck == HK_CHUNK_SS_MID) { hk_free_in_mid_slab(p, hk_slab_at(p, hk_chunk_slab_shift(ck)), kind, size); return; }
   if (hk_chunk_is_ss(ck)) { hk_free_in_slab(p, hk_slab_at(p, hk_chunk_slab_shift(ck)), kind, size); return; }
   hk_tier_of(ck)->free(p, ck, kind, size);
 }
@@ -90,7 +91,9 @@ void *hk_calloc(size_t count, size_t size) {
   if (HK_UNLIKELY(__builtin_mul_overflow(count, size, &n))) { errno = ENOMEM; return NULL; }
   if (HK_M_ZERO && n == 0) return hk_zero_alloc();
   if (HK_LIKELY(n <= HK_MID_MAX - HK_PAD)) {
-    void *p = hk_alloc_class(hk_class_of(n + HK_PAD), n, HK_KIND_MALLOC);
+    unsigned cls = hk_class_of(n + HK_PAD);
+    void *p = cls >= HK_NCLASS_SMALL ? hk_alloc_mid_class(cls, n, HK_KIND_MALLOC)
+                                     : hk_alloc_class(cls, n, HK_KIND_MALLOC);
     if (HK_LIKELY(p != NULL)) memset(p, 0, n);
     return p;
   }

@@ -147,6 +147,41 @@ HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
   return hk_alloc_from(h, h->cur[cls], cls, n, kind);
 }
 
+/* A mid class (HK_NCLASS_SMALL <= cls): the block its owner freed last,
+ * from the mid cache (heap.h), else the class's current slab. */
+HK_INLINE void *hk_alloc_mid_class(unsigned cls, size_t n, unsigned kind) {
+  hk_heap_t *h = hk_tls_heap;
+  if (HK_MIDC_ON) {
+    unsigned i = cls - HK_NCLASS_SMALL, k = h->midc_n[i];
+    if (HK_LIKELY(k != 0)) {
+      hk_block_t *b = h->midc[i][--k];
+      h->midc_n[i] = (uint8_t)k;
+      hk_mark_store(b, 0);  /* live: no free mark */
+      if (HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting))) h->st.handed[cls]++;
+      hk_hook_alloc(b, cls);
+      return b;
+    }
+  }
+  return hk_alloc_from(h, h->cur[cls], cls, n, kind);
+}
+
+/* The owner's free of b, a mid block of slab s, checked and marked: onto
+ * its class's stack in the mid cache; a full stack (or the cache off)
+ * leaves it to its slab as before. (Draining the older half instead cost
+ * 125 instructions a pair on cost_loop 4096, bursts of 100 frees, against
+ * 83 without the cache; a full stack's bottom stays, its top churns.) */
+HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
+  hk_heap_t *h = hk_tls_heap;
+  unsigned i = s->cls - HK_NCLASS_SMALL, k = h->midc_n[i];
+  if (HK_LIKELY(k < HK_LOAD_RACY(hk_midc_cap[i]))) {
+    h->midc[i][k] = b;
+    h->midc_n[i] = (uint8_t)(k + 1);
+    if (HK_UNLIKELY((++h->midc_ticks & (HK_MIDC_TICK_EVERY - 1)) == 0)) hk_heap_midc_tick(h);
+    return;
+  }
+  hk_free_local(s, b);
+}
+
 /* zero: a request of 0 bytes wraps round to the largest size and leaves
  * the small path (hk_malloc_mid serves it) at no extra test */
 HK_INLINE bool hk_is_small_request(size_t n) {
@@ -193,6 +228,23 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
   /* the owner's free into a slab that is not full; the rest (other threads,
    * a full slab: HK_OWNER_FULL) out of line */
   if (HK_LIKELY(HK_LOAD_RACY(s->owner) == hk_thread_id())) hk_free_local_fast(s, b);
+  else hk_free_remote_checked(s, p);
+}
+
+/* hk_free_in_slab for a mid block (s: its slab): the owner's free goes to
+ * the mid cache, full slab or not. Out of line (hk_free_other). */
+HK_INLINE void hk_free_in_mid_slab(void *p, hk_slab_t *s, unsigned kind, size_t size) {
+  if (!HK_MIDC_ON) { hk_free_in_slab(p, s, kind, size); return; }
+  hk_hook_free(p, s);
+  if (HK_UNLIKELY(!hk_slab_is_block(s, p))) { hk_free_invalid(p, s); return; }
+  hk_block_t *b = (hk_block_t *)p;
+  uintptr_t mark = hk_free_mark;
+  if (HK_UNLIKELY(hk_mark_load(b) == mark)) {  /* freed already (maybe cached), or never handed out? */
+    hk_free_marked(s, p);
+    return;
+  }
+  hk_mark_store(b, mark);
+  if (HK_LIKELY(hk_slab_owner(s) == hk_thread_id())) hk_free_mid_local(s, b);
   else hk_free_remote_checked(s, p);
 }
 

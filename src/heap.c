@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "knobs.h"
-#include "libc.h"  /* a new heap struct (10 KiB) is zeroed by a call: glibc's memset, unchecked */
+#include "libc.h"  /* a new heap struct (21 KiB) is zeroed by a call: glibc's memset, unchecked */
 #include "lock.h"
 #include "os.h"
 #include "remote.h"
@@ -19,6 +19,22 @@ bool hk_heap_counting;
 bool hk_heap_bg_on;
 
 hk_heap_hooks_t hk_heap_hooks;  /* set once at start-up by init.c */
+
+uint8_t hk_midc_cap[HK_NCLASS_MID];
+
+void hk_midc_set_cap(unsigned i, unsigned cap) {
+  if (i < HK_NCLASS_MID) HK_STORE_RELAXED(hk_midc_cap[i], (uint8_t)(cap < HK_MIDC_SLOTS ? cap : HK_MIDC_SLOTS));
+}
+
+/* HAKMEM_MID_CACHE_KB of blocks per mid class, at least 2 blocks when on */
+static void midc_caps_init(void) {
+  if (!HK_MIDC_ON) return;
+  size_t bytes = (size_t)hk_knobs.mid_cache_kb * 1024;
+  for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
+    size_t n = bytes / hk_class_bytes(HK_NCLASS_SMALL + i);
+    hk_midc_set_cap(i, bytes == 0 ? 0 : n < 2 ? 2 : (unsigned)n);
+  }
+}
 
 void hk_heap_set_hooks(const hk_heap_hooks_t *h) {
   HK_STORE_RELAXED(hk_heap_hooks.refill, h->refill);
@@ -46,6 +62,7 @@ void hk_heap_start(void) {
   if (atomic_compare_exchange_strong(&start_state, &expected, 1)) {
     hk_knobs_init();
     hk_list_key_init();
+    midc_caps_init();
     HK_STORE_RELAXED(hk_heap_counting, hk_knobs.stats != 0 || hk_knobs.stats_interval_ms != 0);
     hk_heap_bg_on = hk_knobs.background_purge != 0;   /* before any heap exists */
     atomic_store_explicit(&start_state, 2, memory_order_release);
@@ -167,6 +184,19 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc) {
   }
 }
 
+void hk_heap_sum_cached(uint64_t live[HK_NCLASS]) {
+  hk_lock(&registry_lock);
+  for (hk_heap_t *h = registry_all; h; h = h->next_all) {
+    if (!h->live) continue;
+    for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
+      uint64_t n = __atomic_load_n(&h->midc_n[i], __ATOMIC_RELAXED);
+      uint64_t *l = &live[HK_NCLASS_SMALL + i];
+      *l = *l >= n ? *l - n : 0;
+    }
+  }
+  hk_unlock(&registry_lock);
+}
+
 /* ---- fork ------------------------------------------------------------------ */
 
 void hk_heap_fork_prepare(void) { hk_lock(&registry_lock); }
@@ -195,6 +225,19 @@ void hk_heap_fork_child(void) {
       hk_block_t *next = hk_gblock_next(b);
       hk_remote_push(hk_slab_of(hk_ss_of(b), b), b);
       b = next;
+    }
+    /* its mid cache's blocks go back onto their slabs' local_free, which
+     * the adopter rebuilds (hk_slab_rebuild): a block listed twice (a
+     * stack caught halfway through a drain) is then listed once */
+    for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
+      unsigned n = h->midc_n[i] < HK_MIDC_SLOTS ? h->midc_n[i] : HK_MIDC_SLOTS;
+      for (unsigned k = 0; k < n; k++) {
+        hk_block_t *c = h->midc[i][k];
+        if (!hk_chunk_is_ss(hk_chunk_kind(c))) continue;
+        hk_slab_t *s = hk_slab_of(hk_ss_of(c), c);
+        if (HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, c)) hk_slab_push_local(s, c);
+      }
+      h->midc_n[i] = 0;
     }
     registry_release_locked(h);
   }

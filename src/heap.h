@@ -16,6 +16,25 @@
 
 #define HK_DIRECT_N (HK_SMALL_MAX + 1)   /* request sizes 0..1024, one entry each */
 
+/* The mid cache: per mid class, a stack of blocks the owner freed, in front
+ * of the slabs. malloc of a mid size pops the block freed last, whichever
+ * slab it is in, so a working set spread over many slabs is reused while
+ * its lines are still in cache (issue 41: bench_mid's blocks otherwise came
+ * back only when their slab became current again). At most HK_MIDC_SLOTS
+ * blocks a class, and no more than hk_midc_cap[] says (HAKMEM_MID_CACHE_KB
+ * of blocks); a block freed onto a full stack goes to its slab. Cached
+ * blocks count as out in their slab and carry the free mark: a second
+ * free of one finds the mark, and the owner's confirmation walk
+ * (hk_heap_block_is_free) looks in the stack too. Not in builds that check
+ * a trailer (canary) or delay reuse, nor under memcheck. */
+#define HK_NCLASS_MID (HK_NCLASS - HK_NCLASS_SMALL)
+#define HK_MIDC_SLOTS 32
+#define HK_MIDC_ON (!HK_M_CANARY && !HK_M_DELAY && !HK_TRACKING)
+/* A thread whose mid mallocs all hit its cache makes no slow call, which
+ * is where the purge clock is read: every this many pushes it is read
+ * there (hk_heap_midc_tick). */
+#define HK_MIDC_TICK_EVERY 256
+
 /* Counters a heap keeps in its slow paths when counting (HAKMEM_STATS or
  * HAKMEM_STATS_INTERVAL set); the stats read them (hk_heap_sum_stats). */
 typedef struct hk_heap_stats {
@@ -30,6 +49,8 @@ typedef struct hk_heap {
    * no class table (8 KiB a heap; hk_heap_set_cur writes a class's range) */
   hk_slab_t *direct[HK_DIRECT_N];
   hk_slab_t *cur[HK_NCLASS];           /* never NULL: &hk_slab_empty if none */
+  uint8_t midc_n[HK_NCLASS_MID];        /* blocks in each mid class's stack   */
+  uint32_t midc_ticks;                  /* pushes: the purge clock's check    */
   uintptr_t tid;                        /* owner thread id                    */
   _Atomic(hk_block_t *) delayed;        /* remote frees into full slabs       */
   /* slabs with blocks to give (not cur), oldest first: the slab waiting
@@ -51,7 +72,15 @@ typedef struct hk_heap {
   atomic_int bg_lock;
   uint32_t bg_depth;                    /* the owner's nesting (hooks re-enter) */
   int ktid;                             /* kernel thread id: /proc/self/task/N */
+  /* the mid cache's stacks, last: a page is touched only by a class used */
+  hk_block_t *midc[HK_NCLASS_MID][HK_MIDC_SLOTS];
 } hk_heap_t;
+
+/* How many blocks each mid class's stack holds at most (<= HK_MIDC_SLOTS):
+ * HAKMEM_MID_CACHE_KB of blocks, set at start-up (hk_heap_start); 0: off.
+ * Read racily by the free path; written by the start-up and the setter. */
+extern uint8_t hk_midc_cap[HK_NCLASS_MID] HK_HIDDEN;
+void hk_midc_set_cap(unsigned i, unsigned cap);
 
 extern __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
 extern hk_heap_t hk_heap_empty HK_HIDDEN;   /* every thread starts here: all cur[] empty */
@@ -148,6 +177,9 @@ size_t hk_heap_count_live(void);
  * live ones: a snapshot), less the blocks the calling thread holds but has
  * not handed out. */
 void hk_heap_sum_stats(hk_heap_stats_t *acc);
+/* live[c] less the blocks of class c waiting in the mid caches of every
+ * live heap (racy reads: a snapshot); what the slab census counts as out */
+void hk_heap_sum_cached(uint64_t live[HK_NCLASS]);
 
 void hk_heap_fork_prepare(void);
 void hk_heap_fork_parent(void);

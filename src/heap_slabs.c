@@ -77,6 +77,42 @@ void hk_heap_free_local_slow(hk_slab_t *s) {
   hk_heap_leave(h);
 }
 
+/* ---- the mid cache (heap.h) ------------------------------------------------- */
+
+/* Every block of stack i goes back to its slab. The stack is emptied
+ * first (the blocks copied out, the count set), then the blocks pushed:
+ * fork() stopping the owner halfway loses blocks (a leak), or lists one in
+ * two places, which the fork child's rebuild merges (hk_heap_fork_child). */
+static void midc_drop(hk_heap_t *h, unsigned i) {
+  hk_block_t *out[HK_MIDC_SLOTS];
+  unsigned n = h->midc_n[i] < HK_MIDC_SLOTS ? h->midc_n[i] : HK_MIDC_SLOTS;
+  for (unsigned k = 0; k < n; k++) out[k] = h->midc[i][k];
+  h->midc_n[i] = 0;
+  for (unsigned k = 0; k < n; k++) {
+    hk_block_t *b = out[k];
+    hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
+    hk_slab_push_local(s, b);
+    if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
+  }
+}
+
+void hk_heap_midc_flush(hk_heap_t *h) {
+  if (!HK_MIDC_ON || h == &hk_heap_empty) return;
+  hk_heap_enter(h);
+  for (unsigned i = 0; i < HK_NCLASS_MID; i++)
+    if (h->midc_n[i]) midc_drop(h, i);
+  hk_heap_leave(h);
+}
+
+void hk_heap_midc_tick(hk_heap_t *h) {
+  uint64_t now = hk_os_now_ms();
+  if (now < h->next_purge_ms) return;
+  hk_heap_enter(h);
+  if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) hk_heap_drain_delayed(h);
+  hk_heap_purge_now(h, now);
+  hk_heap_leave(h);
+}
+
 static void heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
   hk_block_t *head = atomic_load_explicit(&h->delayed, memory_order_relaxed);
   do {
@@ -112,6 +148,11 @@ bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
   HK_ASSERT(hk_slab_owner(s) == hk_thread_id());
   if (hk_slab_holds_free(s, b)) return true;
+  if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
+    unsigned i = s->cls - HK_NCLASS_SMALL;
+    for (unsigned k = 0; k < h->midc_n[i]; k++)
+      if (h->midc[i][k] == b) return true;
+  }
   /* only the owner takes the delayed list; others push in front of it */
   for (const hk_block_t *d = atomic_load_explicit(&h->delayed, memory_order_acquire); d; d = hk_gblock_next(d))
     if (d == b) return true;
@@ -201,6 +242,7 @@ size_t hk_heap_purge_unused(hk_heap_t *h, bool force) {
 
 void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
   h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
+  hk_heap_midc_flush(h);  /* so that slabs whose blocks wait there can empty */
   hk_heap_release_empty(h);
   hk_heap_purge_unused(h, false);
   hk_ss_collect(false);
@@ -212,6 +254,7 @@ size_t hk_heap_trim(hk_heap_t *h) {
   if (h != &hk_heap_empty) {
     hk_heap_enter(h);
     hk_heap_drain_delayed(h);
+    hk_heap_midc_flush(h);
     hk_heap_release_empty(h);
     bytes += hk_heap_purge_unused(h, true);
     hk_heap_leave(h);
@@ -235,6 +278,7 @@ static void unhand_free_list(hk_heap_t *h, hk_slab_t *s) {
 }
 
 void hk_heap_abandon(hk_heap_t *h) {
+  hk_heap_midc_flush(h);
   hk_heap_release_empty(h);
   /* 1. stop notifications: afterwards nobody reads h through a superslab */
   for (unsigned k = 0; k < HK_SS_NKINDS; k++) {

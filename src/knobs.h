@@ -21,6 +21,7 @@ typedef struct hk_knobs {
   long large_cache_count;  /* HAKMEM_LARGE_CACHE_COUNT             */
   long carve_kb;           /* HAKMEM_CARVE_KB                      */
   long heap_spare;         /* HAKMEM_HEAP_SPARE                    */
+  long mid_cache_kb;       /* HAKMEM_MID_CACHE_KB                  */
   long verbose;            /* HAKMEM_VERBOSE                       */
   long abort_on_invalid;   /* HAKMEM_ABORT_ON_INVALID              */
   long free_fill;          /* HAKMEM_FREE_FILL (secure build)      */

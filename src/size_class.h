@@ -7,6 +7,10 @@
 
 extern const uint32_t hk_class_size[HK_NCLASS] HK_HIDDEN;
 extern const uint8_t  hk_class_small[HK_SMALL_MAX / 16 + 1] HK_HIDDEN;
+extern const uint8_t  hk_class_mid[HK_MID_MAX / 128 + 1] HK_HIDDEN;
+
+/* n in (HK_SMALL_MAX, HK_MID_MAX]: one load */
+HK_INLINE unsigned hk_class_of_mid(size_t n) { return hk_class_mid[(n + 127) >> 7]; }
 
 /* n in [0, HK_MID_MAX] */
 HK_INLINE unsigned hk_class_of_formula(size_t n) {

@@ -125,6 +125,7 @@ void hk_stats_collect(struct hak_stats *o) {
   /* other threads' counts, read while they change: a snapshot */
   HK_TSAN_HIDE_BEGIN();
   hk_ss_census(lv, sl);
+  hk_heap_sum_cached(lv);  /* blocks in mid caches: out of their slabs, not live */
   hk_heap_stats_t acc = {0};
   hk_heap_sum_stats(&acc);
   HK_TSAN_HIDE_END();

@@ -115,6 +115,8 @@ static void check_sizes(size_t *nsizes) {
            hk_class_size[got], want, hk_class_size[want]);
     if (formula != got)
       fail("size %zu: the table says class %u, the formula %u", n, got, formula);
+    if (n > HK_SMALL_MAX && hk_class_of_mid(n) != got)
+      fail("size %zu: hk_class_mid says class %u, the formula %u", n, hk_class_of_mid(n), got);
     if (hk_class_bytes(got) != hk_class_size[got])
       fail("hk_class_bytes(%u) = %zu, the table has %u", got, hk_class_bytes(got), hk_class_size[got]);
     size_t block = hk_class_size[got];
