@@ -381,6 +381,48 @@ static BC_UNUSED int bc_small_phase(bc_rng *rng, unsigned char **obj, size_t n, 
     return 0;
 }
 
+/* --------------------------------------------------------- soak samples */
+
+/* The current RSS in KiB (/proc/self/statm), for a soak's samples. */
+static BC_UNUSED long bc_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, res = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
+        fclose(f);
+    }
+    return res * (sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* The CPU seconds of the whole process so far. */
+static BC_UNUSED double bc_cpu_s(void)
+{
+    struct timespec cpu;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    return (double)cpu.tv_sec + (double)cpu.tv_nsec / 1e9;
+}
+
+/* Sleeps until bc_now_ns() reaches t (at once when it has). */
+static BC_UNUSED void bc_sleep_until(uint64_t t)
+{
+    uint64_t now = bc_now_ns();
+    if (t <= now) return;
+    uint64_t d = t - now;
+    struct timespec ts = {(time_t)(d / 1000000000ull), (long)(d % 1000000000ull)};
+    nanosleep(&ts, NULL);
+}
+
+/* One soak sample (bench/runner.py reads it):
+ *     sample t=SECONDS ops=N rss_kib=N cpu=PROCESS_CPU_SECONDS[ EXTRA]
+ * t counted from t0; extra: more fields, or NULL. */
+static BC_UNUSED void bc_sample(uint64_t t0, uint64_t now, uint64_t ops, const char *extra)
+{
+    printf("sample t=%.3f ops=%llu rss_kib=%ld cpu=%.3f%s%s\n", (double)(now - t0) / 1e9,
+           (unsigned long long)ops, bc_rss_kib(), bc_cpu_s(), extra ? " " : "", extra ? extra : "");
+    fflush(stdout);
+}
+
 static BC_UNUSED void bc_report(uint64_t ops, uint64_t ns)
 {
     double secs = (double)ns / 1e9;

@@ -91,17 +91,6 @@ static void *run(void *arg)
     return NULL;
 }
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/statm", "r");
-    long pages = 0, res = 0;
-    if (f) {
-        if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
-        fclose(f);
-    }
-    return res * (sysconf(_SC_PAGESIZE) / 1024);
-}
-
 int main(int argc, char **argv)
 {
     bc_usage(argc, argv, 7, "SECONDS [THREADS] [SAMPLE_MS] [WS] [SEED] [PIN] [TOUCH]",
@@ -133,20 +122,11 @@ int main(int argc, char **argv)
     uint64_t ops = 0;
     for (;;) {
         next += sample_ms * 1000000ull;
+        bc_sleep_until(next);
         uint64_t now = bc_now_ns();
-        if (next > now) {
-            uint64_t d = next - now;
-            struct timespec ts = {(time_t)(d / 1000000000ull), (long)(d % 1000000000ull)};
-            nanosleep(&ts, NULL);
-        }
-        now = bc_now_ns();
         ops = 0;
         for (int i = 0; i < g_threads; i++) ops += atomic_load(&w[i].ops);
-        struct timespec cpu;
-        clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
-        printf("sample t=%.3f ops=%llu rss_kib=%ld cpu=%.3f\n", (double)(now - t0) / 1e9,
-               (unsigned long long)ops, rss_kib(), (double)cpu.tv_sec + (double)cpu.tv_nsec / 1e9);
-        fflush(stdout);
+        bc_sample(t0, now, ops, NULL);
         if (now >= end) break;
     }
     atomic_store(&g_stop, 1);

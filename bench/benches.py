@@ -22,13 +22,16 @@ from procs import (GDB_DONE, _killpg, clean_env, exit_fields, fail, fail_text, f
 
 PROGRAMS = ["bench_tiny", "bench_random_mixed", "bench_mid", "larson", "bench_xthread",
             "bench_large", "bench_false_sharing", "bench_app", "bench_soak",
-            "bench_large_rotate", "bench_phase", "bench_shift", "bench_drift", "bench_burst"]
+            "bench_large_rotate", "bench_phase", "bench_shift", "bench_drift", "bench_burst",
+            "bench_bigheap"]
 
 # the lines of a benchmark program's report (bench_common.h)
 RE_TP = re.compile(r"^Throughput = ([0-9.eE+]+) ops/s", re.M)
 RE_OPS = re.compile(r"^Ops = (\d+)", re.M)
 RE_RSS = re.compile(r"^Peak RSS = (\d+) KiB", re.M)
 RE_WORK = re.compile(r"^work: (\S+)", re.M)
+# bench_bigheap: the huge-page-backed bytes with every block live
+RE_HUGE = re.compile(r"^AnonHugePages = (-?\d+) KiB", re.M)
 
 
 def bin_dir():
@@ -124,6 +127,9 @@ class Bench:
                    work=w.group(1) if w else None)
         if hv:
             rec["hakmem_version"] = hv.group(1)
+        hp = RE_HUGE.search(p.out)
+        if hp and int(hp.group(1)) >= 0:
+            rec["huge_kib"] = int(hp.group(1))
         return rec
 
 
@@ -511,6 +517,11 @@ def benchmarks(mode):
                    [2000, 20, "5m", "25m", 3, 0, "zeroed"], "one malloc or free",
                    "20 live buffers of 5-25 MiB, one replaced at random, every byte written "
                    "(make_unique<char[]>)"))
+    B.append(Bench("big_heap", "bench_bigheap", [4, 256, 2000, 7], [4, 1024, 3000, 7],
+                   "one malloc, calloc, realloc or free",
+                   "4 threads, a 256 MiB (full: 1 GiB) working set of 32 KiB-8 MiB blocks (85% <= 256 KiB, "
+                   "3% 1-8 MiB), random replacement, 15% realloc, 30% calloc read before written, 1 free in "
+                   "8 by another thread; every byte written, every page checked; reports AnonHugePages"))
     B.append(Bench("false_sharing", "bench_false_sharing", [4, 10, 1000000, 8], [4, 50, 1000000, 8],
                    "one write to an object", "8 B objects allocated by one thread and written by 4 others"))
     B.append(Bench("thread_churn", "bench_thread_churn", [30, 8, 2000, 100, 3, 8, 2, 7],

@@ -3,7 +3,7 @@
 
     python3 bench/harness.py --quick          # make bench       (3 runs each, short)
     python3 bench/harness.py --full           # make bench-full  (10 runs each, seed sizes)
-    python3 bench/harness.py --soak [--minutes N]   # make soak
+    python3 bench/harness.py --soak [--minutes N]   # make soak (N minutes per workload)
     python3 bench/harness.py --quick --variants --allocators hakmem --only learner
                                               # default hakmem vs its variants
 
@@ -184,11 +184,20 @@ def main_soak(args):
     res = {"date": datetime.datetime.now().strftime("%Y-%m-%d %H:%M"), "mode": "soak", "minutes": minutes,
            "command": "python3 bench/harness.py " + shlex.join(sys.argv[1:]), "machine": machine_info(),
            "thresholds": {"rss_drift_max": rss_limit, "throughput_drift_min": tp_limit}, "soaks": []}
+    workloads = [w.strip() for w in args.soak_workloads.split(",") if w.strip()]
+    bad = [w for w in workloads if w not in runner.SOAK_WORKLOADS]
+    if bad or not workloads:
+        log("soak: unknown workload %s (known: %s)" % (",".join(bad) or "(none)", ",".join(runner.SOAK_WORKLOADS)))
+        return 2
+    res["workloads"] = workloads
+    res["bigheap_mib"] = args.soak_bigheap_mib
     ok_all = True
-    for a in allocs:
-        entry = run_soak(a, seconds, args.soak_threads, not args.soak_unpinned, (rss_limit, tp_limit), log)
-        ok_all &= entry["verdict"] == "PASS"
-        res["soaks"].append(entry)
+    for w in workloads:
+        for a in allocs:
+            entry = run_soak(a, seconds, args.soak_threads, not args.soak_unpinned, (rss_limit, tp_limit), log,
+                             workload=w, bigheap_mib=args.soak_bigheap_mib)
+            ok_all &= entry["verdict"] == "PASS"
+            res["soaks"].append(entry)
     res["verdict"] = "PASS" if ok_all else "FAIL"
     stem = args.tag or (datetime.datetime.now().strftime("%Y-%m-%d-%H%M") + "-soak")
     jpath = write_soak(res, stem)
@@ -203,7 +212,7 @@ def main():
     g.add_argument("--quick", action="store_true", help="short runs, 3 each (default; `make bench`)")
     g.add_argument("--full", action="store_true", help="seed parameters, 10 runs each (`make bench-full`)")
     g.add_argument("--soak", action="store_true", help="long run sampling RSS and throughput (`make soak`)")
-    ap.add_argument("--minutes", type=float, help="soak duration per allocator (default 10)")
+    ap.add_argument("--minutes", type=float, help="soak duration per allocator and workload (default 10)")
     ap.add_argument("--runs", type=int, help="runs per allocator and benchmark (default: quick 3, full 10)")
     ap.add_argument("--only", help="comma-separated benchmark names (a prefix like random_mixed selects its family)")
     ap.add_argument("--allocators", help="comma-separated subset: hakmem,hakmem-static,glibc,mimalloc,jemalloc,tcmalloc "
@@ -252,6 +261,11 @@ def main():
     ap.add_argument("--rss-drift", type=float, default=0.05, help="soak: max RSS drift (default +0.05)")
     ap.add_argument("--tp-drift", type=float, default=-0.05, help="soak: min throughput drift (default -0.05)")
     ap.add_argument("--soak-threads", type=int, default=2, help="soak: worker threads (default 2)")
+    ap.add_argument("--soak-workloads", default="soak,big_heap",
+                    help="soak: the workloads, each run for --minutes per allocator (default soak,big_heap: "
+                         "bench_soak's small and medium blocks, then bench_bigheap's big heap)")
+    ap.add_argument("--soak-bigheap-mib", type=int, default=1024,
+                    help="soak: the big_heap workload's working set in MiB (default 1024)")
     ap.add_argument("--soak-unpinned", action="store_true",
                     help="soak: let the workers run on any CPU (default: all on one CPU, so that ops per "
                          "CPU-second does not depend on how the scheduler placed them)")

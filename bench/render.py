@@ -26,6 +26,11 @@ def fmt_rss(k):
     return "%d KiB" % k
 
 
+def fmt_huge(k):
+    """Huge-page-backed KiB: 0 is a figure here, not a missing one."""
+    return "0" if k == 0 else fmt_rss(k)
+
+
 def fmt_ratio(r):
     if r is None:
         return "-"
@@ -310,6 +315,7 @@ def markdown(res, svg_name):
             cells.append("%d/%d" % (r["runs_ok"], r["runs_total"]))
             L.append("| " + " | ".join(cells) + " |")
     L.append("")
+    L += huge_table(res)
     L.append("### Benchmarks")
     L.append("")
     L.append("| benchmark | what | one op is | args |")
@@ -379,6 +385,24 @@ def compact_table(res, source=None):
     return L
 
 
+def huge_table(res):
+    """The huge-page-backed bytes of the rows that report them (big_heap:
+    AnonHugePages with every block live), beside their peak RSS; [] when no
+    row does."""
+    rows = []
+    for b in res["benchmarks"]:
+        for a in res["allocators"]:
+            r = b["results"].get(a["label"])
+            if r and r.get("status") == "ok" and r.get("huge_kib") is not None:
+                rows.append("| %s | %s | %s | %s |" % (b["name"], a["label"], fmt_huge(r["huge_kib"]),
+                                                       fmt_rss(r.get("rss_kib"))))
+    if not rows:
+        return []
+    return ["Huge pages: AnonHugePages of the process (/proc/self/smaps_rollup) after the steps, every "
+            "block still live; median of the runs.", "",
+            "| benchmark | allocator | huge-page-backed | peak RSS |", "|---|---|---:|---:|"] + rows + [""]
+
+
 def bench_summary(entry, labels):
     """The log's one line on a benchmark once its runs are done: each row's
     median (and ratio to mimalloc), or FAIL with how many runs died."""
@@ -392,7 +416,9 @@ def bench_summary(entry, labels):
                                                           s["runs_total"]))
         else:
             rm = s.get("ratio_mimalloc")
-            parts.append("%s %s%s" % (label, fmt_tp(s["median"]), " (%.2fx mi)" % rm if rm else ""))
+            parts.append("%s %s%s%s" % (label, fmt_tp(s["median"]), " (%.2fx mi)" % rm if rm else "",
+                                         ", huge %s" % fmt_huge(s["huge_kib"]) if s.get("huge_kib") is not None
+                                         else ""))
     return "  => %s: %s" % (entry["name"], ", ".join(parts))
 
 
@@ -438,21 +464,25 @@ def soak_markdown(res):
     """The soak's report (STEM.md of --soak): one row per allocator."""
     minutes, th = res["minutes"], res["thresholds"]
     md = ["# hakmem soak: %s" % res["date"], "",
-          "Command: `%s`; %.1f minutes per allocator; machine: %s, %s CPUs." % (
+          "Command: `%s`; %.1f minutes per allocator and workload; machine: %s, %s CPUs." % (
               res["command"], minutes, res["machine"].get("cpu"), res["machine"].get("cpus")),
           "Thresholds (from the earlier project's scorecard): RSS drift <= +%.0f%%, throughput drift >= %.0f%%."
           % (100 * th["rss_drift_max"], 100 * th["throughput_drift_min"]), "",
           "Throughput is ops per CPU-second of the soak process (the wall-clock drift is in the last column: "
           "other load on a shared machine moves it).", "",
-          "| allocator | verdict | RSS start | RSS end | RSS drift | ops/CPU-s start | ops/CPU-s end | "
-          "throughput drift | throughput CV | wall-clock drift | note |",
-          "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
+          "Workloads: soak = bench_soak (small and medium blocks), big_heap = bench_bigheap (a %s MiB "
+          "working set of 32 KiB-8 MiB blocks; huge: its AnonHugePages at the last sample)." % (
+              res.get("bigheap_mib", "-")), "",
+          "| workload | allocator | verdict | RSS start | RSS end | RSS drift | ops/CPU-s start | ops/CPU-s end | "
+          "throughput drift | throughput CV | wall-clock drift | huge | note |",
+          "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|"]
     for e in res["soaks"]:
-        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            e["allocator"], e["verdict"], fmt_rss(e.get("rss_start")), fmt_rss(e.get("rss_end")),
+        md.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            e.get("workload", "soak"), e["allocator"], e["verdict"], fmt_rss(e.get("rss_start")), fmt_rss(e.get("rss_end")),
             "%+.1f%%" % (100 * e["rss_drift"]) if "rss_drift" in e else "-",
             fmt_tp(e.get("tp_start")), fmt_tp(e.get("tp_end")),
             "%+.1f%%" % (100 * e["tp_drift"]) if "tp_drift" in e else "-",
             "%.1f%%" % (100 * e["tp_cv"]) if "tp_cv" in e else "-",
-            "%+.1f%%" % (100 * e["tp_wall_drift"]) if "tp_wall_drift" in e else "-", e.get("reason", "")))
+            "%+.1f%%" % (100 * e["tp_wall_drift"]) if "tp_wall_drift" in e else "-",
+            fmt_huge(e["huge_kib_end"]) if "huge_kib_end" in e else "-", e.get("reason", "")))
     return "\n".join(md) + "\n"

@@ -236,21 +236,34 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
 
 
 
-def run_soak(a, seconds, threads, pinned, thresholds, log):
-    """One soak of allocator a for `seconds`: bench_soak's samples, how it
-    ended and its verdict (soak_verdict's drift, or FAIL when it died, ran
-    past its time plus 120 s, or printed another allocator)."""
+# the soak's workloads (--soak-workloads): the program, and its arguments
+# for (seconds, threads, pinned, big-heap MiB)
+SOAK_WORKLOADS = {
+    # bench_soak: THREADS threads churning 4000 blocks of 16 B-512 KiB each
+    "soak": ("bench_soak", lambda sec, th, pin, mib: [sec, th, 1000, 4000, 5, 1 if pin else 0]),
+    # bench_bigheap: 4 threads, a MIB working set of 32 KiB-8 MiB blocks
+    "big_heap": ("bench_bigheap", lambda sec, th, pin, mib: [4, mib, 0, 7, sec, 1000, 1 if pin else 0]),
+}
+
+
+def run_soak(a, seconds, threads, pinned, thresholds, log, workload="soak", bigheap_mib=1024):
+    """One soak of allocator a for `seconds` on one of SOAK_WORKLOADS: the
+    program's samples, how it ended and its verdict (soak_verdict's drift, or
+    FAIL when it died, ran past its time plus 120 s, or printed another
+    allocator). --inject-crash names the workload soak as `soak`, the others
+    as `soak_NAME`."""
     rss_limit, tp_limit = thresholds
-    binary = bin_dir() / ("bench_soak_hakmem_static" if a.static else "bench_soak")
+    prog, argf = SOAK_WORKLOADS[workload]
+    binary = bin_dir() / ((prog + "_hakmem_static") if a.static else prog)
     env = clean_env()
     if a.preload:
         env["LD_PRELOAD"] = a.preload
     env.update(a.child_env())
-    cmd = inject_crash("soak", a.label, [str(binary), str(seconds), str(threads), "1000", "4000",
-                                         "5", "1" if pinned else "0"])
-    log("soak: %s for %d s: %s" % (a.label, seconds, shell_line({"LD_PRELOAD": a.preload} if a.preload else {},
-                                                                 cmd)))
-    samples, lines = [], []
+    cmd = inject_crash("soak" if workload == "soak" else "soak_" + workload, a.label,
+                       [str(binary)] + [str(x) for x in argf(seconds, threads, pinned, bigheap_mib)])
+    log("soak %s: %s for %d s: %s" % (workload, a.label, seconds, shell_line(
+        {"LD_PRELOAD": a.preload} if a.preload else {}, cmd)))
+    samples, lines, ready_t = [], [], None
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True,
                          start_new_session=True)
     killed = []
@@ -262,7 +275,10 @@ def run_soak(a, seconds, threads, pinned, thresholds, log):
         m = RE_ALLOC.match(line)
         if m:
             printed = (m.group(1), m.group(2))
-        m = re.match(r"sample t=([0-9.]+) ops=(\d+) rss_kib=(\d+)(?: cpu=([0-9.]+))?", line)
+        m = re.match(r"ready t=([0-9.]+)", line)
+        if m:
+            ready_t = float(m.group(1))
+        m = re.match(r"sample t=([0-9.]+) ops=(\d+) rss_kib=(\d+)(?: cpu=([0-9.]+))?(?: huge_kib=(-?\d+))?", line)
         if m:
             t, ops, rss = float(m.group(1)), int(m.group(2)), int(m.group(3))
             cpu = float(m.group(4)) if m.group(4) else None
@@ -273,13 +289,16 @@ def run_soak(a, seconds, threads, pinned, thresholds, log):
             tpc = (ops - prev["ops"]) / dc if dc else None
             samples.append({"t": t, "ops": ops, "rss_kib": rss, "cpu": cpu, "tp_wall": tp,
                             "tp": tpc if tpc is not None else tp})
+            if m.group(5) is not None and int(m.group(5)) >= 0:
+                samples[-1]["huge_kib"] = int(m.group(5))
             if len(samples) % max(1, int(seconds / 20)) == 0:
                 log("  t=%6.0f s  %10s ops/s  %10s ops/CPU-s  RSS %s" % (
                     t, fmt_tp(tp), fmt_tp(tpc), fmt_rss(rss)))
     err = p.stderr.read()
     p.wait()
     timer.cancel()
-    entry = {"allocator": a.label, "cmd": " ".join(cmd), "samples": samples}
+    entry = {"allocator": a.label, "workload": workload, "cmd": " ".join(cmd), "samples": samples,
+             "ready_s": ready_t}   # when the working set was filled (bench_bigheap)
     entry.update(exit_fields(p.returncode, bool(killed)))
     why = check_allocator(a, printed, str(binary))
     # a soak that died is FAIL whatever its samples say
@@ -290,6 +309,11 @@ def run_soak(a, seconds, threads, pinned, thresholds, log):
     elif why:
         entry.update(verdict="FAIL", reason="REJECTED: " + why)
     else:
-        entry.update(soak_verdict(samples, rss_limit, tp_limit))
-    log("soak %s: %s  %s" % (a.label, entry["verdict"], entry.get("reason", "")))
+        if ready_t is None and workload != "soak":
+            ready_t = float("inf")   # it says when its working set is filled: it never did
+        entry.update(soak_verdict(samples, rss_limit, tp_limit, ready_t))
+    huge = [s["huge_kib"] for s in samples if "huge_kib" in s]
+    if huge:
+        entry["huge_kib_end"] = huge[-1]
+    log("soak %s %s: %s  %s" % (workload, a.label, entry["verdict"], entry.get("reason", "")))
     return entry

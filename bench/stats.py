@@ -42,6 +42,9 @@ def summarize(runs):
     if rss:
         s["rss_kib"] = int(statistics.median(rss))
         s["rss_kib_max"] = max(rss)
+    huge = [r["huge_kib"] for r in ok if r.get("huge_kib") is not None]
+    if huge:   # bench_bigheap's huge-page-backed bytes
+        s["huge_kib"] = int(statistics.median(huge))
     return s
 
 
@@ -149,17 +152,21 @@ def add_build_comparisons(res):
     return res
 
 
-def soak_verdict(samples, rss_limit, tp_limit):
+def soak_verdict(samples, rss_limit, tp_limit, ready_t=None):
     """Drift = (end window - start window) / start window, each window the
     median of a tenth of the samples taken after a warm-up (the first 10% of
-    the run, at least 10 s) so that filling the working set is not counted as
-    growth. Throughput is ops per CPU-second of the process (other load on a
+    the run, at least 10 s, and no earlier than ready_t, when the program
+    said its working set was filled) so that filling the working set is not
+    counted as growth. Throughput is ops per CPU-second of the process (other load on a
     shared machine disturbs it far less than ops per wall-second, which is
     reported too)."""
     if len(samples) < 6:
         return {"verdict": "FAIL", "reason": "too few samples (%d)" % len(samples)}
+    if ready_t is not None and sum(s["t"] >= ready_t for s in samples) < 4:
+        return {"verdict": "FAIL", "reason": "too few samples after the working set was filled (%s)" % (
+            "at %.0f s" % ready_t if ready_t != float("inf") else "never")}
     total = samples[-1]["t"]
-    warm = max(10.0, 0.1 * total)
+    warm = max(10.0, 0.1 * total, ready_t or 0.0)
     body = [s for s in samples[1:] if s["t"] >= warm]
     if len(body) < 4:
         body = samples[len(samples) // 2:]
