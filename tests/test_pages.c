@@ -173,7 +173,7 @@ static void test_threads(void) {
 
 int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "stress") == 0) {
-    iterations = 4000;
+    iterations = 2000;
     test_threads();
     return check_done("test_pages stress");
   }
