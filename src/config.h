@@ -143,6 +143,14 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
  * cap, when more; lowmem: the cap only): large_zeroed 12.7 s with the 64 MiB
  * cap alone, 4.3 s with 2, 3.1 s with 1, at the same peak RSS (BENCHMARKS.md) */
 #define HK_SPAN_LIVE_DIV 1
+/* calloc's fresh span pages up to this many bytes are faulted in at once
+ * (MADV_POPULATE_WRITE): past it a block may be a sparse table that is
+ * never all touched: not measured */
+#define HK_SPAN_POPULATE_MAX ((size_t)16 << 20)
+/* A purge outside span_lock takes at most this many runs off the lists at a time: not measured */
+#define HK_SPAN_PURGE_BATCH 32
+/* Marked page ranges closer than this many pages are purged (or checked) in one call: not measured */
+#define HK_SPAN_PURGE_GAP 512
 /* Secure build: room reserved past a block, times its size (four times in all; twice and eight times measured): docs/SECURITY.md#against-the-default-build-of-1c27930 */
 #define HK_LARGE_RESERVE_TIMES 3
 /* ... for blocks under this size; from it on the room is HK_LARGE_RESERVE_MAX: not measured */

@@ -91,6 +91,8 @@ static const knob_row_t knob_table[] = {
   NUMBER("HAKMEM_PROF_LEAKS",         prof_leaks,         START(NONE), 0, 1, 0, 0, 0),
   NUMBER("HAKMEM_PROF_SEED",          prof_seed,          START(NONE), 0, 9223372036854775807, 0, 0, 0),
   NUMBER("HAKMEM_BACKGROUND_PURGE",   background_purge,   START(BG), 0, 1, 0, 0, 0),
+  KEYWORD("HAKMEM_THP",               thp,                START(NONE), 0, 0, 0,
+          { "auto", HK_THP_KNOB_AUTO }, { "never", HK_THP_KNOB_NEVER }, { "always", HK_THP_KNOB_ALWAYS }),
 };
 #undef START
 #undef RUN

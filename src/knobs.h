@@ -12,6 +12,8 @@
 #include "config.h"
 
 enum { HK_PROFILE_FAST = 0, HK_PROFILE_BALANCED = 1, HK_PROFILE_LOWMEM = 2 };
+/* HAKMEM_THP's words (os.c reads it with the system's mode). */
+enum { HK_THP_KNOB_AUTO = 0, HK_THP_KNOB_NEVER = 1, HK_THP_KNOB_ALWAYS = 2 };
 
 typedef struct hk_knobs {
   long profile;            /* HAKMEM_PROFILE (HK_PROFILE_*)        */
@@ -51,6 +53,7 @@ typedef struct hk_knobs {
   long prof_seed;          /* HAKMEM_PROF_SEED (0: random)         */
   char prof_file[512];     /* HAKMEM_PROF_FILE                     */
   long background_purge;   /* HAKMEM_BACKGROUND_PURGE              */
+  long thp;                /* HAKMEM_THP (HK_THP_KNOB_*)           */
 } hk_knobs_t;
 
 extern hk_knobs_t hk_knobs;

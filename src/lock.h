@@ -13,13 +13,17 @@ typedef struct { atomic_int v; } hk_lock_t;
 
 HK_INLINE void hk_cpu_relax(void) { __builtin_ia32_pause(); }
 
+/* Acquisitions that found the lock taken, and the sched_yield calls of
+ * their waits (lock.c), for the stats. */
+typedef struct { atomic_ulong waits, yields; } hk_lock_counts_t;
+extern hk_lock_counts_t hk_lock_counts;
+void hk_lock_wait(hk_lock_t *l);  /* the contended path: spins, then yields */
+
 HK_INLINE void hk_lock(hk_lock_t *l) {
-  for (unsigned spins = 0;; spins++) {
-    if (atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
-        atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0)
-      return;
-    if (spins < 64) hk_cpu_relax(); else sched_yield();
-  }
+  if (HK_LIKELY(atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
+                atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0))
+    return;
+  hk_lock_wait(l);
 }
 HK_INLINE bool hk_trylock(hk_lock_t *l) {
   return atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&

@@ -12,11 +12,14 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "knobs.h"
 #include "libc.h"  /* the copy that finishes a move under valgrind: glibc's, unchecked */
 #include "random.h"
 #include "report.h"
 
 hk_os_counters_t hk_os_stats;
+
+static bool read_file(const char *path, char *buf, size_t size);
 
 /* mapped_now/peak: what hakmem holds mapped, whichever call changed it.
  * The per-call counters (mmap_bytes, munmap_bytes) count the bytes handed
@@ -138,6 +141,92 @@ void hk_os_purge(void *p, size_t size) {
   int saved = errno;
   madvise(p, size, MADV_DONTNEED);
   errno = saved;
+}
+
+/* ---- transparent huge pages ---- */
+
+/* The system's mode, read once: 0 unreadable, then as sys_names says.
+ * hk_os_thp() caches what it makes of it with the knob. */
+static const char *const sys_names[] = { "", "always", "madvise", "never" };
+enum { SYS_UNKNOWN, SYS_ALWAYS, SYS_MADVISE, SYS_NEVER };
+static _Atomic int thp_sys = -1;
+static _Atomic int thp_mode = -1;
+
+/* "always [madvise] never": the bracketed word. */
+static int read_thp_system(void) {
+  int m = atomic_load_explicit(&thp_sys, memory_order_relaxed);
+  if (m >= 0) return m;
+  char buf[128];
+  m = SYS_UNKNOWN;
+  if (read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf)) {
+    const char *b = strchr(buf, '[');
+    for (int i = SYS_ALWAYS; b && i <= SYS_NEVER; i++) {
+      size_t n = strlen(sys_names[i]);
+      if (strncmp(b + 1, sys_names[i], n) == 0 && b[1 + n] == ']') m = i;
+    }
+  }
+  atomic_store_explicit(&thp_sys, m, memory_order_relaxed);
+  return m;
+}
+
+const char *hk_os_thp_system(void) { return sys_names[read_thp_system()]; }
+
+unsigned hk_os_thp(void) {
+  int m = atomic_load_explicit(&thp_mode, memory_order_relaxed);
+  if (m >= 0) return (unsigned)m;
+  int sys = read_thp_system();
+  long knob = HK_LOAD_RELAXED(hk_knobs.thp);
+  if (knob == HK_THP_KNOB_NEVER || sys == SYS_NEVER) m = HK_THP_NONE;
+  else if (knob == HK_THP_KNOB_ALWAYS || sys == SYS_ALWAYS) m = HK_THP_ALL;
+  else m = HK_THP_SPANS;  /* auto under madvise (or an unreadable mode) */
+  atomic_store_explicit(&thp_mode, m, memory_order_relaxed);
+  return (unsigned)m;
+}
+
+void hk_os_advise_region(void *p, size_t size, bool ss) {
+  unsigned m = hk_os_thp();
+  int advice;
+  if (m == HK_THP_ALL || (m == HK_THP_SPANS && !ss)) {
+    advice = MADV_HUGEPAGE;
+    atomic_fetch_add_explicit(&hk_os_stats.huge_advised_bytes, size, memory_order_relaxed);
+  } else if (HK_LOAD_RELAXED(hk_knobs.thp) == HK_THP_KNOB_NEVER && read_thp_system() == SYS_ALWAYS) {
+    advice = MADV_NOHUGEPAGE;  /* the system would give them anyway */
+  } else {
+    return;
+  }
+  atomic_fetch_add_explicit(&hk_os_stats.madvise_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  madvise(p, size, advice);
+  errno = saved;
+}
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+static _Atomic bool no_populate;  /* the kernel said EINVAL once: older than 5.14 */
+
+bool hk_os_populate(void *p, size_t size) {
+  if (size == 0) return true;
+  if (atomic_load_explicit(&no_populate, memory_order_relaxed)) return false;
+  atomic_fetch_add_explicit(&hk_os_stats.populate_calls, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&hk_os_stats.populate_bytes, size, memory_order_relaxed);
+  int saved = errno;
+  int rc = madvise(p, size, MADV_POPULATE_WRITE);
+  if (rc != 0 && errno == EINVAL) atomic_store_explicit(&no_populate, true, memory_order_relaxed);
+  errno = saved;
+  return rc == 0;
+}
+
+size_t hk_os_huge_bytes(void) {
+  char buf[2048];  /* smaps_rollup is about 1 KiB */
+  if (!read_file("/proc/self/smaps_rollup", buf, sizeof buf)) return 0;
+  const char *s = strstr(buf, "AnonHugePages:");
+  if (!s) return 0;
+  s += sizeof "AnonHugePages:" - 1;
+  while (*s == ' ' || *s == '\t') s++;
+  size_t kb = 0;
+  while (*s >= '0' && *s <= '9') kb = kb * 10 + (size_t)(*s++ - '0');
+  return kb << 10;
 }
 
 bool hk_os_resident(void *p, size_t size, unsigned char *vec) {

@@ -10,6 +10,8 @@ typedef struct hk_os_counters {
   atomic_ulong mmap_calls, munmap_calls, madvise_calls, mremap_calls, mprotect_calls;
   atomic_ulong mmap_bytes, munmap_bytes, madvise_bytes;  /* handed to that call */
   atomic_ulong mapped_now, mapped_peak;  /* bytes currently mapped by hakmem */
+  atomic_ulong populate_calls, populate_bytes;  /* MADV_POPULATE_WRITE (fresh calloc pages) */
+  atomic_ulong huge_advised_bytes;  /* regions advised MADV_HUGEPAGE */
 } hk_os_counters_t;
 
 extern hk_os_counters_t hk_os_stats;
@@ -26,6 +28,27 @@ bool  hk_os_commit(void *p, size_t size);
 bool  hk_os_decommit(void *p, size_t size);
 /* Give pages back to the OS; contents read as zero afterwards. */
 void  hk_os_purge(void *p, size_t size);
+/* Transparent huge pages (HAKMEM_THP with the system's mode, read once):
+ * which regions are advised MADV_HUGEPAGE and so purged by whole huge
+ * pages. HK_THP_SPANS: the span arenas (auto under the system's `madvise`);
+ * HK_THP_ALL: the superslabs too (HAKMEM_THP=always, or auto under
+ * `always`); HK_THP_NONE: no region (the system's `never`, or HAKMEM_THP=never,
+ * which advises MADV_NOHUGEPAGE where the system would give them anyway). */
+enum { HK_THP_NONE = 0, HK_THP_SPANS = 1, HK_THP_ALL = 2 };
+unsigned hk_os_thp(void);
+/* The system's mode: "always", "madvise", "never" or "" (unreadable). */
+const char *hk_os_thp_system(void);
+/* Advise region p (2 MiB aligned, whole huge pages) as hk_os_thp() says for
+ * a region of that kind (ss: a superslab, else a span arena). */
+void  hk_os_advise_region(void *p, size_t size, bool ss);
+/* Fault in fresh pages for writing, zero-filled, in one call (Linux 5.14+
+ * MADV_POPULATE_WRITE): no zero-page mapping, copy and TLB shootdown when
+ * the program reads them before it writes them. False when the kernel does
+ * not have it (then never asked again) or says no. */
+bool  hk_os_populate(void *p, size_t size);
+/* Bytes of this process backed by huge pages (/proc/self/smaps_rollup
+ * AnonHugePages; slow, for snapshots). */
+size_t hk_os_huge_bytes(void);
 /* Which of the pages at p are resident: vec[i] & 1 for page i (mincore).
  * False if the kernel says no. */
 bool  hk_os_resident(void *p, size_t size, unsigned char *vec);

@@ -98,13 +98,20 @@ static uint32_t page_of(const hk_arena_t *a, const void *p) {
 }
 static uint8_t *page_addr(hk_arena_t *a, uint32_t i) { return (uint8_t *)a + ((size_t)i << PAGE_SHIFT); }
 
-/* ---- the resident-page bitmap ---- */
+/* ---- the resident-page bitmap ----
+ * Its words are read and changed atomically (relaxed): a run taken off the
+ * lists for a purge outside span_lock (see "purging") has its bits read
+ * and cleared by the purging thread while others change the bits of their
+ * runs, which may share a word, under the lock. */
+
+static uint64_t bits_word(const hk_arena_t *a, uint32_t w) { return __atomic_load_n(&a->bits[w], __ATOMIC_RELAXED); }
 
 static void bits_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
   while (n) {
     uint32_t w = i >> 6, o = i & 63, k = 64 - o < n ? 64 - o : n;
     uint64_t m = (k == 64 ? ~0ull : ((1ull << k) - 1)) << o;
-    if (on) a->bits[w] |= m; else a->bits[w] &= ~m;
+    if (on) __atomic_fetch_or(&a->bits[w], m, __ATOMIC_RELAXED);
+    else __atomic_fetch_and(&a->bits[w], ~m, __ATOMIC_RELAXED);
     i += k;
     n -= k;
   }
@@ -114,7 +121,7 @@ static uint32_t bits_count(const hk_arena_t *a, uint32_t i, uint32_t n) {
   while (n) {
     uint32_t w = i >> 6, o = i & 63, k = 64 - o < n ? 64 - o : n;
     uint64_t m = (k == 64 ? ~0ull : ((1ull << k) - 1)) << o;
-    c += (uint32_t)__builtin_popcountll(a->bits[w] & m);
+    c += (uint32_t)__builtin_popcountll(bits_word(a, w) & m);
     i += k;
     n -= k;
   }
@@ -126,14 +133,14 @@ static bool next_marked(const hk_arena_t *a, uint32_t *p, uint32_t end, uint32_t
   uint32_t i = *p;
   for (;;) {
     if (i >= end) return false;
-    uint64_t w = a->bits[i >> 6] >> (i & 63);
+    uint64_t w = bits_word(a, i >> 6) >> (i & 63);
     if (w) { i += (uint32_t)__builtin_ctzll(w); break; }
     i = (i | 63) + 1;
   }
   if (i >= end) return false;
   uint32_t j = i;
   while (j < end) {
-    uint64_t z = ~a->bits[j >> 6] >> (j & 63);
+    uint64_t z = ~bits_word(a, j >> 6) >> (j & 63);
     if (z) { j += (uint32_t)__builtin_ctzll(z); break; }
     j = (j | 63) + 1;
   }
@@ -165,6 +172,7 @@ static void free_insert(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t ndirty, 
   h->tag = (n == 1 ? T_TAIL : 0) | T_HEAD | T_FREE;
   unsigned b = bin_of(n);
   h->bin = (uint16_t)b;
+  h->kind = 0;  /* free run: its pages not yet checked (check_job) */
   h->f.prev = 0;
   h->f.next = a->bins[b];
   if (a->bins[b]) a->e[a->bins[b]].f.prev = i;
@@ -230,6 +238,10 @@ static hk_arena_t *arena_new(void) {
     hk_os_unmap(a, ARENA_SIZE);
     return NULL;
   }
+  /* huge pages (HAKMEM_THP) past the descriptor: its table is touched a
+   * page here and there, and huge pages there would make all of it resident */
+  size_t huge_from = hk_align_up(desc + GUARD_PAGES * HK_PAGE, HK_SS_SIZE);
+  hk_os_advise_region((uint8_t *)a + huge_from, ARENA_SIZE - huge_from, false);
   a->magic = ARENA_MAGIC;
   a->first_page = (uint32_t)(desc >> PAGE_SHIFT) + GUARD_PAGES;  /* the descriptor's guard */
   a->born_ms = hk_os_now_ms();
@@ -262,7 +274,7 @@ static void join_next(hk_arena_t *a, uint32_t j, uint32_t *len, uint32_t *nd, ui
 
 /* Run i of n pages (its head tagged T_FREED, its tail 0, nd of its pages
  * resident) becomes free: joined to the free runs on either side, binned. */
-static void run_release(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t nd, uint32_t stamp) {
+static uint32_t run_release(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t nd, uint32_t stamp) {
   uint32_t start = i, len = n;
   if (i > a->first_page && (a->e[i - 1].tag & (T_TAIL | T_FREE)) == (T_TAIL | T_FREE)) {
     uint32_t pn = a->e[i - 1].npages;
@@ -273,6 +285,7 @@ static void run_release(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t nd, uint
   }
   join_next(a, i + n, &len, &nd, &stamp);
   free_insert(a, start, len, nd, stamp);
+  return start;
 }
 
 /* Quarantine (QUAR_ON): freed run i waits in a FIFO; the oldest is
@@ -296,6 +309,19 @@ static void quar_push(hk_arena_t *a, uint32_t i, uint32_t stamp) {
 }
 
 /* ---- allocation ---- */
+
+/* calloc's fresh pages (never touched, or purged) read as zero, but a
+ * program that reads them before it writes them maps the shared zero page
+ * first, then pays a fault, a copy and a TLB shootdown of every thread per
+ * 4 KiB when it writes (24% of a 4-thread run with big calloc'd blocks in
+ * flush_tlb_mm_range). Faulting them in for writing at once costs one call
+ * (and one fault per huge page in an arena advised huge pages). A kernel
+ * without MADV_POPULATE_WRITE (older than 5.14): one write a page, which
+ * maps each page writable before the program can map the zero page. */
+static void fault_fresh(uint8_t *p, size_t bytes) {
+  if (bytes > HK_SPAN_POPULATE_MAX || hk_os_populate(p, bytes)) return;
+  for (size_t o = 0; o < bytes; o += HK_PAGE) ((volatile uint8_t *)p)[o] = 0;
+}
 
 typedef struct { uint32_t at, n; } run_t;
 
@@ -364,6 +390,8 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   }
   hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
   hk_unlock(&span_lock);
+
+  if (zero && d < need) fault_fresh(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT);
 
   if (zero_all) memset(p, 0, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT);
   else for (unsigned r = 0; r < nruns; r++) {
@@ -529,11 +557,121 @@ size_t hk_span_resize(void *p, size_t size) {
   return ok;
 }
 
-/* ---- purging ---- */
+/* ---- purging ----
+ * No system call is made under span_lock (but the secure build's
+ * quarantine's): a purge takes the range it will madvise (or ask mincore
+ * about) off the lists under the lock, as a "job": its head tagged T_FREED
+ * (a free of its start is still a double free), its tail untagged, so that
+ * no allocation, resize or neighbouring free can take it or join it. The
+ * calls are made with the lock dropped; the range goes back, joined to its
+ * neighbours, under the lock again. The range is cut to the pages that
+ * need the calls, so that the rest of a long free run (an arena's
+ * untouched tail) stays free for others meanwhile. */
 
-/* madvise only the pages that may be resident: a free run joined to the
- * arena's untouched tail spans up to 1 GiB, and one call over all of it
- * cost more than the pages it gave back (large_cycles at half speed). */
+typedef struct { hk_arena_t *a; uint32_t at, n, stamp, lo, hi; } job_t;  /* taken: [at, at + n); the calls: [lo, hi) */
+enum { JOB_PURGE, JOB_PURGE_HUGE, JOB_CHECK };
+#define HUGE_PAGES ((uint32_t)(HK_SS_SIZE >> PAGE_SHIFT))
+
+/* The first and last marked page of [i, i + n) (*hi past it); false when none. */
+static bool marked_bounds(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t *lo, uint32_t *hi) {
+  uint32_t p = i, q;
+  if (!next_marked(a, &p, i + n, &q)) return false;
+  *lo = p;
+  for (uint32_t r = q; next_marked(a, &r, i + n, &q); r = q) {}
+  *hi = q;
+  return true;
+}
+
+/* The whole huge pages of [i, i + n) that hold a marked page: [*lo, *hi)
+ * from the first to the last of them; false when there is none. A huge
+ * page that is partly live is left whole (a purge of part of it splits it,
+ * and khugepaged may fill it again: RSS grows, jemalloc #1127). */
+static bool huge_bounds(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t *lo, uint32_t *hi) {
+  uint32_t s = (i + HUGE_PAGES - 1) & ~(HUGE_PAGES - 1), e = (i + n) & ~(HUGE_PAGES - 1);
+  bool any = false;
+  for (uint32_t h = s; h + HUGE_PAGES <= e; h += HUGE_PAGES)
+    if (bits_count(a, h, HUGE_PAGES)) {
+      if (!any) *lo = h;
+      *hi = h + HUGE_PAGES;
+      any = true;
+    }
+  return any;
+}
+
+/* Free run i: [lo, hi) of it becomes job j (the rest stays free; the
+ * secure build takes the whole run: a free run's last page is its guard,
+ * closed, and a cut would leave the front's open). Under the lock. */
+static void job_take(hk_arena_t *a, uint32_t i, uint32_t lo, uint32_t hi, job_t *j) {
+  uint32_t n = a->e[i].npages, stamp = a->e[i].f.stamp;
+  uint32_t at = GUARD_PAGES ? i : lo, end = GUARD_PAGES ? i + n : hi;
+  free_remove(a, i);
+  if (at > i) free_insert(a, i, at - i, bits_count(a, i, at - i), stamp);
+  if (end < i + n) free_insert(a, end, i + n - end, bits_count(a, end, i + n - end), stamp);
+  a->e[at].tag = T_FREED;
+  if (end - 1 > at) a->e[end - 1].tag = 0;
+  *j = (job_t){ a, at, end - at, stamp, lo, hi };
+}
+
+/* The job's calls, without the lock: purge its marked pages (a gap of up
+ * to HK_SPAN_PURGE_GAP pages between two ranges is purged with them: one
+ * call instead of one a range), or its whole huge pages with a marked page,
+ * or ask which of its marked pages are resident and unmark the rest. */
+static uint32_t job_run(job_t *j, unsigned how, unsigned long *calls) {
+  hk_arena_t *a = j->a;
+  uint32_t end = j->hi, pages = 0;
+  if (how == JOB_PURGE_HUGE) {  /* [lo, hi) is whole huge pages */
+    for (uint32_t h = j->lo; h < end; h += HUGE_PAGES) {
+      uint32_t k = h;
+      while (k < end && bits_count(a, k, HUGE_PAGES)) k += HUGE_PAGES;  /* consecutive ones: one call */
+      if (k == h) continue;
+      pages += bits_count(a, h, k - h);
+      hk_os_purge(page_addr(a, h), (size_t)(k - h) << PAGE_SHIFT);
+      bits_set(a, h, k - h, false);
+      (*calls)++;
+      h = k;
+    }
+    return pages;
+  }
+  for (uint32_t p = j->lo, q; next_marked(a, &p, end, &q); p = q) {
+    for (uint32_t r = q, t; next_marked(a, &r, end, &t) && r - q < HK_SPAN_PURGE_GAP; r = t) q = t;
+    if (how == JOB_PURGE) {
+      pages += bits_count(a, p, q - p);
+      hk_os_purge(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT);
+      bits_set(a, p, q - p, false);
+      (*calls)++;
+      continue;
+    }
+    unsigned char vec[1024];
+    for (uint32_t r = p; r < q; r += sizeof vec) {
+      uint32_t k = q - r < sizeof vec ? q - r : (uint32_t)sizeof vec;
+      if (hk_os_resident(page_addr(a, r), (size_t)k << PAGE_SHIFT, vec))
+        for (uint32_t x = 0; x < k; x++)
+          if (!(vec[x] & 1)) bits_set(a, r + x, 1, false);
+    }
+  }
+  return pages;
+}
+
+/* Runs the jobs (lock dropped) and gives their ranges back (lock taken
+ * again): bytes purged. A checked range whose run, joined to its
+ * neighbours, has no other resident page is marked checked, so that the
+ * cap does not ask the kernel about it again. Called and returns with span_lock held. */
+static size_t jobs_run(job_t *jobs, unsigned n, unsigned how, unsigned long *calls) {
+  if (!n) return 0;
+  size_t pages = 0;
+  hk_unlock(&span_lock);
+  for (unsigned k = 0; k < n; k++) pages += job_run(&jobs[k], how, calls);
+  hk_lock(&span_lock);
+  for (unsigned k = 0; k < n; k++) {
+    job_t *j = &jobs[k];
+    uint32_t nd = bits_count(j->a, j->at, j->n);
+    uint32_t h = run_release(j->a, j->at, j->n, nd, j->stamp);
+    if (how == JOB_CHECK && j->a->e[h].f.ndirty == nd) j->a->e[h].kind = 1;  /* joined no resident page */
+  }
+  return pages << PAGE_SHIFT;
+}
+
+/* The quarantine's pages (secure build) are purged in place, under the lock. */
 static uint32_t purge_marked(hk_arena_t *a, uint32_t i, uint32_t n, unsigned long *calls) {
   uint32_t pages = 0;
   for (uint32_t p = i, q; next_marked(a, &p, i + n, &q); p = q) {
@@ -544,42 +682,10 @@ static uint32_t purge_marked(hk_arena_t *a, uint32_t i, uint32_t n, unsigned lon
   }
   return pages;
 }
-static size_t purge_run(hk_arena_t *a, uint32_t i, unsigned long *calls) {
-  entry_t *h = &a->e[i];
-  uint32_t nd = h->f.ndirty;
-  purge_marked(a, i, h->npages, calls);
-  dirty_unlink(a, i);
-  h->f.ndirty = 0;
-  SUB(dirty_pages, nd);
-  return (size_t)nd << PAGE_SHIFT;
-}
-
-/* A block's pages are all marked resident when it is handed out, but a
- * program may touch only a few: before the cap purges anything, the marks
- * of free runs are checked against the kernel's (mincore), oldest first,
- * until what is really resident fits the cap. Without it a heap of big
- * buffers touched at a few pages (large_cycles) looked over the cap and
- * purged pages it then faulted back in. (Checking at every free instead
- * cost more than the faults: mincore walks every page.) */
-static unsigned char resident_vec[4096];  /* under span_lock */
-static void check_run(hk_arena_t *a, uint32_t i) {
-  entry_t *h = &a->e[i];
-  uint32_t end = i + h->npages;
-  for (uint32_t p = i, q; next_marked(a, &p, end, &q); p = q)  /* the marked pages only */
-    for (uint32_t r = p; r < q; r += 4096) {
-      uint32_t k = q - r < 4096 ? q - r : 4096;
-      if (hk_os_resident(page_addr(a, r), (size_t)k << PAGE_SHIFT, resident_vec))
-        for (uint32_t j = 0; j < k; j++)
-          if (!(resident_vec[j] & 1)) bits_set(a, r + j, 1, false);
-    }
-  uint32_t nd = bits_count(a, i, h->npages);
-  SUB(dirty_pages, h->f.ndirty - nd);
-  h->f.ndirty = nd;
-  if (!nd) dirty_unlink(a, i);
-}
 
 /* The free run with resident pages freed first, of all arenas (joined runs
- * keep older stamps, so this is nearly but not exactly the oldest). */
+ * keep older stamps, so this is nearly but not exactly the oldest); with
+ * unchecked, the first such run not yet checked. */
 static hk_arena_t *oldest(uint32_t *run) {
   hk_arena_t *old = NULL;
   uint64_t old_ms = UINT64_MAX;
@@ -592,9 +698,40 @@ static hk_arena_t *oldest(uint32_t *run) {
   return old;
 }
 
+/* A block's pages are all marked resident when it is handed out, but a
+ * program may touch only a few: before the cap purges anything, the marks
+ * of free runs are checked against the kernel's (mincore), oldest first,
+ * until what is really resident fits the cap. Without it a heap of big
+ * buffers touched at a few pages (large_cycles) looked over the cap and
+ * purged pages it then faulted back in. (Checking at every free instead
+ * cost more than the faults: mincore walks every page.) A run checked and
+ * not changed since is not asked about again. */
+static void cap_check(size_t cap_bytes) {
+  job_t jobs[HK_SPAN_PURGE_BATCH];
+  for (unsigned round = 0; round < 8 && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes; round++) {
+    unsigned n = 0;
+    size_t over = (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) - cap_bytes, taken = 0;
+    for (hk_arena_t *a = arenas; a && n < HK_SPAN_PURGE_BATCH && taken < over; a = a->next)
+      for (uint32_t i = a->dirty_head, next; i && n < HK_SPAN_PURGE_BATCH && taken < over; i = next) {
+        next = a->e[i].f.dnext;
+        uint32_t lo, hi;
+        if (a->e[i].kind || !marked_bounds(a, i, a->e[i].npages, &lo, &hi)) continue;
+        taken += (size_t)a->e[i].f.ndirty << PAGE_SHIFT;
+        job_take(a, i, lo, hi, &jobs[n++]);
+      }
+    if (!n) return;
+    unsigned long calls = 0;
+    jobs_run(jobs, n, JOB_CHECK, &calls);
+  }
+}
+
 size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned long *purges) {
   size_t bytes = 0;
   unsigned long calls = 0;
+  /* arenas advised huge pages: the purge clock gives back whole huge pages
+   * only; the cap and trim purge what they must */
+  unsigned clock_how = hk_os_thp() != HK_THP_NONE && !force ? JOB_PURGE_HUGE : JOB_PURGE;
+  job_t jobs[HK_SPAN_PURGE_BATCH];
   hk_lock(&span_lock);
   while (force && quar_n) quar_release_oldest();  /* trim: the quarantine too */
   for (unsigned k = 0; k < quar_n; k++) {  /* quarantined runs keep their address, not their pages */
@@ -602,23 +739,41 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
     entry_t *h = &q.a->e[q.i];
     if (now_stamp(q.a) - h->f.stamp >= delay_ms) bytes += (size_t)purge_marked(q.a, q.i, h->npages, &calls) << PAGE_SHIFT;
   }
-  for (hk_arena_t *a = arenas; a; a = a->next) {
-    uint32_t now = now_stamp(a);
-    for (uint32_t i = a->dirty_head, next; i; i = next) {  /* joined runs keep old stamps: not in order */
-      next = a->e[i].f.dnext;
-      if (force || now - a->e[i].f.stamp >= delay_ms) bytes += purge_run(a, i, &calls);
+  /* the clock: runs free for delay_ms or more (all when force); joined runs
+   * keep old stamps, so the dirty lists are not in order: each is walked
+   * whole, a batch at a time (a run given back goes to the list's end, and
+   * has nothing left to purge) */
+  for (unsigned round = 0, n = 1; n && round < 64; round++) {
+    n = 0;
+    for (hk_arena_t *a = arenas; a && n < HK_SPAN_PURGE_BATCH; a = a->next) {
+      uint32_t now = now_stamp(a);
+      for (uint32_t i = a->dirty_head, next; i && n < HK_SPAN_PURGE_BATCH; i = next) {
+        next = a->e[i].f.dnext;
+        uint32_t lo, hi;
+        if (!force && now - a->e[i].f.stamp < delay_ms) continue;
+        bool some = clock_how == JOB_PURGE_HUGE ? huge_bounds(a, i, a->e[i].npages, &lo, &hi)
+                                                : marked_bounds(a, i, a->e[i].npages, &lo, &hi);
+        if (some) job_take(a, i, lo, hi, &jobs[n++]);
+      }
     }
+    bytes += jobs_run(jobs, n, clock_how, &calls);
   }
-  for (hk_arena_t *a = arenas; a && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes; a = a->next)
-    for (uint32_t i = a->dirty_head, next; i && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes; i = next) {
-      next = a->e[i].f.dnext;
-      check_run(a, i);
+  if ((HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes) cap_check(cap_bytes);
+  /* the cap: the oldest runs' pages, 4 KiB at a time (under the cap a huge
+   * page that is partly live is split) */
+  for (unsigned round = 0, n = 1; n && round < 64 && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes; round++) {
+    n = 0;
+    while (n < HK_SPAN_PURGE_BATCH && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes) {
+      uint32_t i = 0, lo, hi;
+      hk_arena_t *a = oldest(&i);
+      if (!a) break;
+      if (!marked_bounds(a, i, a->e[i].npages, &lo, &hi)) {  /* counted dirty, none marked: cannot be */
+        HK_ASSERT(0);
+        break;
+      }
+      job_take(a, i, lo, hi, &jobs[n++]);
     }
-  while ((HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes) {
-    uint32_t i = 0;
-    hk_arena_t *a = oldest(&i);
-    if (!a) break;
-    bytes += purge_run(a, i, &calls);
+    bytes += jobs_run(jobs, n, JOB_PURGE, &calls);
   }
   hk_arena_t *gone = NULL;
   if (force)  /* arenas with nothing live go back to the OS */

@@ -186,6 +186,12 @@ void hk_stats_collect(struct hak_stats *o) {
   o->rss_bytes = hk_os_rss_bytes();
   o->peak_rss_bytes = hk_os_peak_rss_bytes(o->rss_bytes);
   o->profile = (int)hk_knobs.profile;
+  o->thp = (int)hk_os_thp();
+  o->huge_bytes = hk_os_huge_bytes();
+  o->populate_calls = atomic_load(&hk_os_stats.populate_calls);
+  o->populate_bytes = atomic_load(&hk_os_stats.populate_bytes);
+  o->lock_waits = atomic_load(&hk_lock_counts.waits);
+  o->lock_yields = atomic_load(&hk_lock_counts.yields);
   size_t c = committed_of(o);
   if (c > HK_LOAD_RELAXED(peak_committed)) HK_STORE_RELAXED(peak_committed, c);
 }
@@ -271,6 +277,14 @@ static void print_config_json(sink_t *k) {
   out(k, "}, ");
 }
 
+static const char *thp_regions(int thp) {
+  return thp == HK_THP_ALL ? "span arenas and superslabs" : thp == HK_THP_SPANS ? "span arenas" : "no region";
+}
+static const char *thp_knob(void) {
+  long v = hk_knobs.thp;
+  return v == HK_THP_KNOB_NEVER ? "never" : v == HK_THP_KNOB_ALWAYS ? "always" : "auto";
+}
+
 static void print_text(sink_t *k, const struct hak_stats *s) {
   out(k, "hakmem %s statistics (pid %d)\n", HK_VERSION_STRING, (int)getpid());
   print_config_text(k);
@@ -287,6 +301,10 @@ static void print_text(sink_t *k, const struct hak_stats *s) {
   out(k, "  OS calls: mmap %lu (%zu bytes), munmap %lu (%zu bytes), madvise %lu (%zu bytes), mremap %lu\n",
       s->mmap_calls, s->mmap_bytes, s->munmap_calls, s->munmap_bytes, s->madvise_calls,
       s->madvise_bytes, s->mremap_calls);
+  out(k, "  pages: huge pages for %s (HAKMEM_THP %s, system %s), %zu bytes huge-page backed; "
+         "populate %lu (%zu bytes); lock waits %lu (%lu yields)\n",
+      thp_regions(s->thp), thp_knob(), hk_os_thp_system()[0] ? hk_os_thp_system() : "unknown",
+      s->huge_bytes, s->populate_calls, s->populate_bytes, s->lock_waits, s->lock_yields);
   if (!s->counting) {
     out(k, "  (allocation counts need HAKMEM_STATS=1)\n");
   } else {
@@ -327,6 +345,10 @@ static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
          "\"mmap_bytes\": %zu, \"munmap_bytes\": %zu, \"madvise_bytes\": %zu}, ",
       s->mmap_calls, s->munmap_calls, s->madvise_calls, s->mremap_calls, s->mmap_bytes,
       s->munmap_bytes, s->madvise_bytes);
+  out(k, "\"pages\": {\"thp\": \"%s\", \"thp_system\": \"%s\", \"huge_regions\": %d, \"huge_bytes\": %zu, "
+         "\"populate\": %lu, \"populate_bytes\": %zu, \"lock_waits\": %lu, \"lock_yields\": %lu}, ",
+      thp_knob(), hk_os_thp_system(), s->thp, s->huge_bytes, s->populate_calls, s->populate_bytes,
+      s->lock_waits, s->lock_yields);
   out(k, "\"large\": {\"live\": %zu, \"live_bytes\": %zu, \"cached_bytes\": %zu, \"allocs\": %zu, "
          "\"frees\": %zu}, \"classes\": [",
       s->large_live, s->large_live_bytes, s->large_cached_bytes, s->large_allocs, s->large_frees);

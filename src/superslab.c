@@ -21,7 +21,9 @@ static hk_lock_t all_lock = HK_LOCK_INIT;  /* every mapped superslab, for fork *
 static hk_superslab_t *all_head;
 static _Atomic uint64_t next_collect_ms;
 
-enum { LIST_NONE = 0, LIST_CACHE = 100, LIST_ABANDONED = 101 };
+/* OUT_*: off that list while it is purged without the lock; a fork child,
+ * where no thread is purging it, puts it back (hk_ss_orphan_foreign). */
+enum { LIST_NONE = 0, LIST_CACHE = 100, LIST_ABANDONED = 101, OUT_CACHE = 102, OUT_ABANDONED = 103 };
 
 _Atomic unsigned long hk_ss_events[HK_SS_NEVENTS];
 static long purge_delay_ms = -1;           /* -1: the knob's */
@@ -99,6 +101,7 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!ss) return NULL;
     hk_ss_note(HK_SS_OS_MAPS);
+    hk_os_advise_region(ss, HK_SS_SIZE, true);  /* HAKMEM_THP: huge pages, or (never) none */
     if (HK_M_GUARD) {  /* after the metadata, and the last page: an overflow running off the end */
       hk_os_protect_none((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
       hk_os_protect_none((uint8_t *)ss + HK_SS_SIZE - HK_SS_GUARD_SIZE, HK_SS_GUARD_SIZE);
@@ -168,8 +171,18 @@ hk_superslab_t *hk_ss_take_abandoned(unsigned kind) {
 }
 
 /* Unused slabs of a superslab are purged once they stayed unused for a whole
- * epoch (between two calls): dirty_new -> dirty_old -> purged. */
+ * epoch (between two calls): dirty_new -> dirty_old -> purged. A superslab
+ * backed by a huge page (hk_os_thp() HK_THP_ALL) keeps them until a trim
+ * (force): a purge of part of a huge page splits it, and khugepaged may
+ * fill it again (RSS grows, jemalloc #1127); it goes back whole, when it
+ * empties, from the cache. */
+static bool ss_huge(void) { return hk_os_thp() == HK_THP_ALL; }
+
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
+  if (!force && ss_huge()) {
+    ss->dirty_old = ss->dirty_new = 0;
+    return 0;
+  }
   uint32_t due = (force ? (ss->dirty_old | ss->dirty_new) : ss->dirty_old) & ss->free_mask;
   size_t bytes = 0;
   while (due) {
@@ -191,6 +204,20 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
   return bytes;
 }
 
+/* Superslabs taken off a global list to be purged without its lock (no
+ * system call under a lock others wait on): nobody can take one from the
+ * list meanwhile, and each goes back when its purge is done. */
+static void list_put_back(hk_lock_t *lock, hk_ss_list_t *lists, hk_superslab_t *batch, uint8_t id) {
+  if (!batch) return;
+  hk_lock(lock);
+  while (batch) {
+    hk_superslab_t *next = batch->next;
+    hk_ss_list_push(&lists[id == LIST_CACHE ? 0 : batch->kind], batch, id);
+    batch = next;
+  }
+  hk_unlock(lock);
+}
+
 size_t hk_ss_collect(bool force) {
   uint64_t now = hk_os_now_ms();
   if (!force && now < atomic_load_explicit(&next_collect_ms, memory_order_relaxed)) return 0;
@@ -199,25 +226,34 @@ size_t hk_ss_collect(bool force) {
                         memory_order_relaxed);
   size_t bytes = 0;
   /* purged after the delay; unmapped after HK_SS_UNMAP_DELAYS (8) delays (or
-   * at once on trim) */
-  hk_superslab_t *victims = NULL;
+   * at once on trim, or after the delay when it is a huge page: it goes back
+   * whole); the purge is made off the list, the lock dropped */
+  hk_superslab_t *victims = NULL, *purge = NULL;
   hk_lock(&cache_lock);
   for (hk_superslab_t *ss = cache.head, *next; ss; ss = next) {
     next = ss->next;
-    if (force || now - ss->stamp_ms >= HK_SS_UNMAP_DELAYS * delay) {
+    bool due = !ss->purged && now - ss->stamp_ms >= delay;
+    if (force || now - ss->stamp_ms >= HK_SS_UNMAP_DELAYS * delay || (due && ss_huge())) {
       hk_ss_list_remove(&cache, ss);
       ss->next = victims;
       victims = ss;
-    } else if (!ss->purged && now - ss->stamp_ms >= delay) {
-      /* the slab area only: the header holds the links of the very list
-       * we are walking, the all-list links and the stamp (issue 17) */
-      hk_os_purge(hk_ss_slab_area(ss, 0), HK_SS_SIZE - HK_SS_HDR_SIZE);
-      bytes += HK_SS_SIZE - HK_SS_HDR_SIZE;
-      ss->purged = true;
-      hk_ss_note(HK_SS_PURGES);
+    } else if (due) {
+      hk_ss_list_remove(&cache, ss);
+      ss->list = OUT_CACHE;
+      ss->next = purge;
+      purge = ss;
     }
   }
   hk_unlock(&cache_lock);
+  for (hk_superslab_t *ss = purge; ss; ss = ss->next) {
+    /* the slab area only: the header holds the list links, the all-list
+     * links and the stamp (issue 17) */
+    hk_os_purge(hk_ss_slab_area(ss, 0), HK_SS_SIZE - HK_SS_HDR_SIZE);
+    bytes += HK_SS_SIZE - HK_SS_HDR_SIZE;
+    ss->purged = true;
+    hk_ss_note(HK_SS_PURGES);
+  }
+  list_put_back(&cache_lock, &cache, purge, LIST_CACHE);
   while (victims) {
     hk_superslab_t *next = victims->next;
     if (!victims->purged) bytes += HK_SS_SIZE;
@@ -230,14 +266,26 @@ size_t hk_ss_collect(bool force) {
 
 /* Abandoned superslabs: nobody owns them (their list lock does), so their
  * unused slabs can go: all (force) or those unused for a whole epoch
- * (between two calls: the background purge's clock). */
+ * (between two calls: the background purge's clock). Those with slabs to
+ * purge leave the list while they are purged (an adopter takes another or
+ * maps one) and go back after. */
 size_t hk_ss_purge_abandoned(bool force) {
   size_t bytes = 0;
+  hk_superslab_t *batch = NULL;
   hk_lock(&abandoned_lock);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
-    for (hk_superslab_t *ss = abandoned[k].head; ss; ss = ss->next)
-      if (force || (ss->dirty_old | ss->dirty_new)) bytes += hk_ss_purge_unused(ss, force);
+    for (hk_superslab_t *ss = abandoned[k].head, *next; ss; ss = next) {
+      next = ss->next;
+      if (force || (ss->dirty_old | ss->dirty_new)) {
+        hk_ss_list_remove(&abandoned[k], ss);
+        ss->list = OUT_ABANDONED;
+        ss->next = batch;
+        batch = ss;
+      }
+    }
   hk_unlock(&abandoned_lock);
+  for (hk_superslab_t *ss = batch; ss; ss = ss->next) bytes += hk_ss_purge_unused(ss, force);
+  list_put_back(&abandoned_lock, abandoned, batch, LIST_ABANDONED);
   return bytes;
 }
 
@@ -329,6 +377,11 @@ size_t hk_ss_count_abandoned(void) { return abandoned[0].count + abandoned[1].co
 void hk_ss_orphan_foreign(struct hk_heap *self) {
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
     struct hk_heap *owner = atomic_load_explicit(&ss->heap, memory_order_relaxed);
+    if (ss->list == OUT_CACHE || ss->list == OUT_ABANDONED) {  /* its purge was cut off by fork() */
+      if (ss->list == OUT_CACHE) hk_ss_list_push(&cache, ss, LIST_CACHE);
+      else hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED);
+      continue;
+    }
     if (owner == NULL) continue;
     if (owner == self) {
       /* a thread that was handing us a block mid-fork is gone: leave the
