@@ -76,7 +76,7 @@ struct hak_stats {
   struct hak_class_stats classes[HAK_STATS_CLASSES];
   /* ---- since 0.2: filled by hak_stats_read only (see below) ---- */
   int    profile;                 /* HAKMEM_PROFILE: 0 fast, 1 balanced, 2 lowmem */
-  /* ---- since 0.3: the page layer (docs/OBSERVABILITY.md, "Pages") ---- */
+  /* ---- since 0.2 too: the page layer (docs/OBSERVABILITY.md, "Pages") ---- */
   int    thp;                     /* regions given huge pages: 0 none, 1 span arenas, 2 superslabs too */
   size_t huge_bytes;              /* backed by huge pages (smaps_rollup AnonHugePages) */
   unsigned long populate_calls;   /* calloc's fresh pages faulted in at once */

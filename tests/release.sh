@@ -199,7 +199,7 @@ plant_counts() {
 plant_torture() {
   plant tests/CMakeLists.txt 's/^\(set(HK_TORTURE_purge1 .*\))$/\1 PLANTED_KNOB=1)/' "a knob added to purge1"
   plant tests/CMakeLists.txt 's/^set(HK_TORTURE_purge0 \(.*\)HAKMEM_LARGE_CACHE_MB=0/set(HK_TORTURE_purge0 \1HAKMEM_LARGE_CACHE_MB=2/' "purge0's value changed"
-  plant tests/CMakeLists.txt 's/^foreach(cfg purge1 purge0 learn bgpurge)$/foreach(cfg purge1 purge0 learn bgpurge newcfg)/' "a new configuration"
+  plant tests/CMakeLists.txt 's/^foreach(cfg \(purge1 [a-z0-9 ]*\))$/foreach(cfg \1 newcfg)/' "a new configuration"
   plant docs/RELIABILITY.md '/^| `purge1` |/s/ HAKMEM_LARGE_CACHE_MB=1//' "purge1's row missing a knob"
 }
 
