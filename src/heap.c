@@ -26,10 +26,14 @@ void hk_midc_set_cap(unsigned i, unsigned cap) {
   if (i < HK_NCLASS_MID) HK_STORE_RELAXED(hk_midc_cap[i], (uint8_t)(cap < HK_MIDC_SLOTS ? cap : HK_MIDC_SLOTS));
 }
 
-/* HAKMEM_MID_CACHE_KB of blocks per mid class, at least 2 blocks when on */
+/* HAKMEM_MID_CACHE_KB of blocks per mid class, at least 2 blocks when on.
+ * Off under HAKMEM_PROF: the profiler counts a class's bytes in its slow
+ * path, which hands the fast path a list cut at the next sample point; a
+ * block popped from the cache would be handed out unseen, and a program
+ * of mid blocks would go unsampled (prof/sites, prof/report). */
 static void midc_caps_init(void) {
   if (!HK_MIDC_ON) return;
-  size_t bytes = (size_t)hk_knobs.mid_cache_kb * 1024;
+  size_t bytes = hk_knobs.prof ? 0 : (size_t)hk_knobs.mid_cache_kb * 1024;
   for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
     size_t n = bytes / hk_class_bytes(HK_NCLASS_SMALL + i);
     hk_midc_set_cap(i, bytes == 0 ? 0 : n < 2 ? 2 : (unsigned)n);
