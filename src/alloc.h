@@ -182,6 +182,28 @@ HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
   hk_free_local(s, b);
 }
 
+/* Another thread's free of b, a mid block of slab s (checked and marked):
+ * onto the caller's stack too, as tcmalloc's per-thread lists take any
+ * block (issue 41, larson_mid: a thread that allocated blocks and then
+ * only waits never collects the frees of the threads that got them, and
+ * their mallocs took fresh memory for every one). The block stays out in
+ * its slab, whose owner's confirmation walks every heap's stacks
+ * (hk_heap_block_is_free); a flush sends it back as a remote free. A
+ * thread with no heap yet, a full stack or a slab no longer in use: the
+ * remote list, as before. */
+HK_INLINE void hk_free_mid_foreign(hk_slab_t *s, hk_block_t *b) {
+  hk_heap_t *h = hk_tls_heap;
+  unsigned i = s->cls - HK_NCLASS_SMALL, k = h->midc_n[i];
+  if (HK_LIKELY(k < HK_LOAD_RACY(hk_midc_cap[i]) && h != &hk_heap_empty &&
+                HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED)) {
+    h->midc[i][k] = b;
+    h->midc_n[i] = (uint8_t)(k + 1);
+    if (HK_UNLIKELY((++h->midc_ticks & (HK_MIDC_TICK_EVERY - 1)) == 0)) hk_heap_midc_tick(h);
+    return;
+  }
+  hk_free_remote_checked(s, b);
+}
+
 /* zero: a request of 0 bytes wraps round to the largest size and leaves
  * the small path (hk_malloc_mid serves it) at no extra test */
 HK_INLINE bool hk_is_small_request(size_t n) {
@@ -245,7 +267,7 @@ HK_INLINE void hk_free_in_mid_slab(void *p, hk_slab_t *s, unsigned kind, size_t 
   }
   hk_mark_store(b, mark);
   if (HK_LIKELY(hk_slab_owner(s) == hk_thread_id())) hk_free_mid_local(s, b);
-  else hk_free_remote_checked(s, p);
+  else hk_free_mid_foreign(s, b);
 }
 
 /* A small block's slab is found by a constant shift, so the CPU reads the

@@ -232,14 +232,17 @@ void hk_heap_fork_child(void) {
     }
     /* its mid cache's blocks go back onto their slabs' local_free, which
      * the adopter rebuilds (hk_slab_rebuild): a block listed twice (a
-     * stack caught halfway through a drain) is then listed once */
+     * stack caught halfway through a drain) is then listed once. Blocks
+     * of slabs that are not rebuilt (ours, or abandoned before the fork:
+     * it held them as another thread's frees) are lost instead. */
     for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
       unsigned n = h->midc_n[i] < HK_MIDC_SLOTS ? h->midc_n[i] : HK_MIDC_SLOTS;
       for (unsigned k = 0; k < n; k++) {
         hk_block_t *c = h->midc[i][k];
         if (!hk_chunk_is_ss(hk_chunk_kind(c))) continue;
         hk_slab_t *s = hk_slab_of(hk_ss_of(c), c);
-        if (HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, c)) hk_slab_push_local(s, c);
+        if (hk_ss_of(c)->forked && HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, c))
+          hk_slab_push_local(s, c);
       }
       h->midc_n[i] = 0;
     }

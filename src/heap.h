@@ -22,10 +22,12 @@
  * its lines are still in cache (issue 41: bench_mid's blocks otherwise came
  * back only when their slab became current again). At most HK_MIDC_SLOTS
  * blocks a class, and no more than hk_midc_cap[] says (HAKMEM_MID_CACHE_KB
- * of blocks); a block freed onto a full stack goes to its slab. Cached
- * blocks count as out in their slab and carry the free mark: a second
- * free of one finds the mark, and the owner's confirmation walk
- * (hk_heap_block_is_free) looks in the stack too. Not in builds that check
+ * of blocks); a block freed onto a full stack goes to its slab. Other
+ * threads' frees of the owner's blocks go onto their own stacks (alloc.h,
+ * hk_free_mid_foreign). Cached blocks count as out in their slab and
+ * carry the free mark: a second free of one finds the mark, and the
+ * owner's confirmation walk (hk_heap_block_is_free) looks in every
+ * heap's stacks too. Not in builds that check
  * a trailer (canary) or delay reuse, nor under memcheck. */
 #define HK_NCLASS_MID (HK_NCLASS - HK_NCLASS_SMALL)
 #define HK_MIDC_SLOTS 32

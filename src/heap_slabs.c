@@ -91,6 +91,10 @@ static void midc_drop(hk_heap_t *h, unsigned i) {
   for (unsigned k = 0; k < n; k++) {
     hk_block_t *b = out[k];
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
+    if (hk_slab_owner(s) != h->tid) {  /* another owner's block: a remote free */
+      if (!hk_remote_push(s, b)) hk_heap_notify(s, b);
+      continue;
+    }
     hk_slab_push_local(s, b);
     if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
   }
@@ -144,9 +148,25 @@ void hk_heap_drain_delayed(hk_heap_t *h) {
   }
 }
 
+typedef struct { unsigned i; const hk_block_t *b; bool found; } midc_find_t;
+
+static void midc_find_in(hk_heap_t *h, void *arg) {
+  midc_find_t *f = arg;
+  unsigned n = HK_LOAD_RACY(h->midc_n[f->i]);
+  for (unsigned k = 0; k < n && k < HK_MIDC_SLOTS && !f->found; k++)
+    f->found = HK_LOAD_RACY(h->midc[f->i][k]) == f->b;
+}
+
 bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
   HK_ASSERT(hk_slab_owner(s) == hk_thread_id());
+  /* other threads' stacks first: a block they flush meanwhile lands on
+   * s's remote list or our delayed list, both looked at after */
+  if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
+    midc_find_t f = { s->cls - HK_NCLASS_SMALL, b, false };
+    hk_heap_each_other(midc_find_in, &f);
+    if (f.found) return true;
+  }
   if (hk_slab_holds_free(s, b)) return true;
   if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
     unsigned i = s->cls - HK_NCLASS_SMALL;

@@ -66,7 +66,8 @@ void hk_heap_drain_delayed(hk_heap_t *h);
 
 /* The free mark's confirmation (freelist.h): is b, in slab s that the
  * calling thread owns, on one of the lists of free blocks (s's own, its
- * remote frees, the heap's delayed ones)? A walk: out of line, rare. */
+ * remote frees, the heap's delayed ones) or in any heap's mid cache? A
+ * walk (of other heaps under the registry lock): out of line, rare. */
 bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) __attribute__((cold, noinline));
 
 /* Purge the unused slabs of h's superslabs that stayed unused for a whole

@@ -13,6 +13,10 @@
  *            allocates the classes again: no block handed out twice
  *   trim     malloc_trim(0) empties the cache: every slab of the classes
  *            but the current ones goes back
+ *   idle     a thread allocates blocks and then only waits; another frees
+ *            each and allocates its replacement: the freed blocks serve
+ *            the replacements (another owner's blocks in a thread's cache),
+ *            the memory does not grow by the blocks' bytes (larson_mid)
  *
  * With HAKMEM_MID_CACHE_KB=0 (the cache off) every check but `reuse` holds
  * as well; `reuse` is skipped then. */
@@ -269,6 +273,59 @@ static void test_trim(void) {
   pthread_join(t, NULL);
 }
 
+/* ---- idle: the owner of the blocks never calls malloc again --------------- */
+
+#define IDLE_N 2000
+#define IDLE_SIZE 16000
+static void *iv[IDLE_N];
+static size_t ilen[IDLE_N];
+static pthread_barrier_t idle_bar;
+
+static void *idle_owner(void *arg) {
+  (void)arg;
+  for (int i = 0; i < IDLE_N; i++) {
+    ilen[i] = IDLE_SIZE;
+    iv[i] = malloc(IDLE_SIZE);
+    fill(iv[i], IDLE_SIZE, (unsigned char)i);
+  }
+  pthread_barrier_wait(&idle_bar);  /* the blocks are ready */
+  pthread_barrier_wait(&idle_bar);  /* waits, alive, until the consumer is done */
+  return NULL;
+}
+
+static void *idle_consumer(void *arg) {
+  (void)arg;
+  size_t before = mapped();
+  for (int round = 0; round < 3; round++)
+    for (int i = 0; i < IDLE_N; i++) {
+      CHECKF(intact(iv[i], ilen[i], (unsigned char)(i + round)), "block %p changed", iv[i]);
+      free(iv[i]);
+      iv[i] = malloc(IDLE_SIZE);
+      CHECK_FATAL(iv[i] != NULL);
+      fill(iv[i], IDLE_SIZE, (unsigned char)(i + round + 1));
+    }
+  check_distinct(iv, ilen, IDLE_N);
+  size_t after = mapped();
+  /* without reuse the first round alone maps the 32 MB of blocks again */
+  CHECKF(after <= before + (size_t)IDLE_N * IDLE_SIZE / 4, "mapped %zu KiB before, %zu after",
+         before >> 10, after >> 10);
+  return NULL;
+}
+
+static void test_idle(void) {
+  if (!cache_on()) return;
+  pthread_t owner, consumer;
+  pthread_barrier_init(&idle_bar, NULL, 2);
+  pthread_create(&owner, NULL, idle_owner, NULL);
+  pthread_barrier_wait(&idle_bar);
+  pthread_create(&consumer, NULL, idle_consumer, NULL);
+  pthread_join(consumer, NULL);
+  pthread_barrier_wait(&idle_bar);
+  pthread_join(owner, NULL);
+  for (int i = 0; i < IDLE_N; i++) free(iv[i]);
+  pthread_barrier_destroy(&idle_bar);
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
 #define RUN(name) if (!only || strcmp(only, #name) == 0) test_##name()
@@ -277,5 +334,6 @@ int main(int argc, char **argv) {
   RUN(exit);
   RUN(fork);
   RUN(trim);
+  RUN(idle);
   return check_done("midcache");
 }
