@@ -6,6 +6,8 @@
  *   threads    the creator allocates while three threads free its blocks
  *              and two others allocate from the same heap; every block is
  *              checked before its free; the heap ends with no block live
+ *   contention four threads allocate small blocks from one heap in tight
+ *              loops, each block stamped and checked
  *   destroy    rounds of a heap filled with blocks of every tier, half of
  *              them freed, destroyed with the rest: the superslabs in use
  *              and the large blocks come back to where they were, and the
@@ -15,7 +17,7 @@
  *   fork       fork while another thread allocates from a heap: the child
  *              reads, frees, allocates from and destroys the heaps
  *
- *   test_heaps [api|threads|destroy|stale|fork]   (default: all) */
+ *   test_heaps [api|threads|contention|destroy|stale|fork]   (default: all) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -226,6 +228,43 @@ static void test_threads(void) {
   hak_heap_destroy(shared_heap);
 }
 
+/* ---- contention: threads allocating from one heap at once -------------------
+ * Tight loops of small blocks, each stamped with its thread and index and
+ * checked after the batch: two threads handed the same block (a heap used
+ * without its lock) overwrite each other's stamps. */
+#define C_THREADS 4
+#define C_BATCH 2000
+static pthread_barrier_t c_start;
+static void *contender(void *arg) {
+  uintptr_t id = (uintptr_t)arg;
+  static _Thread_local uint64_t *mine[C_BATCH];
+  pthread_barrier_wait(&c_start);  /* all at once: the point is overlap */
+  for (unsigned r = 0; r < 400; r++) {
+    for (unsigned i = 0; i < C_BATCH; i++) {
+      mine[i] = hak_heap_malloc(shared_heap, 16 + (i % 4) * 16);
+      mine[i][0] = id << 32 | i;
+    }
+    for (unsigned i = 0; i < C_BATCH; i++) {
+      CHECKF(mine[i][0] == (id << 32 | i), "thread %u block %u: stamp %#llx", (unsigned)id, i,
+             (unsigned long long)mine[i][0]);
+      free(mine[i]);
+    }
+  }
+  return NULL;
+}
+
+static void test_contention(void) {
+  shared_heap = hak_heap_new();
+  CHECK_FATAL(shared_heap != NULL);
+  pthread_t t[C_THREADS];
+  pthread_barrier_init(&c_start, NULL, C_THREADS);
+  for (uintptr_t i = 0; i < C_THREADS; i++) pthread_create(&t[i], NULL, contender, (void *)i);
+  for (int i = 0; i < C_THREADS; i++) pthread_join(t[i], NULL);
+  pthread_barrier_destroy(&c_start);
+  CHECKF(live_blocks(shared_heap) == 0, "%zu blocks live", live_blocks(shared_heap));
+  hak_heap_destroy(shared_heap);
+}
+
 /* ---- destroy: memory comes back -------------------------------------------- */
 
 static size_t ss_in_use(const struct hak_stats *s) {
@@ -386,6 +425,7 @@ int main(int argc, char **argv) {
   }
   RUN(api)
   RUN(threads)
+  RUN(contention)
   RUN(destroy)
   RUN(stale)
   RUN(fork)
