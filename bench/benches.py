@@ -23,7 +23,7 @@ from procs import (GDB_DONE, _killpg, clean_env, exit_fields, fail, fail_text, f
 PROGRAMS = ["bench_tiny", "bench_random_mixed", "bench_mid", "larson", "bench_xthread",
             "bench_large", "bench_false_sharing", "bench_app", "bench_soak",
             "bench_large_rotate", "bench_phase", "bench_shift", "bench_drift", "bench_burst",
-            "bench_bigheap"]
+            "bench_bigheap", "bench_arena"]
 
 # the lines of a benchmark program's report (bench_common.h)
 RE_TP = re.compile(r"^Throughput = ([0-9.eE+]+) ops/s", re.M)
@@ -530,6 +530,18 @@ def benchmarks(mode):
                    "64 KiB-4 MiB, 8 blocks handed to (and freed by) a thread of the next round"))
     B.append(Bench("app", "bench_app", [2, 200000, 11], [5, 200000, 11], "one malloc/calloc/realloc/free",
                    "build, query, edit, serialize and tear down a 200000-node tree of nodes and strings"))
+    # the arena pattern (issue 43): the same tree dropped node by node, or by
+    # destroying the heap it was built in (the allocator's own heap API, found
+    # with dlsym: hak_heap, mi_heap, jemalloc's arenas; none: one by one)
+    B.append(Bench("arena_free", "bench_arena", [40, 100000, 7, "free"], [200, 100000, 7, "free"],
+                   "one node built and freed",
+                   "a tree of 100000 48 B nodes (half with an 8-120 B string) built, walked and freed "
+                   "node by node, repeated"))
+    B.append(Bench("arena_destroy", "bench_arena", [40, 100000, 7, "destroy"], [200, 100000, 7, "destroy"],
+                   "one node built and dropped",
+                   "as arena_free, built in a heap of the allocator's own and dropped by destroying it "
+                   "(hak_heap_destroy, mi_heap_destroy, jemalloc arena.<i>.destroy; tcmalloc and glibc "
+                   "have none: one by one)", static=False))
     # workloads where a fixed default is wrong (the learner's, docs/BENCHMARKS.md)
     B.append(Bench("learner_rotate", "bench_large_rotate", [40], [100], "one malloc or free",
                    "learner: batches of 48 buffers of ~2.5 MiB, allocated, written, freed; the default "

@@ -106,6 +106,31 @@ void hak_stats_print(FILE *out);
  * so far (google-pprof's heap format) to path. 0, or -1 with errno (EINVAL:
  * profiling is off). */
 int  hak_prof_dump(const char *path);
+/* ---- first-class heaps (since 0.2) ---------------------------------------
+ * A heap the program creates, allocates from by name, and destroys with
+ * every block still in it at once (the arena pattern). Its blocks are
+ * ordinary blocks: free() them from any thread, usable_size, hak_owns.
+ * Any thread may call hak_heap_* on any heap: each call takes the heap's
+ * lock (uncontended: one atomic pair). A NULL heap is the calling thread's
+ * ordinary malloc. realloc() of a heap block: the result stays in the heap
+ * only if it did not move; hak_heap_realloc keeps it there.
+ * hak_heap_destroy(h): every block of h still live is freed; no free or
+ * call on h may race with it. Freeing a block of a destroyed heap is
+ * reported as an invalid free while its memory is not reused; once reused
+ * it frees whatever block lies there now (docs/hakmem.1, HEAPS). */
+typedef struct hak_heap hak_heap_t;
+struct hak_heap_stats {
+  size_t blocks;   /* live blocks of the heap */
+  size_t bytes;    /* their usable bytes      */
+};
+hak_heap_t *hak_heap_new(void);                     /* NULL, errno ENOMEM */
+void  hak_heap_destroy(hak_heap_t *heap);
+void *hak_heap_malloc(hak_heap_t *heap, size_t size);
+void *hak_heap_calloc(hak_heap_t *heap, size_t count, size_t size);
+void *hak_heap_realloc(hak_heap_t *heap, void *ptr, size_t size);
+void *hak_heap_aligned_alloc(hak_heap_t *heap, size_t alignment, size_t size);
+int   hak_heap_stats(hak_heap_t *heap, struct hak_heap_stats *out);  /* 0, or -1 EINVAL */
+
 /* ---- control ------------------------------------------------------------
  * name: a knob of docs/ENV_VARS.md, with or without its "HAKMEM_" prefix.
  * Each returns 0, or -1 with errno: EINVAL (NULL, a string knob, an

@@ -206,6 +206,8 @@ void hk_heap_sum_cached(uint64_t live[HK_NCLASS]) {
 void hk_heap_fork_prepare(void) { hk_lock(&registry_lock); }
 void hk_heap_fork_parent(void) { hk_unlock(&registry_lock); }
 
+static bool heap_is_api(const hk_heap_t *h) { return h->api; }
+
 /* In the child only the forking thread lives. The other heaps' owners are
  * gone (and a new thread may even get one's thread id back): their
  * superslabs become ownerless and adoptable (the adopter first rebuilds
@@ -218,9 +220,9 @@ void hk_heap_fork_child(void) {
    * (the purge thread holds a heap's lock only under registry_lock, which
    * fork_prepare took) */
   if (self != &hk_heap_empty) self->ktid = hk_os_thread_kid();
-  hk_ss_orphan_foreign(self);
+  hk_ss_orphan_foreign(self, heap_is_api);
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {
-    if (!h->live || h == self) continue;
+    if (!h->live || h == self || h->api) continue;  /* a first-class heap lives on */
     /* blocks other threads handed this heap (whole pushes: a list never
      * caught halfway) go onto their slabs' remote frees, now ownerless,
      * for the adopter to collect: counted back, not leaked */

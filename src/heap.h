@@ -65,6 +65,9 @@ typedef struct hk_heap {
   uint32_t slow_count;
   uint32_t st_ticks;                    /* refills since the last stats tick  */
   bool live;
+  /* a first-class heap (heap_api.c): tid is its own address, no thread
+   * owns it; fork keeps it, and it never adopts abandoned superslabs */
+  bool api;
   struct hk_heap *next_all;             /* registry of every heap struct      */
   struct hk_heap *next_free;
   hk_heap_stats_t st;                   /* slow-path counters (hk_heap_counting) */

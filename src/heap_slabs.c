@@ -219,7 +219,8 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   hk_superslab_t *ss = h->ss_avail[kind].head;
   if (!ss) {
     hk_superslab_t *a;
-    while ((a = hk_ss_take_abandoned(kind)) != NULL) {
+    /* (not a first-class heap: its destroy would free the blocks it adopted) */
+    while (!h->api && (a = hk_ss_take_abandoned(kind)) != NULL) {
       heap_adopt(h, a);
       if (h->partial[cls]) { *retry = true; return NULL; }
       if (h->ss_avail[kind].head) break;

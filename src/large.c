@@ -85,6 +85,13 @@ void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]) {
 static void (*alloc_hook)(unsigned weight);  /* set once by init.c */
 void hk_large_set_alloc_hook(void (*fn)(unsigned weight)) { HK_STORE_RELAXED(alloc_hook, fn); }
 
+static void *(*heap_forget)(void *p);         /* set once by heap_api.c */
+static void (*heap_keep)(void *p, void *heap);
+void hk_large_set_heap_hooks(void *(*forget)(void *p), void (*keep)(void *p, void *heap)) {
+  HK_STORE_RELAXED(heap_keep, keep);
+  HK_STORE_RELAXED(heap_forget, forget);
+}
+
 /* Sizes of mappings recently evicted from the cache: a miss that one of
  * them would have served is a "ghost hit" (the learner grows the cache). */
 static size_t ghost[HK_LARGE_GHOSTS];
@@ -456,6 +463,8 @@ void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
 }
 
 void hk_large_free(void *p, unsigned ck, unsigned kind, size_t size) {
+  void *(*forget)(void *) = HK_LOAD_RELAXED(heap_forget);
+  if (HK_UNLIKELY(forget != NULL)) forget(p);
   if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) hk_prof_forget(p);
   if (ck == HK_CHUNK_SPAN) { span_free(p, kind, size); return; }
   hk_large_t *h = checked_header("free", p, ck);
@@ -558,7 +567,7 @@ static void *span_realloc(void *p, size_t size) {
   return q;
 }
 
-void *hk_large_realloc(void *p, unsigned kind, size_t size) {
+static void *large_realloc(void *p, unsigned kind, size_t size) {
   /* a sampled block's sample ends here: moved or resized, it is not followed */
   if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) hk_prof_forget(p);
   if (kind == HK_CHUNK_SPAN) return span_realloc(p, size);
@@ -602,6 +611,16 @@ void *hk_large_realloc(void *p, unsigned kind, size_t size) {
   if (!q) return NULL;
   memcpy(q, p, h->usable);
   hk_large_free(p, kind, HK_KIND_ANY, 0);
+  return q;
+}
+
+/* A first-class heap's block resized in place (or not at all) stays in its
+ * heap; one that moved is the calling thread's (heap_api.c). */
+void *hk_large_realloc(void *p, unsigned kind, size_t size) {
+  void *(*forget)(void *) = HK_LOAD_RELAXED(heap_forget);
+  void *heap = HK_UNLIKELY(forget != NULL) ? forget(p) : NULL;
+  void *q = large_realloc(p, kind, size);
+  if (heap && (q == p || q == NULL)) HK_LOAD_RELAXED(heap_keep)(p, heap);
   return q;
 }
 

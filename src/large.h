@@ -46,6 +46,13 @@ void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]);
  * learner's epoch clock. Set once by init.c (docs/ARCHITECTURE.md, "Hooks"). */
 void hk_large_set_alloc_hook(void (*fn)(unsigned weight));
 
+/* First-class heaps (heap_api.c) keep a table of their large blocks: forget
+ * is told of every free and resize of a block before it happens (it
+ * returns the block's heap, NULL when none); keep puts a resized block back
+ * under that heap when it stayed where it was. Set once, by the first heap
+ * (docs/ARCHITECTURE.md, "Hooks"); until then a NULL test. */
+void hk_large_set_heap_hooks(void *(*forget)(void *p), void (*keep)(void *p, void *heap));
+
 size_t hk_large_count_live(void);
 size_t hk_large_count_allocs(void);
 size_t hk_large_count_frees(void);

@@ -374,7 +374,7 @@ size_t hk_ss_count_mapped(void) { return atomic_load_explicit(&mapped_count, mem
 size_t hk_ss_count_cached(void) { return cache.count; }
 size_t hk_ss_count_abandoned(void) { return abandoned[0].count + abandoned[1].count; }
 
-void hk_ss_orphan_foreign(struct hk_heap *self) {
+void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_heap *h)) {
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
     struct hk_heap *owner = atomic_load_explicit(&ss->heap, memory_order_relaxed);
     if (ss->list == OUT_CACHE || ss->list == OUT_ABANDONED) {  /* its purge was cut off by fork() */
@@ -383,7 +383,7 @@ void hk_ss_orphan_foreign(struct hk_heap *self) {
       continue;
     }
     if (owner == NULL) continue;
-    if (owner == self) {
+    if (owner == self || kept(owner)) {
       /* a thread that was handing us a block mid-fork is gone: leave the
        * NOTIFYING state it would have cleared (the block is lost) */
       for (unsigned i = 0; i < ss->nslabs; i++) {

@@ -130,8 +130,9 @@ size_t hk_ss_count_cached(void);
 size_t hk_ss_count_abandoned(void);
 
 /* Fork child: superslabs owned by heaps other than `self` belong to threads
- * that do not exist here; make them ownerless and adoptable. */
-void hk_ss_orphan_foreign(struct hk_heap *self);
+ * that do not exist here; make them ownerless and adoptable. Those of a
+ * heap for which kept() says true (a first-class heap) stay its own. */
+void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_heap *h));
 
 void hk_ss_fork_prepare(void);
 void hk_ss_fork_parent(void);

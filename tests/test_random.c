@@ -14,7 +14,9 @@
  * of slots with malloc, calloc (zeroed?), realloc (grow and shrink; the
  * prefix kept?), posix_memalign (alignment 8 B to 64 KiB, sometimes to
  * 2 MiB; return code and alignment checked), aligned_alloc, free and
- * malloc_usable_size (>= the request; the slack up to it is written). Sizes
+ * malloc_usable_size (>= the request; the slack up to it is written);
+ * about one allocation in four (one realloc in eight) is hak_heap_*'s,
+ * from one of four first-class heaps all threads share. Sizes
  * span every tier: mostly 1 B - 1 KiB, some 1 - 32 KiB, about 8% 32 KiB -
  * 1 MiB, about 1.5% 1 - 9 MiB. Live bytes are capped: 24 MiB per thread,
  * 32 MiB in the exchange, 32 MiB kept by main, so 8 threads hold at most
@@ -53,6 +55,8 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "hakmem.h"
 
 #define NSLOTS 512
 #define FULL_LIMIT 4096                     /* blocks up to this: every byte */
@@ -117,6 +121,13 @@ typedef struct {
 static pthread_mutex_t xlock = PTHREAD_MUTEX_INITIALIZER;
 static blk_t xch[XCH_CAP];
 static int xn;
+
+/* First-class heaps (hak_heap_*): about one allocation in four comes from
+ * one of these, shared by every thread; their blocks go the ways all
+ * blocks go (freed here or by another thread, plain realloc). At the end
+ * every heap must have no block live, and is destroyed. */
+#define NHEAPS 4
+static hak_heap_t *g_heaps[NHEAPS];
 static size_t xbytes;
 
 typedef struct {
@@ -361,11 +372,13 @@ static void op_alloc(thr_t *t, where_t at, blk_t *b) {
       void *z = malloc(0);
       free(z);
     }
-    new_block(t, b, must(at, malloc(n), n, "malloc"), n);
+    void *p = rnd(s, 4) == 0 ? hak_heap_malloc(g_heaps[rnd(s, NHEAPS)], n) : malloc(n);
+    new_block(t, b, must(at, p, n, "malloc"), n);
   } else if (kind < 720) {
     size_t cnt = 1 + rnd(s, 8), each = (n + cnt - 1) / cnt;
     n = cnt * each;
-    new_block(t, b, must(at, calloc(cnt, each), n, "calloc"), n);
+    void *p = rnd(s, 4) == 0 ? hak_heap_calloc(g_heaps[rnd(s, NHEAPS)], cnt, each) : calloc(cnt, each);
+    new_block(t, b, must(at, p, n, "calloc"), n);
     check_zero(at, b);
     t->checks++;
   } else if (kind < 860) {
@@ -399,7 +412,8 @@ static void op_alloc(thr_t *t, where_t at, blk_t *b) {
   } else {
     size_t al = (size_t)1 << (3 + rnd(s, 10));            /* 8 B .. 4 KiB */
     n = (n + al - 1) & ~(al - 1);
-    void *p = must(at, aligned_alloc(al, n), n, "aligned_alloc");
+    void *p = must(at, rnd(s, 4) == 0 ? hak_heap_aligned_alloc(g_heaps[rnd(s, NHEAPS)], al, n)
+                                      : aligned_alloc(al, n), n, "aligned_alloc");
     t->checks++;
     if ((uintptr_t)p & (al - 1)) {
       blk_t e = { p, n, 0, 0 };
@@ -423,7 +437,8 @@ static void op_realloc(thr_t *t, where_t at, blk_t *b) {
   if (n > b->n && t->live - b->n + n > THREAD_BUDGET) n = 1 + rnd(s, b->n);
 
   t->checks += check_block(at, b, "block corrupted before realloc");
-  void *p = must(at, realloc(b->p, n), n, "realloc");
+  void *p = must(at, rnd(s, 8) == 0 ? hak_heap_realloc(g_heaps[rnd(s, NHEAPS)], b->p, n)
+                                    : realloc(b->p, n), n, "realloc");
   blk_t old = *b;
   old.p = p;
   t->checks += check_range(at, &old, n, "realloc lost the block's prefix");
@@ -580,6 +595,8 @@ int main(int argc, char **argv) {
   size_t sbytes = 0;
   long total_ops = 0, checks = 0, nthreads = 0;
 
+  for (int i = 0; i < NHEAPS; i++)
+    if (!(g_heaps[i] = hak_heap_new())) { fprintf(stderr, "test_random: hak_heap_new failed\n"); return 1; }
   for (int w = 0; w < g_waves; w++) {
     where_t at = { w, -1, 0 };
     /* Survivors of earlier waves: free some, hand some to this wave. */
@@ -637,6 +654,16 @@ int main(int argc, char **argv) {
   free(surv);
   free(tid);
   free(t);
+  for (int i = 0; i < NHEAPS; i++) {
+    struct hak_heap_stats hs;
+    checks++;
+    if (hak_heap_stats(g_heaps[i], &hs) != 0 || hs.blocks != 0) {
+      char m[96];
+      snprintf(m, sizeof m, "heap %d: %zu blocks live with every block freed", i, hs.blocks);
+      fail(at, m, NULL, 0, -1, 0);
+    }
+    hak_heap_destroy(g_heaps[i]);
+  }
   malloc_trim(0);
   printf("test_random: seed %" PRIu64 ", %ld ops, %ld threads, %ld checks, "
          "0 failed\n", g_seed, total_ops, nthreads, checks);
