@@ -190,10 +190,14 @@ static size_t estimate(void) { return HK_LOAD_RELAXED(rss_read) + HK_LOAD_RELAXE
 
 /* Soft pressure starts at the soft limit, or at three quarters of a hard
  * limit that comes alone; hard pressure a sixteenth below the hard limit. */
-static unsigned pressure_of(size_t est) {
+static size_t soft_line(void) {
   size_t hard = HK_LOAD_RELAXED(limit_hard), soft = HK_LOAD_RELAXED(limit_soft);
+  return soft ? soft : hard - hard / 4;
+}
+
+static unsigned pressure_of(size_t est) {
+  size_t hard = HK_LOAD_RELAXED(limit_hard), soft = soft_line();
   if (hard && est >= hard - hard / 16) return HK_MEM_HARD;
-  if (!soft) soft = hard - hard / 4;
   if (soft && est >= soft) return HK_MEM_SOFT;
   return HK_MEM_NONE;
 }
@@ -239,11 +243,17 @@ static bool over_hard(size_t bytes) {
 
 bool hk_mem_admit(size_t bytes, void (*relieve)(void *), void *arg) {
   if (!hk_mem_limited()) return true;
+  /* Charges of memory reused in place (a large block on free span pages)
+   * pile up between readings: past the soft line the estimate is read
+   * again, or the pressure would be false (bench_large under a 16 GiB
+   * limit purged 44% more, at 0.78 of the speed). At most once a
+   * millisecond: live data past the limit would read it at every slab. */
+  if (HK_UNLIKELY(estimate() + bytes >= soft_line())) {
+    uint64_t now = hk_os_now_ms();
+    if (now != HK_LOAD_RELAXED(last_read_ms)) read_rss(now);
+  }
   if (HK_UNLIKELY(over_hard(bytes))) {
     uint64_t now = hk_os_now_ms();
-    /* the estimate may be stale: read what is (at most once a millisecond:
-     * live data past the limit would read it at every slab) */
-    if (now != HK_LOAD_RELAXED(last_read_ms)) read_rss(now);
     /* nor, with keep, is a relief that left it over tried again within
      * 10 ms; fail purges before every refusal (the program may have freed
      * what the last one could not) */
