@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "knobs.h"
+#include "libc.h"  /* memcpy: glibc's, not the copy measure's */
 #include "os.h"
 
 unsigned char hk_mem_on, hk_mem_ready;
