@@ -83,6 +83,16 @@ struct hak_stats {
   size_t populate_bytes;
   unsigned long lock_waits;       /* global locks found taken */
   unsigned long lock_yields;      /* sched_yield calls of those waits */
+  /* ---- since 0.2 too: the memory budget (docs/OBSERVABILITY.md, "Memory budget") ---- */
+  size_t mem_limit;               /* the hard limit in force, bytes; 0: none */
+  size_t mem_limit_soft;          /* the soft limit; 0: three quarters of mem_limit */
+  int    mem_limit_source;        /* 0 none, 1 HAKMEM_MEMORY_LIMIT, 2 cgroup v2, 3 cgroup v1 */
+  int    mem_pressure;            /* 0 none, 1 soft, 2 hard */
+  size_t mem_resident;            /* hakmem's estimate of the resident set */
+  size_t mem_headroom;            /* mem_limit - mem_resident (0: past it, or no limit) */
+  unsigned long mem_over;         /* growth past the hard limit after everything was purged */
+  unsigned long mem_refused;      /* of them, refused with ENOMEM (HAKMEM_MEMORY_LIMIT_ACTION=fail) */
+  unsigned long mem_reliefs;      /* purges forced by the hard limit */
 };
 
 /* The ABI rule of struct hak_stats: fields are only ever appended at its

@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 
 #include "knobs.h"
+#include "large.h"
+#include "mem_limit.h"
 #include "os.h"
 #include "remote.h"
 #include "secure.h"
@@ -17,7 +19,7 @@
  * never touch it. */
 static bool heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
   hk_ss_list_t *avail = &h->ss_avail[ss->kind];
-  if ((long)avail->count <= HK_LOAD_RELAXED(hk_knobs.heap_spare)) return false;  /* the spares */
+  if ((long)avail->count <= hk_mem_scale_cap(HK_LOAD_RELAXED(hk_knobs.heap_spare))) return false;  /* the spares */
   hk_ss_list_remove(avail, ss);
   hk_ss_release(ss);
   return true;
@@ -214,8 +216,25 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
   }
 }
 
+/* The hard limit's relief from a fresh slab (hk_mem_admit): what
+ * hak_ctl("purge") gives back from this thread, its emptied and unused
+ * slabs, the superslab cache and the large tier's caches. Other threads'
+ * heaps are their owners' and the background purge's. */
+static void heap_relieve(void *arg) {
+  hk_heap_t *h = arg;
+  hk_heap_release_empty(h);
+  hk_heap_purge_unused(h, true);
+  hk_ss_collect(true);
+  hk_large_collect(true);
+}
+
 hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   unsigned kind = hk_kind_of_class(cls);
+  /* the memory budget: a slab's pages are what may grow here (charged
+   * whole: the estimate errs high until the next reading) */
+  if (HK_UNLIKELY(hk_mem_limited()) &&
+      !hk_mem_admit(kind == HK_SS_KIND_SMALL ? (size_t)1 << 16 : (size_t)1 << 18, heap_relieve, h))
+    return NULL;
   hk_superslab_t *ss = h->ss_avail[kind].head;
   if (!ss) {
     hk_superslab_t *a;
@@ -268,6 +287,7 @@ void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
   hk_heap_purge_unused(h, false);
   hk_ss_collect(false);
   HK_HEAP_HOOK(purge);
+  hk_mem_tick();
 }
 
 size_t hk_heap_trim(hk_heap_t *h) {

@@ -13,9 +13,11 @@
 
 #include "bg.h"
 #include "heap.h"
+#include "heap_slabs.h"
 #include "knobs.h"
 #include "large.h"
 #include "learner.h"
+#include "mem_limit.h"
 #include "os.h"
 #include "prof.h"
 #include "report.h"
@@ -54,10 +56,33 @@ static void purge_large(void) { hk_large_collect(false); }
 /* Runs before main (and before the constructors of libraries that depend on
  * hakmem). Mallocs made earlier are served: the heap starts itself; until
  * here the learner does not tick and the stats timeline does not sample. */
+/* `hakmem config` (HAKMEM_VERBOSE=2): the memory limit in force, where it
+ * came from and the headroom, as a comment row of the table. */
+static void print_budget(void) {
+  hk_mem_info_t m;
+  hk_mem_info(&m);
+  if (!m.hard && !m.soft) {
+    hk_message_fd(STDERR_FILENO, "hakmem: config: # memory limit in force: none (no HAKMEM_MEMORY_LIMIT, no cgroup limit)\n");
+    return;
+  }
+  hk_message_fd(STDERR_FILENO,
+                "hakmem: config: # memory limit in force: %zu bytes (soft %zu) from %s, action %s; "
+                "resident %zu, headroom %zu\n",
+                m.hard, m.soft, hk_mem_source_name(m.source), m.action == HK_MEM_ACTION_FAIL ? "fail" : "keep",
+                m.resident, m.hard > m.resident ? m.hard - m.resident : 0);
+}
+
+/* The memory budget's relief of last resort (mem_limit.h): hak_ctl("purge")'s work. */
+static void budget_purge(void) {
+  hk_heap_trim(hk_tls_heap);
+  hk_bg_tick(true);
+}
+
 __attribute__((constructor(101))) static void hk_init(void) {
   hk_heap_start();
   /* what is in force: 1 one line (the profile, knobs off their default), 2 every knob */
   if (hk_knobs.verbose) hk_knobs_print(STDERR_FILENO, hk_knobs.verbose >= 2);
+  if (hk_knobs.verbose >= 2) print_budget();
   hk_learner_init();
   hk_stats_init();
   hk_prof_init();
@@ -71,6 +96,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
   };
   hk_heap_set_hooks(&hooks);
   if (learn) hk_large_set_alloc_hook(hk_learner_slow_tick);
+  hk_mem_set_purge_hook(budget_purge);
   if (hk_knobs.verbose || hk_knobs.stats) {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
     if (fd >= 0) report_fd = fd;

@@ -93,6 +93,10 @@ static const knob_row_t knob_table[] = {
   NUMBER("HAKMEM_BACKGROUND_PURGE",   background_purge,   START(BG), 0, 1, 0, 0, 0),
   KEYWORD("HAKMEM_THP",               thp,                START(NONE), 0, 0, 0,
           { "auto", HK_THP_KNOB_AUTO }, { "never", HK_THP_KNOB_NEVER }, { "always", HK_THP_KNOB_ALWAYS }),
+  /* the memory budget (mem_limit.c): 0 takes the cgroup's limits */
+  SIZE("HAKMEM_MEMORY_LIMIT",         memory_limit,       START(NONE), 0, 1125899906842624, 0, 0, 0),
+  KEYWORD("HAKMEM_MEMORY_LIMIT_ACTION", memory_limit_action, START(NONE), 0, 0, 0,
+          { "keep", 0 }, { "fail", 1 }),
 };
 #undef START
 #undef RUN

@@ -9,10 +9,12 @@
 #include "libc.h"  /* calloc's zeroing and realloc's copy: glibc's, unchecked */
 #include "lock.h"
 #include "measures.h"
+#include "mem_limit.h"
 #include "os.h"
 #include "prof.h"
 #include "report.h"
 #include "span.h"
+#include "superslab.h"
 #include "track.h"
 
 #define LARGE_MAGIC 0x68616b6d656d4c47ull  /* "hakmemLG" */
@@ -65,9 +67,10 @@ static long cap_or(long *cap, long *knob) {
   long v = HK_LOAD_RELAXED(*cap) & ~HK_CAP_PIN;
   return v >= 0 ? v : HK_LOAD_RELAXED(*knob);
 }
-static long cache_cap_count(void) { return cap_or(&cap_count, &hk_knobs.large_cache_count); }
-static long cache_cap_mb(void) { return cap_or(&cap_mb, &hk_knobs.large_cache_mb); }
-static long purge_delay(void) { return cap_or(&cap_delay_ms, &hk_knobs.purge_delay_ms); }
+/* the memory budget bends them all under pressure, pinned or not */
+static long cache_cap_count(void) { return hk_mem_scale_cap(cap_or(&cap_count, &hk_knobs.large_cache_count)); }
+static long cache_cap_mb(void) { return hk_mem_scale_cap(cap_or(&cap_mb, &hk_knobs.large_cache_mb)); }
+static long purge_delay(void) { return hk_mem_scale_delay(cap_or(&cap_delay_ms, &hk_knobs.purge_delay_ms)); }
 long hk_large_cap(unsigned which) {
   return which == HK_LARGE_CAP_COUNT ? cache_cap_count() : which == HK_LARGE_CAP_MB ? cache_cap_mb() : purge_delay();
 }
@@ -331,11 +334,22 @@ static hk_large_t *cache_take_resized(size_t need) {
   return NULL;
 }
 
+/* The hard limit's relief from a large allocation: the global caches (the
+ * superslab cache, cached mappings, free span pages); threads' heaps are
+ * their owners' and the background purge's (docs/ARCHITECTURE.md, "Memory
+ * budget"). */
+static void relieve_caches(void *unused) {
+  (void)unused;
+  hk_ss_collect(true);
+  hk_large_collect(true);
+}
+
 static void *large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   void (*hook)(unsigned) = HK_LOAD_RELAXED(alloc_hook);
   if (HK_UNLIKELY(hook != NULL)) hook((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return NULL; }
   if (size == 0) size = 1;
+  if (HK_UNLIKELY(hk_mem_limited()) && !hk_mem_admit(size, relieve_caches, NULL)) { errno = ENOMEM; return NULL; }
   if (size <= HK_SPAN_MAX && align < HK_SS_SIZE) {
     hk_span_note_t sn;
     void *p = hk_span_alloc(size, align, zero, kind, &sn);
@@ -432,6 +446,7 @@ static void check_kind_size(void *p, unsigned kind, size_t size, unsigned block_
  * 12.7 s at 64 MiB, 2.9 s at 256 MiB, docs/BENCHMARKS.md). */
 static size_t span_cap(void) {
   size_t cap = (size_t)cache_cap_mb() << 20, share = hk_span_bytes_live() / HK_SPAN_LIVE_DIV;
+  share = (size_t)hk_mem_scale_cap((long)share);  /* memory pressure: release (page layer) */
   return cap > share || cache_cap_mb() == 0 || hk_knobs.profile == HK_PROFILE_LOWMEM ? cap : share;
 }
 
@@ -630,6 +645,7 @@ size_t hk_large_collect(bool force) {
   if (!force && now < atomic_load_explicit(&next_ms, memory_order_relaxed)) return 0;
   uint64_t delay = (uint64_t)purge_delay();
   atomic_store_explicit(&next_ms, now + delay / HK_COLLECT_DIV + 1, memory_order_relaxed);
+  hk_mem_tick();  /* the budget's clock: the resident set read again */
   size_t bytes = 0;
   hk_large_t *victims = NULL;
   hk_lock(&cache_lock);

@@ -310,6 +310,8 @@ static bool read_file(const char *path, char *buf, size_t size) {
   return have > 0;
 }
 
+bool hk_os_read_file(const char *path, char *buf, size_t size) { return read_file(path, buf, size); }
+
 size_t hk_os_rss_bytes(void) {
   char buf[128];
   size_t rss = 0;

@@ -60,6 +60,9 @@ bool  hk_os_resize_inplace(void *p, size_t old_size, size_t new_size);
 bool  hk_os_move(void *p, size_t old_size, size_t new_size, void *target);
 /* Coarse monotonic clock in milliseconds (vDSO; no syscall). */
 uint64_t hk_os_now_ms(void);
+/* The file at path into buf (NUL-terminated), no allocation; false on
+ * error or when empty. */
+bool hk_os_read_file(const char *path, char *buf, size_t size);
 /* Resident set size of the process in bytes (reads /proc; slow). */
 size_t hk_os_rss_bytes(void);
 /* Peak resident set size, never below `current` (a reading of hk_os_rss_bytes). */

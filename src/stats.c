@@ -16,6 +16,7 @@
 #include "large.h"
 #include "libc.h"  /* memcpy/memset: glibc's, not the copy measure's */
 #include "lock.h"
+#include "mem_limit.h"
 #include "os.h"
 #include "report.h"
 #include "size_class.h"
@@ -192,6 +193,17 @@ void hk_stats_collect(struct hak_stats *o) {
   o->populate_bytes = atomic_load(&hk_os_stats.populate_bytes);
   o->lock_waits = atomic_load(&hk_lock_counts.waits);
   o->lock_yields = atomic_load(&hk_lock_counts.yields);
+  hk_mem_info_t m;
+  hk_mem_info(&m);
+  o->mem_limit = m.hard;
+  o->mem_limit_soft = m.soft;
+  o->mem_limit_source = (int)m.source;
+  o->mem_pressure = (int)m.pressure;
+  o->mem_resident = m.resident;
+  o->mem_headroom = m.hard > m.resident ? m.hard - m.resident : 0;
+  o->mem_over = m.over;
+  o->mem_refused = m.refused;
+  o->mem_reliefs = m.reliefs;
   size_t c = committed_of(o);
   if (c > HK_LOAD_RELAXED(peak_committed)) HK_STORE_RELAXED(peak_committed, c);
 }
@@ -285,6 +297,21 @@ static const char *thp_knob(void) {
   return v == HK_THP_KNOB_NEVER ? "never" : v == HK_THP_KNOB_ALWAYS ? "always" : "auto";
 }
 
+static const char *const pressure_names[] = { "none", "soft", "hard" };
+
+static void print_budget_text(sink_t *k, const struct hak_stats *s) {
+  if (!s->mem_limit && !s->mem_limit_soft) {
+    out(k, "  memory limit: none (no HAKMEM_MEMORY_LIMIT, no cgroup limit)\n");
+    return;
+  }
+  out(k, "  memory limit: %zu bytes (soft %zu) from %s, action %s; resident %zu, headroom %zu, "
+         "pressure %s; %lu forced purges, %lu over, %lu refused\n",
+      s->mem_limit, s->mem_limit_soft, hk_mem_source_name((unsigned)s->mem_limit_source),
+      hk_knobs.memory_limit_action == HK_MEM_ACTION_FAIL ? "fail" : "keep", s->mem_resident,
+      s->mem_headroom, pressure_names[s->mem_pressure >= 0 && s->mem_pressure <= 2 ? s->mem_pressure : 0], s->mem_reliefs,
+      s->mem_over, s->mem_refused);
+}
+
 static void print_text(sink_t *k, const struct hak_stats *s) {
   out(k, "hakmem %s statistics (pid %d)\n", HK_VERSION_STRING, (int)getpid());
   print_config_text(k);
@@ -305,6 +332,7 @@ static void print_text(sink_t *k, const struct hak_stats *s) {
          "populate %lu (%zu bytes); lock waits %lu (%lu yields)\n",
       thp_regions(s->thp), thp_knob(), hk_os_thp_system()[0] ? hk_os_thp_system() : "unknown",
       s->huge_bytes, s->populate_calls, s->populate_bytes, s->lock_waits, s->lock_yields);
+  print_budget_text(k, s);
   if (!s->counting) {
     out(k, "  (allocation counts need HAKMEM_STATS=1)\n");
   } else {
@@ -349,6 +377,12 @@ static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
          "\"populate\": %lu, \"populate_bytes\": %zu, \"lock_waits\": %lu, \"lock_yields\": %lu}, ",
       thp_knob(), hk_os_thp_system(), s->thp, s->huge_bytes, s->populate_calls, s->populate_bytes,
       s->lock_waits, s->lock_yields);
+  out(k, "\"budget\": {\"limit\": %zu, \"soft\": %zu, \"source\": \"%s\", \"action\": \"%s\", "
+         "\"resident\": %zu, \"headroom\": %zu, \"pressure\": %d, \"reliefs\": %lu, \"over\": %lu, "
+         "\"refused\": %lu}, ",
+      s->mem_limit, s->mem_limit_soft, hk_mem_source_name((unsigned)s->mem_limit_source),
+      hk_knobs.memory_limit_action == HK_MEM_ACTION_FAIL ? "fail" : "keep", s->mem_resident,
+      s->mem_headroom, s->mem_pressure, s->mem_reliefs, s->mem_over, s->mem_refused);
   out(k, "\"large\": {\"live\": %zu, \"live_bytes\": %zu, \"cached_bytes\": %zu, \"allocs\": %zu, "
          "\"frees\": %zu}, \"classes\": [",
       s->large_live, s->large_live_bytes, s->large_cached_bytes, s->large_allocs, s->large_frees);

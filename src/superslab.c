@@ -7,6 +7,7 @@
 #include "chunk_map.h"
 #include "knobs.h"
 #include "lock.h"
+#include "mem_limit.h"
 #include "os.h"
 #include "report.h"
 
@@ -30,7 +31,7 @@ static long purge_delay_ms = -1;           /* -1: the knob's */
 
 long hk_ss_purge_delay_ms(void) {
   long d = HK_LOAD_RELAXED(purge_delay_ms) & ~HK_CAP_PIN;
-  return d >= 0 ? d : HK_LOAD_RELAXED(hk_knobs.purge_delay_ms);
+  return hk_mem_scale_delay(d >= 0 ? d : HK_LOAD_RELAXED(hk_knobs.purge_delay_ms));
 }
 /* the learner's: a pinned delay stays (one CAS, so a pin is never lost) */
 void hk_ss_set_purge_delay_ms(long ms) {
@@ -145,7 +146,7 @@ void hk_ss_release(hk_superslab_t *ss) {
   hk_superslab_t *victim = NULL;
   hk_lock(&cache_lock);
   hk_ss_list_push(&cache, ss, LIST_CACHE);
-  if ((long)cache.count > HK_LOAD_RELAXED(hk_knobs.ss_cache)) {
+  if ((long)cache.count > hk_mem_scale_cap(HK_LOAD_RELAXED(hk_knobs.ss_cache))) {
     victim = cache.head;
     while (victim->next) victim = victim->next;  /* oldest */
     hk_ss_list_remove(&cache, victim);
