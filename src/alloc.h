@@ -189,13 +189,15 @@ HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
  * their mallocs took fresh memory for every one). The block stays out in
  * its slab, whose owner's confirmation walks every heap's stacks
  * (hk_heap_block_is_free); a flush sends it back as a remote free. A
- * thread with no heap yet, a full stack or a slab no longer in use: the
+ * thread with no heap yet, a full stack, a slab no longer in use or a
+ * first-class heap's block (HK_OWNER_API: its destroy must find it): the
  * remote list, as before. */
 HK_INLINE void hk_free_mid_foreign(hk_slab_t *s, hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
   unsigned i = s->cls - HK_NCLASS_SMALL, k = h->midc_n[i];
   if (HK_LIKELY(k < HK_LOAD_RACY(hk_midc_cap[i]) && h != &hk_heap_empty &&
-                HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED)) {
+                HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED &&
+                !(hk_slab_owner(s) & HK_OWNER_API))) {
     h->midc[i][k] = b;
     h->midc_n[i] = (uint8_t)(k + 1);
     if (HK_UNLIKELY((++h->midc_ticks & (HK_MIDC_TICK_EVERY - 1)) == 0)) hk_heap_midc_tick(h);

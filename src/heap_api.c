@@ -164,7 +164,7 @@ HK_EXPORT hak_heap_t *hak_heap_new(void) {
     errno = ENOMEM;
     return NULL;
   }
-  h->tid = (uintptr_t)h;  /* aligned, and no thread's id */
+  h->tid = (uintptr_t)h | HK_OWNER_API;  /* no thread's id */
   h->api = true;
   w->heap = h;
   hk_lock(&heaps_lock);

@@ -22,6 +22,11 @@ enum { HK_SLAB_UNUSED = 0, HK_SLAB_CUR, HK_SLAB_PARTIAL, HK_SLAB_FULL };
  * slab, which must bring the slab back to its heap, takes the slow path
  * without a state test on the fast one. Thread ids are aligned. */
 #define HK_OWNER_FULL ((uintptr_t)1)
+/* A first-class heap's id (heap_api.c) carries this bit: no thread's id
+ * (a thread control block's address) has it. Its blocks never go onto
+ * another thread's mid cache, since its destroy gives their slabs back
+ * whatever the caches hold. */
+#define HK_OWNER_API ((uintptr_t)2)
 
 /* Low bits of hk_slab.xfree (the remote-free list head): whether the owner
  * wants to hear about the next remote free (the slab is full). */
