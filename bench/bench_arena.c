@@ -144,13 +144,21 @@ static void free_tree(node_t *t) {
 }
 
 int main(int argc, char **argv) {
-  if (argc < 5) {
-    fprintf(stderr, "usage: %s ROUNDS NODES SEED free|destroy\n", argv[0]);
+  bc_usage(argc, argv, 4, "[ROUNDS] [NODES] [SEED] [free|destroy]",
+           "  The arena pattern: ROUNDS times, build a tree of NODES small nodes,\n"
+           "  walk it, then drop it: node by node (free), or by destroying the\n"
+           "  allocator's own heap (destroy: hak_heap_*, mi_heap_*, jemalloc's\n"
+           "  arenas; freed one by one where the allocator has none).\n"
+           "  Defaults: 40 100000 7 free.\n");
+  long rounds = (long)bc_arg_u64(argc, argv, 1, 40);
+  long nodes = (long)bc_arg_u64(argc, argv, 2, 100000);
+  uint64_t seed = bc_arg_u64(argc, argv, 3, 7);
+  bool destroy = argc > 4 && strcmp(argv[4], "destroy") == 0;
+  if (argc > 4 && !destroy && strcmp(argv[4], "free") != 0) {
+    fprintf(stderr, "bench_arena: the mode is free or destroy, not '%s'\n", argv[4]);
+    bc_print_usage(stderr);
     return 2;
   }
-  long rounds = atol(argv[1]), nodes = atol(argv[2]);
-  uint64_t seed = strtoull(argv[3], NULL, 10);
-  bool destroy = strcmp(argv[4], "destroy") == 0;
   bc_print_allocator();
   find_api();
   if (!destroy || (!heap_new && !je_mallctl)) api_name = "none";
