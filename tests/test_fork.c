@@ -8,7 +8,11 @@
  * mallocs/reallocs/frees a lot, runs a new thread that does the same, and
  * exits 0. An alarm() turns a deadlock in the child (a lock held across fork)
  * into a SIGALRM death, which the parent reports. The parent checks each
- * child's status and keeps allocating. */
+ * child's status and keeps allocating.
+ *
+ *   test_fork [OPS]   OPS: each child's operations per round (default 20000;
+ *                     the torture configurations pass fewer: there every free
+ *                     purges and a child faults it all back, 15 times slower) */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
@@ -30,6 +34,8 @@
 #define FORKS 12
 #define SHARED 256
 #define CHILD_TIMEOUT_S 60
+
+static int child_ops = 20000;
 
 static atomic_int stop;
 static atomic_int worker_fork_done;
@@ -74,7 +80,7 @@ static int child_work(uint64_t seed) {
   unsigned char *b[N] = {0};
   uint64_t x = seed | 1;
   int bad = 0;
-  for (int op = 0; op < 20000; op++) {
+  for (int op = 0; op < child_ops; op++) {
     x ^= x << 13, x ^= x >> 7, x ^= x << 17;
     int i = (int)(x % N);
     if (b[i] && op % 5 == 0) {
@@ -191,7 +197,9 @@ static void *worker(void *arg) {
   return NULL;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  if (argc > 1) child_ops = atoi(argv[1]);
+  CHECK_FATAL(child_ops > 0);
   CHECK(hak_is_active() == 1);
   pthread_t t[WORKERS];
   for (int i = 0; i < WORKERS; i++)
