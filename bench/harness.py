@@ -10,9 +10,10 @@
 Every benchmark runs under hakmem (LD_PRELOAD of build/libhakmem.so, and the
 *_hakmem_static binaries linked against build/libhakmem.a), glibc, and every
 peer allocator installed (mimalloc, jemalloc, tcmalloc); allocators are
-interleaved run by run (A B C A B C ...). With --variants (on in --full) hakmem
-also runs as variants, each labelled and compared with the default hakmem:
-hakmem:fast (HAKMEM_PROFILE=fast), hakmem:lowmem (HAKMEM_PROFILE=lowmem),
+interleaved run by run, each round starting one further on (A B C, B C A,
+...). With --variants (on in --full) hakmem also runs as variants, each
+labelled and compared with the default hakmem: hakmem:fast
+(HAKMEM_PROFILE=fast), hakmem:lowmem (HAKMEM_PROFILE=lowmem),
 hakmem:learn (HAKMEM_LEARN=1), hakmem:prof (HAKMEM_PROF=1) and hakmem-secure
 (build/libhakmem-secure.so).
 Every program proves at run time
