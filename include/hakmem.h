@@ -93,6 +93,10 @@ struct hak_stats {
   unsigned long mem_over;         /* growth past the hard limit after everything was purged */
   unsigned long mem_refused;      /* of them, refused with ENOMEM (HAKMEM_MEMORY_LIMIT_ACTION=fail) */
   unsigned long mem_reliefs;      /* purges forced by the hard limit */
+  /* ---- unreleased (the next minor): huge or plain (docs/OBSERVABILITY.md, "Pages") ---- */
+  size_t thp_plain_blocks;        /* big blocks placed where no huge page backs them */
+  size_t thp_samples;             /* freed big blocks asked which 2 MiB chunks they touched */
+  int    thp_density;             /* per mille of those chunks touched (running mean) */
 };
 
 /* The ABI rule of struct hak_stats: fields are only ever appended at its

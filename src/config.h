@@ -147,6 +147,14 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
  * (MADV_POPULATE_WRITE): past it a block may be a sparse table that is
  * never all touched: not measured */
 #define HK_SPAN_POPULATE_MAX ((size_t)16 << 20)
+/* Huge or plain (span.c): freed blocks of at least HK_THP_BIG bytes are
+ * sampled for the share of their 2 MiB chunks the program touched; span
+ * blocks go to arenas without huge pages once the samples' running mean
+ * falls below HK_THP_PLAIN_PM per mille, and back to huge-page arenas above
+ * HK_THP_HUGE_PM: not measured (thresholds) */
+#define HK_THP_BIG ((size_t)2 << 20)
+#define HK_THP_PLAIN_PM 500
+#define HK_THP_HUGE_PM 600
 /* A purge outside span_lock takes at most this many runs off the lists at a time: not measured */
 #define HK_SPAN_PURGE_BATCH 32
 /* Marked page ranges closer than this many pages are purged (or checked) in one call: not measured */

@@ -200,6 +200,14 @@ void hk_os_advise_region(void *p, size_t size, bool ss) {
   errno = saved;
 }
 
+void hk_os_advise_plain(void *p, size_t size) {
+  if (read_thp_system() != SYS_ALWAYS) return;
+  atomic_fetch_add_explicit(&hk_os_stats.madvise_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  madvise(p, size, MADV_NOHUGEPAGE);
+  errno = saved;
+}
+
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
 #endif

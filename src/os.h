@@ -41,6 +41,10 @@ const char *hk_os_thp_system(void);
 /* Advise region p (2 MiB aligned, whole huge pages) as hk_os_thp() says for
  * a region of that kind (ss: a superslab, else a span arena). */
 void  hk_os_advise_region(void *p, size_t size, bool ss);
+/* Advise a span arena that must not get huge pages (span.c places sparse
+ * big blocks there): MADV_NOHUGEPAGE where the system's mode is `always`,
+ * nothing otherwise (under `madvise` an unadvised region gets none). */
+void  hk_os_advise_plain(void *p, size_t size);
 /* Fault in fresh pages for writing, zero-filled, in one call (Linux 5.14+
  * MADV_POPULATE_WRITE): no zero-page mapping, copy and TLB shootdown when
  * the program reads them before it writes them. False when the kernel does

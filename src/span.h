@@ -55,6 +55,11 @@ size_t hk_span_resize(void *p, size_t size);
  * counts the madvise calls. */
 size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned long *purges);
 
+/* Huge or plain (span.c): big blocks placed in plain arenas so far, the
+ * freed blocks sampled, and the running share of their 2 MiB chunks
+ * touched, per mille. */
+void hk_span_thp_info(size_t *plain_blocks, size_t *samples, unsigned *density_pm);
+
 size_t hk_span_bytes_live(void);
 size_t hk_span_bytes_cached(void);  /* free and resident (the quarantine's too) */
 size_t hk_span_bytes_dirty(void);   /* of them, the free runs' (what the cap purges) */

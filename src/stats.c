@@ -20,6 +20,7 @@
 #include "os.h"
 #include "report.h"
 #include "size_class.h"
+#include "span.h"
 #include "superslab.h"
 
 static uint64_t peak_blocks[HK_NCLASS];   /* sampled                         */
@@ -189,6 +190,9 @@ void hk_stats_collect(struct hak_stats *o) {
   o->profile = (int)hk_knobs.profile;
   o->thp = (int)hk_os_thp();
   o->huge_bytes = hk_os_huge_bytes();
+  unsigned density;
+  hk_span_thp_info(&o->thp_plain_blocks, &o->thp_samples, &density);
+  o->thp_density = (int)density;
   o->populate_calls = atomic_load(&hk_os_stats.populate_calls);
   o->populate_bytes = atomic_load(&hk_os_stats.populate_bytes);
   o->lock_waits = atomic_load(&hk_lock_counts.waits);
@@ -332,6 +336,8 @@ static void print_text(sink_t *k, const struct hak_stats *s) {
          "populate %lu (%zu bytes); lock waits %lu (%lu yields)\n",
       thp_regions(s->thp), thp_knob(), hk_os_thp_system()[0] ? hk_os_thp_system() : "unknown",
       s->huge_bytes, s->populate_calls, s->populate_bytes, s->lock_waits, s->lock_yields);
+  out(k, "  big blocks: %zu placed without huge pages; %zu freed sampled, %d per mille of their 2 MiB chunks touched\n",
+      s->thp_plain_blocks, s->thp_samples, s->thp_density);
   print_budget_text(k, s);
   if (!s->counting) {
     out(k, "  (allocation counts need HAKMEM_STATS=1)\n");
@@ -374,9 +380,10 @@ static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
       s->mmap_calls, s->munmap_calls, s->madvise_calls, s->mremap_calls, s->mmap_bytes,
       s->munmap_bytes, s->madvise_bytes);
   out(k, "\"pages\": {\"thp\": \"%s\", \"thp_system\": \"%s\", \"huge_regions\": %d, \"huge_bytes\": %zu, "
-         "\"populate\": %lu, \"populate_bytes\": %zu, \"lock_waits\": %lu, \"lock_yields\": %lu}, ",
+         "\"populate\": %lu, \"populate_bytes\": %zu, \"lock_waits\": %lu, \"lock_yields\": %lu, "
+         "\"plain_blocks\": %zu, \"samples\": %zu, \"density\": %d}, ",
       thp_knob(), hk_os_thp_system(), s->thp, s->huge_bytes, s->populate_calls, s->populate_bytes,
-      s->lock_waits, s->lock_yields);
+      s->lock_waits, s->lock_yields, s->thp_plain_blocks, s->thp_samples, s->thp_density);
   out(k, "\"budget\": {\"limit\": %zu, \"soft\": %zu, \"source\": \"%s\", \"action\": \"%s\", "
          "\"resident\": %zu, \"headroom\": %zu, \"pressure\": %d, \"reliefs\": %lu, \"over\": %lu, "
          "\"refused\": %lu}, ",

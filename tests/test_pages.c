@@ -17,6 +17,14 @@
  *      (calloc'd ones checked zero) while every free purges (run with
  *      HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0): a range madvised
  *      after another thread got it back reads zeros where its pattern was.
+ *   E. huge or plain (span.c): big blocks touched at one page each, freed,
+ *      bring the running share of touched chunks (hak_stats thp_density)
+ *      under 500 per mille, and the next blocks go to arenas without huge
+ *      pages (thp_plain_blocks grows); D then runs there; big blocks
+ *      written whole bring it back over 600 and blocks go to huge-page
+ *      arenas again, backed by huge pages (under the system's `madvise`).
+ *      Under HAKMEM_THP=always no block goes plain; under never nothing
+ *      is sampled. A block grown in place across chunks keeps its bytes.
  * `test_pages stress` runs D alone (the torture configurations). */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -125,6 +133,80 @@ static void test_huge_purge(void) {
   free(y);
 }
 
+/* E: the running share of touched chunks sends blocks to plain arenas and back */
+#define BIG 24
+static bool adaptive(void) { return strcmp(thp_system(), "never") != 0 && knob_is("auto"); }
+
+static void touch_blocks(size_t n, bool whole) {
+  unsigned char *p[BIG];
+  for (unsigned k = 0; k < BIG; k++) {  /* all live at once: each gets fresh chunks */
+    p[k] = malloc(n);
+    CHECK_FATAL(p[k] != NULL);
+    if (whole) memset(p[k], (int)(k + 1), n);
+    else p[k][0] = p[k][n - 1] = (unsigned char)(k + 1);
+  }
+  for (unsigned k = 0; k < BIG; k++) {
+    CHECKF(p[k][0] == (unsigned char)(k + 1) && p[k][n - 1] == (unsigned char)(k + 1) &&
+           (!whole || p[k][n / 2] == (unsigned char)(k + 1)), "block %u lost its bytes", k);
+    free(p[k]);
+  }
+}
+
+static void test_adapt_sparse(void) {
+  struct hak_stats a = snap();
+  touch_blocks(16 * MiB, false);
+  struct hak_stats b = snap();
+  unsigned char *p = malloc(12 * MiB);  /* placed by what the samples said */
+  CHECK_FATAL(p != NULL);
+  p[0] = 7;
+  struct hak_stats c = snap();
+  printf("  E: sparse: %zu samples, density %d, plain blocks %zu -> %zu\n", b.thp_samples - a.thp_samples,
+         b.thp_density, a.thp_plain_blocks, c.thp_plain_blocks);
+  if (adaptive()) {
+    CHECKF(b.thp_samples - a.thp_samples >= BIG / 2, "%zu samples of %d sparse blocks", b.thp_samples - a.thp_samples, BIG);
+    CHECKF(b.thp_density < 500, "density %d after sparse blocks", b.thp_density);
+    CHECKF(c.thp_plain_blocks > b.thp_plain_blocks, "a block after sparse ones placed with huge pages (%zu plain)",
+           c.thp_plain_blocks);
+  } else {
+    CHECKF(c.thp_plain_blocks == a.thp_plain_blocks, "HAKMEM_THP %s: %zu blocks placed plain",
+           getenv("HAKMEM_THP") ? getenv("HAKMEM_THP") : "auto", c.thp_plain_blocks - a.thp_plain_blocks);
+    if (strcmp(thp_system(), "never") == 0 || knob_is("never"))
+      CHECKF(b.thp_samples == a.thp_samples, "no huge pages, yet %zu samples", b.thp_samples - a.thp_samples);
+  }
+  /* a block grown in place across chunks keeps its bytes */
+  unsigned char *q = malloc(1 * MiB);
+  CHECK_FATAL(q != NULL);
+  memset(q, 0x3c, 1 * MiB);
+  for (size_t n = 3 * MiB / 2; n <= 24 * MiB; n += n / 2) {
+    unsigned char *r = realloc(q, n);
+    CHECK_FATAL(r != NULL);
+    q = r;
+    q[n - 1] = 0x3c;
+  }
+  bool ok = true;
+  for (size_t o = 0; o < 1 * MiB; o += 512) ok &= q[o] == 0x3c;
+  CHECK(ok);
+  free(q);
+  free(p);
+}
+
+static void test_adapt_dense(void) {
+  touch_blocks(8 * MiB, true);
+  struct hak_stats b = snap();
+  unsigned char *p = malloc(8 * MiB);
+  CHECK_FATAL(p != NULL);
+  memset(p, 0x6b, 8 * MiB);
+  struct hak_stats c = snap();
+  printf("  E: dense: density %d, plain blocks %zu -> %zu, huge-page backed %zu\n", b.thp_density,
+         b.thp_plain_blocks, c.thp_plain_blocks, c.huge_bytes);
+  if (adaptive()) {
+    CHECKF(b.thp_density > 600, "density %d after dense blocks", b.thp_density);
+    CHECKF(c.thp_plain_blocks == b.thp_plain_blocks, "a block after dense ones placed plain");
+    if (strcmp(thp_system(), "madvise") == 0) CHECKF(c.huge_bytes >= 2 * MiB, "%zu bytes huge-page backed", c.huge_bytes);
+  }
+  free(p);
+}
+
 /* D: threads reuse big blocks while every free purges */
 #define THREADS 4
 #define SLOTS 24
@@ -182,6 +264,8 @@ int main(int argc, char **argv) {
   test_calloc_faults();
   test_huge_backed();
   test_huge_purge();
-  test_threads();
+  test_adapt_sparse();
+  test_threads();  /* in arenas without huge pages, where E made them so */
+  test_adapt_dense();
   return check_done("test_pages");
 }
