@@ -183,6 +183,14 @@ unsigned hk_os_thp(void) {
   return (unsigned)m;
 }
 
+/* A huge-page advice, counted; errno kept (advice is only a hint). */
+static void advise(void *p, size_t size, int advice) {
+  atomic_fetch_add_explicit(&hk_os_stats.madvise_calls, 1, memory_order_relaxed);
+  int saved = errno;
+  madvise(p, size, advice);
+  errno = saved;
+}
+
 void hk_os_advise_region(void *p, size_t size, bool ss) {
   unsigned m = hk_os_thp();
   int advice;
@@ -194,18 +202,11 @@ void hk_os_advise_region(void *p, size_t size, bool ss) {
   } else {
     return;
   }
-  atomic_fetch_add_explicit(&hk_os_stats.madvise_calls, 1, memory_order_relaxed);
-  int saved = errno;
-  madvise(p, size, advice);
-  errno = saved;
+  advise(p, size, advice);
 }
 
 void hk_os_advise_plain(void *p, size_t size) {
-  if (read_thp_system() != SYS_ALWAYS) return;
-  atomic_fetch_add_explicit(&hk_os_stats.madvise_calls, 1, memory_order_relaxed);
-  int saved = errno;
-  madvise(p, size, MADV_NOHUGEPAGE);
-  errno = saved;
+  if (read_thp_system() == SYS_ALWAYS) advise(p, size, MADV_NOHUGEPAGE);
 }
 
 #ifndef MADV_POPULATE_WRITE

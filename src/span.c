@@ -16,6 +16,7 @@
 #define ARENA_SIZE ((size_t)1 << ARENA_SHIFT)
 #define ARENA_PAGES ((uint32_t)(ARENA_SIZE / HK_PAGE))
 #define PAGE_SHIFT 12
+#define HUGE_PAGES ((uint32_t)(HK_SS_SIZE >> PAGE_SHIFT))  /* pages of a huge page (2 MiB chunk) */
 #define ARENA_MAGIC 0x68616b6d656d5350ull /* "hakmemSP" */
 #define NBINS 72
 #define BIN_SCAN 32   /* free runs looked at per bin */
@@ -357,7 +358,6 @@ typedef struct { uint32_t at, n; } run_t;
  * HK_SPAN_POPULATE_MAX) always go to huge-page arenas. Only under
  * HAKMEM_THP=auto: `always` gives every arena huge pages, `never` none.
  * A block keeps its arena when it grows in place. */
-#define HUGE_CHUNK ((uint32_t)(HK_SS_SIZE >> PAGE_SHIFT))  /* pages */
 static unsigned thp_density = 1000;  /* per mille; racy (a lost update only delays the mean) */
 static bool thp_plain;               /* big blocks go to plain arenas */
 static size_t thp_plain_blocks, thp_samples;
@@ -373,15 +373,17 @@ static bool want_huge(uint32_t pages, bool zero) {
   return !HK_LOAD_RELAXED(thp_plain);
 }
 
-/* The fresh chunks of the block whose first page is `head` among the
- * whole 2 MiB chunks inside pages [from, to) (bit k: its k-th whole chunk;
- * the first 64). Before those pages are marked; under the lock. */
+/* The fresh chunks of the block whose first page is `head` and that ends
+ * at page `to`, among its whole 2 MiB chunks from page `from` on (bit k:
+ * its k-th whole chunk; the first 64); 0 for a block too small to be
+ * sampled, or when nothing is. Before those pages are marked; under the lock. */
 static uint64_t fresh_chunks(const hk_arena_t *a, uint32_t head, uint32_t from, uint32_t to) {
-  uint32_t first = (head + HUGE_CHUNK - 1) & ~(HUGE_CHUNK - 1);
-  uint32_t lo = (from + HUGE_CHUNK - 1) & ~(HUGE_CHUNK - 1), hi = to & ~(HUGE_CHUNK - 1);
+  if (((size_t)(to - head) << PAGE_SHIFT) < HK_THP_BIG || !thp_adaptive()) return 0;
+  uint32_t first = (head + HUGE_PAGES - 1) & ~(HUGE_PAGES - 1);
+  uint32_t lo = (from + HUGE_PAGES - 1) & ~(HUGE_PAGES - 1), hi = to & ~(HUGE_PAGES - 1);
   uint64_t m = 0;
-  for (uint32_t c = lo; c + HUGE_CHUNK <= hi && (c - first) / HUGE_CHUNK < 64; c += HUGE_CHUNK)
-    if (!bits_count(a, c, HUGE_CHUNK)) m |= 1ull << ((c - first) / HUGE_CHUNK);
+  for (uint32_t c = lo; c + HUGE_PAGES <= hi && (c - first) / HUGE_PAGES < 64; c += HUGE_PAGES)
+    if (!bits_count(a, c, HUGE_PAGES)) m |= 1ull << ((c - first) / HUGE_PAGES);
   return m;
 }
 
@@ -399,7 +401,7 @@ static void thp_sample(hk_arena_t *a, uint32_t i, uint8_t *p) {
   uintptr_t lo = hk_align_up((uintptr_t)p, HK_SS_SIZE);
   unsigned chunks = 0, touched = 0;
   size_t pages = 0;
-  unsigned char vec[HUGE_CHUNK];  /* one chunk's pages */
+  unsigned char vec[HUGE_PAGES];  /* one chunk's pages */
   for (unsigned k = 0; k < 64; k++) {
     if (!(fresh >> k & 1)) continue;
     if (!hk_os_resident((void *)(lo + ((size_t)k << HK_SS_SHIFT)), HK_SS_SIZE, vec)) return;
@@ -413,7 +415,7 @@ static void thp_sample(hk_arena_t *a, uint32_t i, uint8_t *p) {
     touched += r != 0;
     pages += r;
   }
-  unsigned f = a->huge ? touched * 1000 / chunks : (unsigned)(pages * 1000 / ((size_t)chunks * HUGE_CHUNK));
+  unsigned f = a->huge ? touched * 1000 / chunks : (unsigned)(pages * 1000 / ((size_t)chunks * HUGE_PAGES));
   unsigned d = HK_LOAD_RELAXED(thp_density);
   d = (unsigned)((int)d + ((int)f - (int)d) / 4);
   HK_STORE_RELAXED(thp_density, d);
@@ -466,7 +468,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   t->tag = T_TAIL | T_LIVE;
   h->tag = (need == 1 ? T_TAIL : 0) | T_HEAD | T_LIVE;  /* one page: both tags on one entry */
   if (zero && ((size_t)need << PAGE_SHIFT) <= HK_SPAN_POPULATE_MAX) h->tag |= T_POPULATED;
-  h->l.fresh = ((size_t)need << PAGE_SHIFT) >= HK_THP_BIG && thp_adaptive() ? fresh_chunks(a, at, at, at + need - GUARD_PAGES) : 0;
+  h->l.fresh = fresh_chunks(a, at, at, at + need - GUARD_PAGES);
   if (!huge && hk_os_thp() != HK_THP_NONE) ADD(thp_plain_blocks, 1);
   h->kind = (uint8_t)kind;
   h->l.requested = (uint32_t)size;
@@ -648,7 +650,7 @@ size_t hk_span_resize(void *p, size_t size) {
     uint32_t nd = free_remove(a, j);
     uint32_t d = nd ? bits_count(a, j, extra) : 0;
     if (fn > extra) free_insert(a, j + extra, fn - extra, nd - d, stamp);
-    if (((size_t)need << PAGE_SHIFT) >= HK_THP_BIG && thp_adaptive()) h->l.fresh |= fresh_chunks(a, i, i, i + need - GUARD_PAGES);
+    h->l.fresh |= fresh_chunks(a, i, i, i + need - GUARD_PAGES);
     bits_set(a, j, extra, true);
     a->e[j - 1].tag = 0;
     ADD(live_pages, extra);
@@ -679,7 +681,6 @@ size_t hk_span_resize(void *p, size_t size) {
 
 typedef struct { hk_arena_t *a; uint32_t at, n, stamp, lo, hi; } job_t;  /* taken: [at, at + n); the calls: [lo, hi) */
 enum { JOB_PURGE, JOB_PURGE_HUGE, JOB_CHECK };
-#define HUGE_PAGES ((uint32_t)(HK_SS_SIZE >> PAGE_SHIFT))
 
 /* The first and last marked page of [i, i + n) (*hi past it); false when none. */
 static bool marked_bounds(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t *lo, uint32_t *hi) {
@@ -689,6 +690,12 @@ static bool marked_bounds(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t 
   for (uint32_t r = q; next_marked(a, &r, i + n, &q); r = q) {}
   *hi = q;
   return true;
+}
+
+/* The purge an arena gets: whole huge pages only in a huge-page arena (a
+ * plain one is purged by its marked pages). */
+static unsigned arena_how(const hk_arena_t *a, unsigned how) {
+  return how == JOB_PURGE_HUGE && !a->huge ? JOB_PURGE : how;
 }
 
 /* The whole huge pages of [i, i + n) that hold a marked page: [*lo, *hi)
@@ -728,7 +735,7 @@ static void job_take(hk_arena_t *a, uint32_t i, uint32_t lo, uint32_t hi, job_t 
 static uint32_t job_run(job_t *j, unsigned how, unsigned long *calls) {
   hk_arena_t *a = j->a;
   uint32_t end = j->hi, pages = 0;
-  if (how == JOB_PURGE_HUGE && !a->huge) how = JOB_PURGE;  /* a plain arena: its marked pages */
+  how = arena_how(a, how);
   if (how == JOB_PURGE_HUGE) {  /* [lo, hi) is whole huge pages */
     for (uint32_t h = j->lo; h < end; h += HUGE_PAGES) {
       uint32_t k = h;
@@ -861,8 +868,8 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
         next = a->e[i].f.dnext;
         uint32_t lo, hi;
         if (!force && now - a->e[i].f.stamp < delay_ms) continue;
-        bool some = clock_how == JOB_PURGE_HUGE && a->huge ? huge_bounds(a, i, a->e[i].npages, &lo, &hi)
-                                                           : marked_bounds(a, i, a->e[i].npages, &lo, &hi);
+        bool some = arena_how(a, clock_how) == JOB_PURGE_HUGE ? huge_bounds(a, i, a->e[i].npages, &lo, &hi)
+                                                              : marked_bounds(a, i, a->e[i].npages, &lo, &hi);
         if (some) job_take(a, i, lo, hi, &jobs[n++]);
       }
     }
