@@ -12,7 +12,16 @@
 # Only the program under test is preloaded; helper commands (nm, sha256sum,
 # file generation) run plain.
 #
+# The plain runs' results do not depend on the hakmem configuration a ctest
+# sets, so they are kept in BUILD_DIR/preload-plain, named by a hash of
+# what they depend on (this script, tests/progs, the build's test programs,
+# the versions of the system programs, the case and its rounds): the
+# twenty-odd preload ctests of a build run each plain case once
+# (PRELOAD_NO_CACHE=1: run it every time).
+#
 # Cases: python3 dict_phases cc sort git cxx_map test_cxx test_stress (default: all).
+# PRELOAD_DICT_ROUNDS: runs of dict_phases (default 3; the torture
+# configurations run it once).
 # Prints "PASS preload/CASE", "SKIP preload/CASE (why)" (its program is not
 # installed) or "FAIL preload/CASE: why" per case; exits 1 if any failed, 77
 # (ctest: Skipped) if every case asked for was skipped.
@@ -56,7 +65,7 @@ case_python3() {
 # under every profile)
 case_dict_phases() {
   local i
-  for i in 1 2 3; do P env PYTHONHASHSEED=0 "$PY" "$SRC/progs/dict_phases.py" || return 1; done
+  for ((i = 0; i < ${PRELOAD_DICT_ROUNDS:-3}; i++)); do P env PYTHONHASHSEED=0 "$PY" "$SRC/progs/dict_phases.py" || return 1; done
 }
 
 case_cc() {
@@ -146,6 +155,43 @@ case_test_stress() {
 }
 
 # ---------------- driver ----------------
+CACHE=$BUILD/preload-plain
+# plain_key CASE: what the plain run of CASE depends on, hashed
+plain_key() {
+  {
+    echo "$1 rounds=${PRELOAD_DICT_ROUNDS:-3}"
+    cat "${BASH_SOURCE[0]}" "$SRC"/progs/* 2>/dev/null
+    for f in cxx_map_prog test_cxx_plain test_stress_plain; do
+      [ -f "$BUILD/tests/$f" ] && cksum <"$BUILD/tests/$f"
+    done
+    for tool in "$PY" cc g++ sort git; do
+      command -v "$tool" >/dev/null 2>&1 && "$tool" --version 2>&1 | head -n 1
+    done
+  } | sha256sum | cut -c1-16
+}
+# run_case CASE: run it in $MODE into $WORK/CASE.MODE.{out,err}; a plain
+# run comes from the cache when it is there (only a clean run is kept)
+run_case() {
+  local c=$1 rc key
+  if [ "$MODE" = plain ] && [ "${PRELOAD_NO_CACHE:-0}" != 1 ]; then
+    key=$(plain_key "$c")
+    if [ -f "$CACHE/$c.$key.out" ] && [ -f "$CACHE/$c.$key.err" ]; then
+      cp "$CACHE/$c.$key.out" "$WORK/$c.plain.out" && cp "$CACHE/$c.$key.err" "$WORK/$c.plain.err" && return 0
+    fi
+  fi
+  mkdir -p "$WORK/$c.$MODE.d"
+  (cd "$WORK/$c.$MODE.d" && "case_$c") >"$WORK/$c.$MODE.out" 2>"$WORK/$c.$MODE.err"
+  rc=$?
+  # kept only when clean, written under temporary names and renamed (two
+  # ctests may write the same entry at once)
+  if [ $rc -eq 0 ] && [ -n "${key:-}" ] && ! grep -q "hakmem: active" "$WORK/$c.plain.err" &&
+     mkdir -p "$CACHE" 2>/dev/null; then
+    cp "$WORK/$c.plain.out" "$CACHE/$c.$key.out.$$" && cp "$WORK/$c.plain.err" "$CACHE/$c.$key.err.$$" &&
+      mv -f "$CACHE/$c.$key.err.$$" "$CACHE/$c.$key.err" && mv -f "$CACHE/$c.$key.out.$$" "$CACHE/$c.$key.out"
+    rm -f "$CACHE/$c.$key.out.$$" "$CACHE/$c.$key.err.$$"
+  fi
+  return $rc
+}
 fails=0
 skips=0
 for c in $CASES; do
@@ -174,8 +220,7 @@ for c in $CASES; do
     why="$LIB not found"
   else
     for MODE in plain pre; do
-      mkdir -p "$WORK/$c.$MODE.d"
-      (cd "$WORK/$c.$MODE.d" && "case_$c") >"$WORK/$c.$MODE.out" 2>"$WORK/$c.$MODE.err"
+      run_case "$c"
       rc=$?
       if [ $rc -ne 0 ]; then
         why="$MODE run exited $rc"
