@@ -84,6 +84,9 @@ fi
 
 declare -A got
 fail=0 ran=0
+# every library of the matrix is of this build: attack.sh need not look
+if grep -q '^HAKMEM_DEBUG:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then export ATTACK_DEBUG=1
+else export ATTACK_DEBUG=0; fi
 for c in $columns; do
   lib=$(lib_of "$c")
   caught=0
