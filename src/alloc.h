@@ -153,6 +153,9 @@ HK_INLINE void *hk_alloc_mid_class(unsigned cls, size_t n, unsigned kind) {
   hk_heap_t *h = hk_tls_heap;
   if (HK_MIDC_ON) {
     unsigned i = cls - HK_NCLASS_SMALL, k = h->midc_n[i];
+    /* empty: another thread's overflow, if any (heap_slabs.h, the mid pool) */
+    if (HK_UNLIKELY(k == 0) && HK_UNLIKELY(HK_LOAD_RACY(hk_midp[i].n) != 0) && h != &hk_heap_empty)
+      k = hk_heap_midp_refill(h, i);
     if (HK_LIKELY(k != 0)) {
       hk_block_t *b = h->midc[i][--k];
       h->midc_n[i] = (uint8_t)k;
@@ -203,6 +206,13 @@ HK_INLINE void hk_free_mid_foreign(hk_slab_t *s, hk_block_t *b) {
     if (HK_UNLIKELY((++h->midc_ticks & (HK_MIDC_TICK_EVERY - 1)) == 0)) hk_heap_midc_tick(h);
     return;
   }
+  /* a full stack: a live owner's block to the pool, where any thread's
+   * malloc finds it (its owner may never look at its remote list again) */
+  if (h != &hk_heap_empty && HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED &&
+      !(hk_slab_owner(s) & HK_OWNER_API) &&
+      atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) != NULL &&
+      hk_heap_midp_put(i, b))
+    return;
   hk_free_remote_checked(s, b);
 }
 

@@ -79,6 +79,86 @@ void hk_heap_free_local_slow(hk_slab_t *s) {
   hk_heap_leave(h);
 }
 
+/* ---- the mid pool (heap_slabs.h) -------------------------------------------- */
+
+hk_midp_t hk_midp[HK_NCLASS_MID];
+
+/* b, in slab s of another heap, may be pooled: that heap is a live
+ * thread's (not abandoned: an adopter collects those; not a first-class
+ * heap's: its destroy must find its blocks) and s is in use */
+static bool midp_wants(hk_slab_t *s) {
+  return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && !(hk_slab_owner(s) & HK_OWNER_API) &&
+         atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) != NULL;
+}
+
+bool hk_heap_midp_put(unsigned i, hk_block_t *b) {
+  hk_midp_t *p = &hk_midp[i];
+  hk_lock(&p->lock);
+  if (p->cap == 0) {
+    size_t c = HK_MIDP_BYTES / hk_class_bytes(HK_NCLASS_SMALL + i);
+    p->cap = c < HK_MIDP_SLOTS ? (unsigned)c : HK_MIDP_SLOTS;
+  }
+  bool ok = p->n < p->cap;
+  if (ok) p->b[p->n++] = b;
+  hk_unlock(&p->lock);
+  return ok;
+}
+
+unsigned hk_heap_midp_refill(hk_heap_t *h, unsigned i) {
+  hk_midp_t *p = &hk_midp[i];
+  unsigned want = HK_LOAD_RACY(hk_midc_cap[i]) / 2 + 1, k = 0;
+  hk_lock(&p->lock);
+  while (k < want && p->n) h->midc[i][k++] = p->b[--p->n];
+  if (k) p->taken = true;
+  hk_unlock(&p->lock);
+  h->midc_n[i] = (uint8_t)k;
+  return k;
+}
+
+static void midp_return(hk_block_t *b) {
+  hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
+  if (!hk_remote_push(s, b)) hk_heap_notify(s, b);
+}
+
+static _Atomic uint64_t midp_next_drain_ms;
+
+void hk_heap_midp_drain(bool force) {
+  if (!force) {  /* one look a purge delay, whichever heap's clock calls */
+    uint64_t now = hk_os_now_ms(), due = atomic_load_explicit(&midp_next_drain_ms, memory_order_relaxed);
+    if (now < due || !atomic_compare_exchange_strong_explicit(&midp_next_drain_ms, &due,
+                                                              now + (uint64_t)hk_ss_purge_delay_ms(),
+                                                              memory_order_relaxed, memory_order_relaxed))
+      return;
+  }
+  for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
+    hk_midp_t *p = &hk_midp[i];
+    if (HK_LOAD_RACY(p->n) == 0) continue;
+    hk_block_t *out[HK_MIDP_SLOTS];
+    unsigned n = 0;
+    hk_lock(&p->lock);
+    if (force || !p->taken) {
+      n = p->n;
+      for (unsigned k = 0; k < n; k++) out[k] = p->b[k];
+      p->n = 0;
+    }
+    p->taken = false;
+    hk_unlock(&p->lock);
+    for (unsigned k = 0; k < n; k++) midp_return(out[k]);
+  }
+}
+
+void hk_heap_midp_fork_prepare(void) {
+  for (unsigned i = 0; i < HK_NCLASS_MID; i++) hk_lock(&hk_midp[i].lock);
+}
+void hk_heap_midp_fork_parent(void) {
+  for (unsigned i = HK_NCLASS_MID; i-- > 0;) hk_unlock(&hk_midp[i].lock);
+}
+/* the child keeps the pooled blocks: they stay out in their slabs, which
+ * the adopter of a forked superslab rebuilds around them */
+void hk_heap_midp_fork_child(void) {
+  for (unsigned i = 0; i < HK_NCLASS_MID; i++) hk_lock_reset(&hk_midp[i].lock);
+}
+
 /* ---- the mid cache (heap.h) ------------------------------------------------- */
 
 /* Every block of stack i goes back to its slab. The stack is emptied
@@ -94,6 +174,7 @@ static void midc_drop(hk_heap_t *h, unsigned i) {
     hk_block_t *b = out[k];
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
     if (hk_slab_owner(s) != h->tid) {  /* another owner's block: a remote free */
+      if (midp_wants(s) && hk_heap_midp_put(i, b)) continue;
       if (!hk_remote_push(s, b)) hk_heap_notify(s, b);
       continue;
     }
@@ -168,6 +249,14 @@ bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
     midc_find_t f = { s->cls - HK_NCLASS_SMALL, b, false };
     hk_heap_each_other(midc_find_in, &f);
     if (f.found) return true;
+  }
+  if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
+    hk_midp_t *p = &hk_midp[s->cls - HK_NCLASS_SMALL];
+    bool found = false;
+    hk_lock(&p->lock);
+    for (unsigned k = 0; k < p->n && !found; k++) found = p->b[k] == b;
+    hk_unlock(&p->lock);
+    if (found) return true;
   }
   if (hk_slab_holds_free(s, b)) return true;
   if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
@@ -283,6 +372,7 @@ size_t hk_heap_purge_unused(hk_heap_t *h, bool force) {
 void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
   h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
   hk_heap_midc_flush(h);  /* so that slabs whose blocks wait there can empty */
+  if (HK_MIDC_ON) hk_heap_midp_drain(false);
   hk_heap_release_empty(h);
   hk_heap_purge_unused(h, false);
   hk_ss_collect(false);
@@ -296,6 +386,8 @@ size_t hk_heap_trim(hk_heap_t *h) {
     hk_heap_enter(h);
     hk_heap_drain_delayed(h);
     hk_heap_midc_flush(h);
+    if (HK_MIDC_ON) hk_heap_midp_drain(true);
+    hk_heap_drain_delayed(h);  /* what the drain handed back to us */
     hk_heap_release_empty(h);
     bytes += hk_heap_purge_unused(h, true);
     hk_heap_leave(h);

@@ -8,6 +8,7 @@
 #define HK_HEAP_SLABS_H
 
 #include "heap.h"
+#include "lock.h"
 
 enum { HK_LIST_AVAIL = 1, HK_LIST_FULL = 2 };   /* hk_superslab_t.list */
 
@@ -82,6 +83,37 @@ size_t hk_heap_trim(hk_heap_t *h);
 /* Thread exit: hand every slab and superslab of h over (abandoned, or to
  * the cache when empty). h's lists are empty afterwards. */
 void hk_heap_abandon(hk_heap_t *h);
+
+/* The mid pool (issue 41, larson_mid): per mid class, blocks a thread
+ * freed into another live heap's slabs when its own stack was full. On
+ * that heap's remote lists they wait for its owner's slow path, which a
+ * thread that allocated once and then only waits never takes: every block
+ * it handed out came back there, stranded, and the others' mallocs mapped
+ * fresh memory. Here any thread's malloc of the class takes them when its
+ * stack is empty. Pooled blocks count as out in their slab and carry the
+ * free mark, as in a stack (hk_heap_block_is_free looks here too). Blocks
+ * nobody took for a whole purge epoch, and all on a trim, go to their
+ * slabs' remote lists. */
+#define HK_MIDP_SLOTS 512
+#define HK_MIDP_BYTES ((size_t)4 << 20)   /* per class */
+typedef struct {
+  hk_lock_t lock;
+  unsigned n, cap;          /* cap: HK_MIDP_SLOTS or HK_MIDP_BYTES of blocks */
+  bool taken;               /* a malloc took from it since the last drain look */
+  hk_block_t *b[HK_MIDP_SLOTS];
+} hk_midp_t;
+extern hk_midp_t hk_midp[HK_NCLASS_MID] HK_HIDDEN;
+/* Pool b (a block of class HK_NCLASS_SMALL + i); false when full. */
+bool hk_heap_midp_put(unsigned i, hk_block_t *b);
+/* h's stack i is empty: move up to half its cap from the pool onto it.
+ * Returns how many. */
+unsigned hk_heap_midp_refill(hk_heap_t *h, unsigned i);
+/* Blocks not taken for a purge delay (all when force) to their slabs. */
+void hk_heap_midp_drain(bool force);
+void hk_heap_midp_fork_prepare(void);
+void hk_heap_midp_fork_parent(void);
+void hk_heap_midp_fork_child(void);
+
 
 #ifdef HK_DEBUG
 /* Every list h owns is sound, and so is every slab on it (hk_slab_check).

@@ -31,12 +31,14 @@ static void fork_prepare(void) {
   hk_bg_fork_prepare();
   hk_prof_fork_prepare();
   hk_heap_fork_prepare();
+  hk_heap_midp_fork_prepare();
   hk_large_fork_prepare();
   hk_ss_fork_prepare();
 }
 static void fork_parent(void) {
   hk_ss_fork_parent();
   hk_large_fork_parent();
+  hk_heap_midp_fork_parent();
   hk_heap_fork_parent();
   hk_prof_fork_parent();
   hk_bg_fork_parent();
@@ -44,6 +46,7 @@ static void fork_parent(void) {
 static void fork_child(void) {
   hk_ss_fork_child();
   hk_large_fork_child();
+  hk_heap_midp_fork_child();
   hk_heap_fork_child();
   hk_prof_fork_child();
   hk_bg_fork_child();  /* the purge thread is not copied: a new one, if on */
