@@ -17,6 +17,10 @@
  *            each and allocates its replacement: the freed blocks serve
  *            the replacements (another owner's blocks in a thread's cache),
  *            the memory does not grow by the blocks' bytes (larson_mid)
+ *   pool     a thread allocates blocks and then only waits; another frees
+ *            them all and exits (its stack overflows, then is flushed); a
+ *            third allocates the class: it gets freed blocks from the mid
+ *            pool (heap_slabs.h), not fresh memory, and no block twice
  *
  * With HAKMEM_MID_CACHE_KB=0 (the cache off) every check but `reuse` holds
  * as well; `reuse` is skipped then. */
@@ -326,6 +330,59 @@ static void test_idle(void) {
   pthread_barrier_destroy(&idle_bar);
 }
 
+/* ---- pool: overflowed blocks of an owner that only waits ----------------- */
+
+static void *pool_freer(void *arg) {
+  (void)arg;
+  for (int i = 0; i < IDLE_N; i++) {
+    CHECKF(intact(iv[i], ilen[i], (unsigned char)i), "block %p changed", iv[i]);
+    free(iv[i]);
+  }
+  return NULL;  /* exits: its stack is flushed */
+}
+
+static void *pool_taker(void *arg) {
+  (void)arg;
+  static void *got[IDLE_N];
+  static size_t glen[IDLE_N];
+  size_t reused = 0;
+  void **freed = arg;
+  for (int i = 0; i < IDLE_N; i++) {
+    got[i] = malloc(IDLE_SIZE);
+    glen[i] = IDLE_SIZE;
+    CHECK_FATAL(got[i] != NULL);
+    fill(got[i], IDLE_SIZE, (unsigned char)(i * 3));
+    reused += bsearch(&got[i], freed, IDLE_N, sizeof *freed, cmp_ptr) != NULL;
+  }
+  check_distinct(got, glen, IDLE_N);
+  for (int i = 0; i < IDLE_N; i++) {
+    CHECKF(intact(got[i], IDLE_SIZE, (unsigned char)(i * 3)), "block %p changed", got[i]);
+    free(got[i]);
+  }
+  /* the pool holds 4 MiB of a class (about 250 of these blocks); without it
+   * every block the freer let go waits on the owner's remote lists */
+  CHECKF(reused >= 64, "%zu of %d blocks were ones the other thread freed", reused, IDLE_N);
+  return NULL;
+}
+
+static void test_pool(void) {
+  if (!cache_on()) return;
+  static void *freed[IDLE_N];
+  pthread_t owner, freer, taker;
+  pthread_barrier_init(&idle_bar, NULL, 2);
+  pthread_create(&owner, NULL, idle_owner, NULL);
+  pthread_barrier_wait(&idle_bar);  /* the owner's blocks are ready */
+  memcpy(freed, iv, sizeof freed);
+  qsort(freed, IDLE_N, sizeof *freed, cmp_ptr);
+  pthread_create(&freer, NULL, pool_freer, NULL);
+  pthread_join(freer, NULL);
+  pthread_create(&taker, NULL, pool_taker, freed);
+  pthread_join(taker, NULL);
+  pthread_barrier_wait(&idle_bar);  /* the owner may go */
+  pthread_join(owner, NULL);
+  pthread_barrier_destroy(&idle_bar);
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
 #define RUN(name) if (!only || strcmp(only, #name) == 0) test_##name()
@@ -335,5 +392,6 @@ int main(int argc, char **argv) {
   RUN(fork);
   RUN(trim);
   RUN(idle);
+  RUN(pool);
   return check_done("midcache");
 }
