@@ -98,8 +98,12 @@ bool hk_heap_midp_put(unsigned i, hk_block_t *b) {
     size_t c = HK_MIDP_BYTES / hk_class_bytes(HK_NCLASS_SMALL + i);
     p->cap = c < HK_MIDP_SLOTS ? (unsigned)c : HK_MIDP_SLOTS;
   }
-  bool ok = p->n < p->cap;
-  if (ok) p->b[p->n++] = b;
+  unsigned n = p->n;
+  bool ok = n < p->cap;
+  if (ok) {
+    p->b[n] = b;
+    HK_STORE_RELAXED(p->n, n + 1);  /* malloc's look at n takes no lock */
+  }
   hk_unlock(&p->lock);
   return ok;
 }
@@ -108,7 +112,9 @@ unsigned hk_heap_midp_refill(hk_heap_t *h, unsigned i) {
   hk_midp_t *p = &hk_midp[i];
   unsigned want = HK_LOAD_RACY(hk_midc_cap[i]) / 2 + 1, k = 0;
   hk_lock(&p->lock);
-  while (k < want && p->n) h->midc[i][k++] = p->b[--p->n];
+  unsigned n = p->n;
+  while (k < want && n) h->midc[i][k++] = p->b[--n];
+  HK_STORE_RELAXED(p->n, n);
   if (k) p->taken = true;
   hk_unlock(&p->lock);
   h->midc_n[i] = (uint8_t)k;
@@ -130,20 +136,19 @@ void hk_heap_midp_drain(bool force) {
                                                               memory_order_relaxed, memory_order_relaxed))
       return;
   }
+  /* the blocks go back under the pool's lock: a remote push is a CAS or
+   * two, and a copy of the pool first would be a memcpy call (layers:
+   * copy_check.c's memcpy in the builds with measure copy) */
   for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
     hk_midp_t *p = &hk_midp[i];
     if (HK_LOAD_RACY(p->n) == 0) continue;
-    hk_block_t *out[HK_MIDP_SLOTS];
-    unsigned n = 0;
     hk_lock(&p->lock);
     if (force || !p->taken) {
-      n = p->n;
-      for (unsigned k = 0; k < n; k++) out[k] = p->b[k];
-      p->n = 0;
+      for (unsigned n = p->n; n > 0;) midp_return(p->b[--n]);
+      HK_STORE_RELAXED(p->n, 0u);
     }
     p->taken = false;
     hk_unlock(&p->lock);
-    for (unsigned k = 0; k < n; k++) midp_return(out[k]);
   }
 }
 
