@@ -25,6 +25,25 @@ void *hk_malloc_mid(size_t n, unsigned kind) {
   return hk_malloc_large(n, kind);
 }
 
+void *hk_alloc_mid_miss(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
+  unsigned i = cls - HK_NCLASS_SMALL;
+  /* another thread's overflow, if any (heap_slabs.h, the mid pool) */
+  if (HK_LOAD_RACY(hk_midp[i].n) != 0 && h != &hk_heap_empty) {
+    unsigned k = hk_heap_midp_refill(h, i);
+    if (k != 0) return hk_alloc_mid_pop(h, cls, k);
+  }
+  return hk_alloc_from(h, h->cur[cls], cls, n, kind);
+}
+
+/* another thread's mid block, out of line: the owner's free in
+ * hk_free_mid then needs no stack frame */
+void hk_free_mid_foreign_call(hk_slab_t *s, hk_block_t *b) { hk_free_mid_foreign(s, b); }
+
+/* free of a block in a mid slab (free's second compare sends it here) */
+void hk_free_mid(void *p, unsigned kind, size_t size) {
+  hk_free_in_mid_slab(p, hk_slab_at(p, hk_chunk_slab_shift(HK_CHUNK_SS_MID)), kind, size);
+}
+
 void hk_free_other(void *p, unsigned kind, size_t size) {
   unsigned ck = hk_chunk_kind(p);  /* read again: the fast path only compared it */
   if (ck == HK_CHUNK_SS_MID) { hk_free_in_mid_slab(p, hk_slab_at(p, hk_chunk_slab_shift(ck)), kind, size); return; }

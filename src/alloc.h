@@ -45,7 +45,11 @@ HK_INLINE const hk_tier_t *hk_tier_of(unsigned ck) { return &hk_tiers[hk_chunk_t
 void  *hk_malloc_mid(size_t n, unsigned kind);     /* n > small tier       */
 void  *hk_malloc_large(size_t n, unsigned kind);   /* n > HK_MID_MAX       */
 void   hk_free_other(void *p, unsigned kind, size_t size);  /* all but small */
+void   hk_free_mid(void *p, unsigned kind, size_t size);    /* mid slabs      */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
+void   hk_free_mid_foreign_call(hk_slab_t *s, hk_block_t *b);  /* out of line */
+/* malloc of mid class cls whose stack is empty (alloc.h) */
+void  *hk_alloc_mid_miss(struct hk_heap *h, unsigned cls, size_t n, unsigned kind);
 void   hk_free_invalid(void *p, hk_slab_t *s);     /* reports; cold        */
 void   hk_free_marked(hk_slab_t *s, void *p);        /* free mark found; cold */
 void  *hk_calloc(size_t count, size_t size);
@@ -147,23 +151,27 @@ HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
   return hk_alloc_from(h, h->cur[cls], cls, n, kind);
 }
 
+/* The top of h's stack of mid class cls (k blocks on it, k > 0). */
+HK_INLINE void *hk_alloc_mid_pop(hk_heap_t *h, unsigned cls, unsigned k) {
+  unsigned i = cls - HK_NCLASS_SMALL;
+  hk_block_t *b = h->midc[i][--k];
+  h->midc_n[i] = (uint8_t)k;
+  hk_mark_store(b, 0);  /* live: no free mark */
+  if (HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting))) h->st.handed[cls]++;
+  hk_hook_alloc(b, cls);
+  return b;
+}
+
 /* A mid class (HK_NCLASS_SMALL <= cls): the block its owner freed last,
- * from the mid cache (heap.h), else the class's current slab. */
+ * from the mid cache (heap.h); an empty stack goes out of line
+ * (hk_alloc_mid_miss: the mid pool, else the class's current slab), so
+ * this path needs no stack frame. */
 HK_INLINE void *hk_alloc_mid_class(unsigned cls, size_t n, unsigned kind) {
   hk_heap_t *h = hk_tls_heap;
   if (HK_MIDC_ON) {
-    unsigned i = cls - HK_NCLASS_SMALL, k = h->midc_n[i];
-    /* empty: another thread's overflow, if any (heap_slabs.h, the mid pool) */
-    if (HK_UNLIKELY(k == 0) && HK_UNLIKELY(HK_LOAD_RACY(hk_midp[i].n) != 0) && h != &hk_heap_empty)
-      k = hk_heap_midp_refill(h, i);
-    if (HK_LIKELY(k != 0)) {
-      hk_block_t *b = h->midc[i][--k];
-      h->midc_n[i] = (uint8_t)k;
-      hk_mark_store(b, 0);  /* live: no free mark */
-      if (HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting))) h->st.handed[cls]++;
-      hk_hook_alloc(b, cls);
-      return b;
-    }
+    unsigned k = h->midc_n[cls - HK_NCLASS_SMALL];
+    if (HK_LIKELY(k != 0)) return hk_alloc_mid_pop(h, cls, k);
+    return hk_alloc_mid_miss(h, cls, n, kind);
   }
   return hk_alloc_from(h, h->cur[cls], cls, n, kind);
 }
@@ -268,7 +276,7 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
 }
 
 /* hk_free_in_slab for a mid block (s: its slab): the owner's free goes to
- * the mid cache, full slab or not. Out of line (hk_free_other). */
+ * the mid cache, full slab or not. Out of line (hk_free_mid). */
 HK_INLINE void hk_free_in_mid_slab(void *p, hk_slab_t *s, unsigned kind, size_t size) {
   if (!HK_MIDC_ON) { hk_free_in_slab(p, s, kind, size); return; }
   hk_hook_free(p, s);
@@ -281,7 +289,7 @@ HK_INLINE void hk_free_in_mid_slab(void *p, hk_slab_t *s, unsigned kind, size_t 
   }
   hk_mark_store(b, mark);
   if (HK_LIKELY(hk_slab_owner(s) == hk_thread_id())) hk_free_mid_local(s, b);
-  else hk_free_mid_foreign(s, b);
+  else hk_free_mid_foreign_call(s, b);
 }
 
 /* A small block's slab is found by a constant shift, so the CPU reads the
@@ -293,7 +301,10 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
    * hk_free_other reads the kind again to act on it */
   size_t chunk = hk_chunk_index((uintptr_t)p);
   if (HK_UNLIKELY(HK_LOAD_RACY(hk_chunk_map[chunk]) != HK_CHUNK_SS_SMALL)) {
-    hk_free_other(p, kind, size);
+    /* a mid block straight to its own leaf (no frame, no second dispatch);
+     * the byte is compared again off the small path, which stays one compare */
+    if (HK_LOAD_RELAXED(hk_chunk_map[chunk]) == HK_CHUNK_SS_MID) hk_free_mid(p, kind, size);
+    else hk_free_other(p, kind, size);
     return;
   }
   /* The superslab from the chunk index, shifted back: one instruction less
