@@ -77,8 +77,8 @@ void hk_free_marked(hk_slab_t *s, void *p) {
 
 void hk_free_remote_checked(hk_slab_t *s, void *p) {
   if (HK_UNLIKELY(HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED)) { hk_free_invalid(p, s); return; }
-  if (hk_slab_owner(s) == hk_thread_id()) {  /* the owner's free into its full slab */
-    hk_free_local(s, (hk_block_t *)p);
+  if (hk_slab_owner(s) == hk_thread_id()) {  /* the owner's free into its full (or set-aside) slab */
+    hk_free_local_aside(s, (hk_block_t *)p);
     return;
   }
   uintptr_t head = atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK;

@@ -119,10 +119,16 @@ HK_INLINE bool hk_sec_on_free_remote(hk_slab_t *s, void *p, unsigned kind, size_
   return true;
 }
 
-/* An owner's free of b, checked: onto local_free; a full slab comes back
- * to its heap's lists (the purge epoch handles an emptied one) */
+/* An owner's free of b, checked: onto the free list; a full slab comes
+ * back to its heap's lists (the purge epoch handles an emptied one) */
 HK_INLINE void hk_free_local(hk_slab_t *s, hk_block_t *b) {
-  hk_slab_push_local(s, b);
+  hk_slab_push_owner(s, b);
+  if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
+}
+/* ... out of line, where the owner field sent it (full, or set aside:
+ * HK_OWNER_ASIDE): onto local_free */
+HK_INLINE void hk_free_local_aside(hk_slab_t *s, hk_block_t *b) {
+  hk_slab_push_aside(s, b);
   if (HK_UNLIKELY(s->state == HK_SLAB_FULL)) hk_heap_free_local_slow(s);
 }
 /* ... when s->owner says the slab is not full */

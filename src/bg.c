@@ -40,7 +40,7 @@ static bool woken;                 /* under mu: tick now */
  *  3. An emptied slab (used == 0, on a partial list) is reached by the
  *     owner's fast paths only through a free of one of its blocks, and it
  *     has none out; but the owner's last free into it may still be on its
- *     way (used-- seen before the local_free store: plain stores, in any
+ *     way (used-- seen before the free-list store: plain stores, in any
  *     order, and a thread may be descheduled between them). So the slab is
  *     released only when the owner provably did not run over the whole look:
  *     blocked in a system call (no fast path makes one: every store of its

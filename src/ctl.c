@@ -61,6 +61,9 @@ HK_EXPORT int hak_ctl_set(const char *name, long value) {
   case HK_KNOB_ACT_LARGE_COUNT: hk_large_pin_cap(HK_LARGE_CAP_COUNT, value); break;
   case HK_KNOB_ACT_STATS:
     HK_STORE_RELAXED(hk_heap_counting, value != 0 || HK_LOAD_RELAXED(hk_knobs.stats_interval_ms) != 0);
+    /* this thread's blocks freed from now on are counted when handed out
+     * again; another thread's, from its next slow path on (refill.c) */
+    if (value) hk_heap_aside_current(hk_tls_heap);
     break;
   case HK_KNOB_ACT_ABORT: hk_report_set_abort(value != 0); break;
   case HK_KNOB_ACT_LEARN:

@@ -244,7 +244,7 @@ void hk_heap_fork_child(void) {
         if (!hk_chunk_is_ss(hk_chunk_kind(c))) continue;
         hk_slab_t *s = hk_slab_of(hk_ss_of(c), c);
         if (hk_ss_of(c)->forked && HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, c))
-          hk_slab_push_local(s, c);
+          hk_slab_push_aside(s, c);
       }
       h->midc_n[i] = 0;
     }

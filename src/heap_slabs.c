@@ -183,8 +183,16 @@ static void midc_drop(hk_heap_t *h, unsigned i) {
       if (!hk_remote_push(s, b)) hk_heap_notify(s, b);
       continue;
     }
-    hk_slab_push_local(s, b);
+    hk_slab_push_owner(s, b);
     if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
+  }
+}
+
+void hk_heap_aside_current(hk_heap_t *h) {
+  if (h == &hk_heap_empty) return;
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->cur[c];
+    if (s != &hk_slab_empty) HK_STORE_RELAXED(s->owner, HK_LOAD_RELAXED(s->owner) | HK_OWNER_ASIDE);
   }
 }
 
@@ -230,7 +238,7 @@ void hk_heap_drain_delayed(hk_heap_t *h) {
     HK_ASSERT(hk_slab_owner(s) == h->tid);
     if (HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls]++;
     hk_sec_on_collected(s, b);
-    hk_slab_push_local(s, b);
+    hk_slab_push_owner(s, b);
     if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
     b = next;
   }

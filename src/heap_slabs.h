@@ -59,6 +59,11 @@ void hk_heap_free_local_slow(hk_slab_t *s);
 void hk_heap_midc_tick(hk_heap_t *h) HK_NOINLINE;
 /* Every block of h's mid cache back to its slab (purge, trim, thread exit). */
 void hk_heap_midc_flush(hk_heap_t *h);
+/* The owner's frees into h's current slabs go aside (HK_OWNER_ASIDE)
+ * until each changes state: counting just began (ctl.c), and the counts
+ * are taken per batch that the slow path hands the fast one (refill.c).
+ * The caller is h's owner. */
+void hk_heap_aside_current(hk_heap_t *h);
 /* Remote free of b into the full slab s whose owner asked to hear of it
  * (hk_remote_push returned false): hand b to the owner heap. */
 void hk_heap_notify(hk_slab_t *s, hk_block_t *b) __attribute__((noinline));

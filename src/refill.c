@@ -1,5 +1,5 @@
 /* The malloc slow path: the current slab of a class ran dry. A leaf for
- * the commonest case (the owner's own frees wait on local_free), the full
+ * the commonest case (blocks set aside wait on local_free), the full
  * path for the rest: remote frees, another partial slab, carving, a fresh
  * slab, the purge clock, the hooks; the profiler's sampled allocations. */
 #include "refill.h"
@@ -38,6 +38,9 @@ HK_INLINE void heap_maybe_purge(hk_heap_t *h) {
  * then counted on the list (bench_mid counted 446,621 mallocs for
  * 300,000). */
 static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
+  /* the owner's frees into s go aside (local_free) while it is current:
+   * a block freed onto s->free and popped again would pass uncounted */
+  HK_STORE_RELAXED(s->owner, HK_LOAD_RELAXED(s->owner) | HK_OWNER_ASIDE);
   h->st.handed[s->cls] += HK_SEC_AGED(s) ? hk_slab_free_count(s) : (uint64_t)(s->carved - s->used);
   h->st.refills[s->cls]++;
   /* the hook reads the clock: not every time */
@@ -53,6 +56,7 @@ HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
 
 /* s becomes class cls's current slab and hands out its first block */
 HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
+  hk_slab_become_cur(s);
   hk_heap_slab_state(h, s, HK_SLAB_CUR);
   hk_heap_set_cur(h, cls, s);
   return slab_pop(h, s);
@@ -191,7 +195,7 @@ HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
   return pop_as_cur(h, cls, s);
 }
 
-/* The leaf's refill, list moves only: the owner's frees (not when every
+/* The leaf's refill, list moves only: blocks set aside (not when every
  * block is back: that slab starts over, hk_slab_take_local); with delayed
  * reuse a change of generation. */
 HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
@@ -203,8 +207,9 @@ HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
   return true;
 }
 
-/* The most common slow call: the current slab's free list ran dry and the
- * owner's own frees wait on local_free. This leaf saves no registers (the
+/* The most common slow call: the current slab's free list ran dry and
+ * blocks set aside wait on local_free (the owner's own frees are on the
+ * free list already: slab.h). This leaf saves no registers (the
  * full path pushes six: 18 of its 53 instructions per call on
  * random_mixed_256). Every 16th call still goes the full way, which drains
  * remote frees into full slabs and purges on time; so does any case that

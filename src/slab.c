@@ -19,7 +19,7 @@ static unsigned check_list_len(const hk_slab_t *s, const hk_block_t *b) {
 }
 
 void hk_slab_check(const hk_slab_t *s, uintptr_t owner) {
-  HK_ASSERT(HK_LOAD_RELAXED(s->owner) == (owner | (s->state == HK_SLAB_FULL ? HK_OWNER_FULL : 0)));
+  HK_ASSERT((HK_LOAD_RELAXED(s->owner) & ~HK_OWNER_ASIDE) == (owner | (s->state == HK_SLAB_FULL ? HK_OWNER_FULL : 0)));
   HK_ASSERT(s->cls < HK_NCLASS && s->block_size == hk_class_bytes(s->cls));
   HK_ASSERT(s->carved <= s->capacity && s->used <= s->carved);
   HK_ASSERT(hk_kind_of_class(s->cls) == hk_slab_ss((hk_slab_t *)s)->kind);
@@ -185,7 +185,7 @@ bool hk_slab_extend(hk_slab_t *s) {
  * 2M mallocs). */
 bool hk_slab_restart(hk_slab_t *s) {
   HK_ASSERT(s->used == 0 && s->free == NULL);
-  s->local_free = NULL;
+  s->local_free = NULL;  /* (and free: hk_slab_become_cur) */
   hk_slab_set_carved(s, 0);
   return slab_carve(s, s->batch_kb * 1024u);
 }

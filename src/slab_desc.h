@@ -27,6 +27,12 @@ enum { HK_SLAB_UNUSED = 0, HK_SLAB_CUR, HK_SLAB_PARTIAL, HK_SLAB_FULL };
  * another thread's mid cache, since its destroy gives their slabs back
  * whatever the caches hold. */
 #define HK_OWNER_API ((uintptr_t)2)
+/* The owner's frees into this slab go out of line, onto local_free rather
+ * than onto the free list malloc pops (slab.h, hk_slab_push_local): the
+ * heap profiler sets it on the current slab it has cut a list in
+ * (prof.c), so that the blocks malloc's fast path hands out are the ones
+ * it counted. Any change of state clears it. */
+#define HK_OWNER_ASIDE ((uintptr_t)4)
 
 /* Low bits of hk_slab.xfree (the remote-free list head): whether the owner
  * wants to hear about the next remote free (the slab is full). */
@@ -34,8 +40,9 @@ enum { HK_XF_NORMAL = 0, HK_XF_NOTIFY = 1, HK_XF_NOTIFYING = 2, HK_XF_MASK = 3 }
 
 typedef struct hk_slab {
   /* line 0: touched by the owner only (others read it) */
-  struct hk_block *free;    /* malloc pops here                      */
-  struct hk_block *local_free; /* owner's frees land here            */
+  struct hk_block *free;    /* malloc pops here; owner's frees push  */
+  struct hk_block *local_free; /* set aside: collected remote frees, */
+                            /* delayed reuse's frees, profiled slabs */
   uintptr_t owner;          /* owner's id (| HK_OWNER_FULL); 0: none */
   uint16_t used;            /* blocks out (incl. uncollected remote) */
   uint16_t carved;          /* blocks carved so far (lazy init)      */
@@ -81,7 +88,7 @@ _Static_assert(!HK_SLAB_KEYED || __builtin_offsetof(hk_slab_t, key) == 56,
 
 /* the id of s's owner thread (0: none), full or not */
 HK_INLINE uintptr_t hk_slab_owner(const hk_slab_t *s) {
-  return HK_LOAD_RELAXED(s->owner) & ~HK_OWNER_FULL;
+  return HK_LOAD_RELAXED(s->owner) & ~(HK_OWNER_FULL | HK_OWNER_ASIDE);
 }
 
 /* Is p the start of one of the `carved` blocks of s? One multiply and one

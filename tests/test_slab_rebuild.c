@@ -8,7 +8,7 @@
  *   refill    s->free set from local_free, local_free not yet cleared:
  *             both lists hold the same blocks
  *   abandon   thread exit moving free onto local_free, free not yet cleared
- *   push      a free listed, the count not yet lowered
+ *   push      a free listed (onto free), the count not yet lowered
  *   pop       a malloc unlisted, the count not yet raised
  *   carve     fresh blocks listed before `carved` counts them
  * Then it rebuilds the slab and checks that every carved block is listed at
@@ -105,9 +105,10 @@ static void run_case(int c, int rebuild) {
     CHECK_FATAL(out[i] != NULL);
     live[index_of(s, out[i])] = 1;
   }
-  /* free every other one: local_free holds 32 blocks */
+  /* free every other one, set aside (collected remote frees, profiled
+   * or counted slabs): local_free holds 32 blocks */
   for (int i = 0; i < 64; i += 2) {
-    hk_slab_push_local(s, out[i]);
+    hk_slab_push_aside(s, out[i]);
     live[index_of(s, out[i])] = 0;
   }
   switch (c) {
@@ -125,9 +126,9 @@ static void run_case(int c, int rebuild) {
     s->local_free = s->free;
     break;
   }
-  case PUSH:    /* hk_slab_push_local: link; local_free = b; | used-- */
-    hk_block_set_next(s, out[1], s->local_free);
-    s->local_free = out[1];
+  case PUSH:    /* hk_slab_push_local: link; free = b; | used-- */
+    hk_block_set_next(s, out[1], s->free);
+    s->free = out[1];
     live[index_of(s, out[1])] = 0;
     break;
   case POP: {   /* hk_slab_pop_block: s->free = next; | used++ (the block is lost) */
