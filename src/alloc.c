@@ -40,8 +40,8 @@ void *hk_alloc_mid_miss(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
 void hk_free_mid_foreign_call(hk_slab_t *s, hk_block_t *b) { hk_free_mid_foreign(s, b); }
 
 /* free of a block in a mid slab (free's second compare sends it here) */
-void hk_free_mid(void *p, unsigned kind, size_t size) {
-  hk_free_in_mid_slab(p, hk_slab_at(p, hk_chunk_slab_shift(HK_CHUNK_SS_MID)), kind, size);
+void hk_free_mid(void *p) {
+  hk_free_in_mid_slab(p, hk_slab_at(p, hk_chunk_slab_shift(HK_CHUNK_SS_MID)), HK_KIND_ANY, 0);
 }
 
 void hk_free_other(void *p, unsigned kind, size_t size) {

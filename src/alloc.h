@@ -45,7 +45,7 @@ HK_INLINE const hk_tier_t *hk_tier_of(unsigned ck) { return &hk_tiers[hk_chunk_t
 void  *hk_malloc_mid(size_t n, unsigned kind);     /* n > small tier       */
 void  *hk_malloc_large(size_t n, unsigned kind);   /* n > HK_MID_MAX       */
 void   hk_free_other(void *p, unsigned kind, size_t size);  /* all but small */
-void   hk_free_mid(void *p, unsigned kind, size_t size);    /* mid slabs      */
+void   hk_free_mid(void *p);          /* mid slabs, mid cache on (HK_MIDC_ON) */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
 void   hk_free_mid_foreign_call(hk_slab_t *s, hk_block_t *b);  /* out of line */
 /* malloc of mid class cls whose stack is empty (alloc.h) */
@@ -307,9 +307,11 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
    * hk_free_other reads the kind again to act on it */
   size_t chunk = hk_chunk_index((uintptr_t)p);
   if (HK_UNLIKELY(HK_LOAD_RACY(hk_chunk_map[chunk]) != HK_CHUNK_SS_SMALL)) {
-    /* a mid block straight to its own leaf (no frame, no second dispatch);
-     * the byte is compared again off the small path, which stays one compare */
-    if (HK_LOAD_RELAXED(hk_chunk_map[chunk]) == HK_CHUNK_SS_MID) hk_free_mid(p, kind, size);
+    /* a mid block straight to its own leaf (no frame, no second dispatch,
+     * no arguments: kind and size are the canary's, which has no mid
+     * cache); the byte is compared again off the small path, which stays
+     * one compare */
+    if (HK_MIDC_ON && HK_LOAD_RELAXED(hk_chunk_map[chunk]) == HK_CHUNK_SS_MID) hk_free_mid(p);
     else hk_free_other(p, kind, size);
     return;
   }
