@@ -113,9 +113,10 @@ HK_INLINE void hk_slab_push_local(hk_slab_t *s, hk_block_t *b) {
 }
 /* The owner's free of b off the fast path (which reaches
  * hk_slab_push_local only when the owner field is the bare id): set aside
- * where the owner field says so (HK_OWNER_ASIDE). */
+ * where the owner field says so (HK_OWNER_ASIDE), and always with delayed
+ * reuse (no test: the secure build's free reads no more than before). */
 HK_INLINE void hk_slab_push_owner(hk_slab_t *s, hk_block_t *b) {
-  if (HK_LOAD_RELAXED(s->owner) & HK_OWNER_ASIDE) hk_slab_push_aside(s, b);
+  if (HK_M_DELAY || (HK_LOAD_RELAXED(s->owner) & HK_OWNER_ASIDE)) hk_slab_push_aside(s, b);
   else hk_slab_push_local(s, b);
 }
 
