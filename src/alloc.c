@@ -25,14 +25,23 @@ void *hk_malloc_mid(size_t n, unsigned kind) {
   return hk_malloc_large(n, kind);
 }
 
-void *hk_alloc_mid_miss(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
+/* The current slab ran dry too: another thread's overflow, if any
+ * (heap_slabs.h, the mid pool), before the slow path carves. */
+static HK_NOINLINE void *alloc_mid_refill(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
   unsigned i = cls - HK_NCLASS_SMALL;
-  /* another thread's overflow, if any (heap_slabs.h, the mid pool) */
   if (HK_LOAD_RACY(hk_midp[i].n) != 0 && h != &hk_heap_empty) {
     unsigned k = hk_heap_midp_refill(h, i);
     if (k != 0) return hk_alloc_mid_pop(h, cls, k);
   }
   return hk_alloc_from(h, h->cur[cls], cls, n, kind);
+}
+
+/* The stack is empty: the current slab's free list (a leaf, no frame),
+ * then alloc_mid_refill. */
+void *hk_alloc_mid_miss(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
+  hk_slab_t *s = h->cur[cls];
+  if (HK_LIKELY(s->free != NULL)) return hk_alloc_from(h, s, cls, n, kind);
+  return alloc_mid_refill(h, cls, n, kind);
 }
 
 /* another thread's mid block, out of line: the owner's free in
