@@ -95,7 +95,7 @@ void hk_heap_abandon(hk_heap_t *h);
  * thread that allocated once and then only waits never takes: every block
  * it handed out came back there, stranded, and the others' mallocs mapped
  * fresh memory. Here any thread's malloc of the class takes them when its
- * stack is empty. Pooled blocks count as out in their slab and carry the
+ * stack and its current slab's free list are empty (alloc.c). Pooled blocks count as out in their slab and carry the
  * free mark, as in a stack (hk_heap_block_is_free looks here too). Blocks
  * nobody took for a whole purge epoch, and all on a trim, go to their
  * slabs' remote lists. */
