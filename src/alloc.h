@@ -224,10 +224,7 @@ HK_INLINE void hk_free_mid_foreign(hk_slab_t *s, hk_block_t *b) {
    * malloc finds it (its owner may never look at its remote list again);
    * not with the cache off (HAKMEM_MID_CACHE_KB=0, HAKMEM_PROF=1: the
    * profiler would not see pooled blocks handed out) */
-  if (HK_LOAD_RACY(hk_midc_cap[i]) != 0 &&
-      HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && !(hk_slab_owner(s) & HK_OWNER_API) &&
-      atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) != NULL &&
-      hk_heap_midp_put(i, b))
+  if (HK_LOAD_RACY(hk_midc_cap[i]) != 0 && hk_heap_midp_wants(s) && hk_heap_midp_put(i, b))
     return;
   hk_free_remote_checked(s, b);
 }

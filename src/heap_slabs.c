@@ -83,14 +83,6 @@ void hk_heap_free_local_slow(hk_slab_t *s) {
 
 hk_midp_t hk_midp[HK_NCLASS_MID];
 
-/* b, in slab s of another heap, may be pooled: that heap is a live
- * thread's (not abandoned: an adopter collects those; not a first-class
- * heap's: its destroy must find its blocks) and s is in use */
-static bool midp_wants(hk_slab_t *s) {
-  return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && !(hk_slab_owner(s) & HK_OWNER_API) &&
-         atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) != NULL;
-}
-
 bool hk_heap_midp_put(unsigned i, hk_block_t *b) {
   hk_midp_t *p = &hk_midp[i];
   hk_lock(&p->lock);
@@ -179,7 +171,7 @@ static void midc_drop(hk_heap_t *h, unsigned i) {
     hk_block_t *b = out[k];
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
     if (hk_slab_owner(s) != h->tid) {  /* another owner's block: a remote free */
-      if (midp_wants(s) && hk_heap_midp_put(i, b)) continue;
+      if (hk_heap_midp_wants(s) && hk_heap_midp_put(i, b)) continue;
       if (!hk_remote_push(s, b)) hk_heap_notify(s, b);
       continue;
     }
@@ -192,7 +184,7 @@ void hk_heap_aside_current(hk_heap_t *h) {
   if (h == &hk_heap_empty) return;
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     hk_slab_t *s = h->cur[c];
-    if (s != &hk_slab_empty) HK_STORE_RELAXED(s->owner, HK_LOAD_RELAXED(s->owner) | HK_OWNER_ASIDE);
+    if (s != &hk_slab_empty) hk_slab_set_aside(s);
   }
 }
 
@@ -256,15 +248,13 @@ static void midc_find_in(hk_heap_t *h, void *arg) {
 bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
   HK_ASSERT(hk_slab_owner(s) == hk_thread_id());
-  /* other threads' stacks first: a block they flush meanwhile lands on
+  /* other threads' stacks and the pool first: a block they flush meanwhile lands on
    * s's remote list or our delayed list, both looked at after */
   if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
     midc_find_t f = { s->cls - HK_NCLASS_SMALL, b, false };
     hk_heap_each_other(midc_find_in, &f);
     if (f.found) return true;
-  }
-  if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
-    hk_midp_t *p = &hk_midp[s->cls - HK_NCLASS_SMALL];
+    hk_midp_t *p = &hk_midp[f.i];
     bool found = false;
     hk_lock(&p->lock);
     for (unsigned k = 0; k < p->n && !found; k++) found = p->b[k] == b;

@@ -108,6 +108,13 @@ typedef struct {
   hk_block_t *b[HK_MIDP_SLOTS];
 } hk_midp_t;
 extern hk_midp_t hk_midp[HK_NCLASS_MID] HK_HIDDEN;
+/* A block in slab s of another heap may be pooled: that heap is a live
+ * thread's (not abandoned: an adopter collects those; not a first-class
+ * heap's: its destroy must find its blocks) and s is in use. */
+HK_INLINE bool hk_heap_midp_wants(hk_slab_t *s) {
+  return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && !(hk_slab_owner(s) & HK_OWNER_API) &&
+         atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) != NULL;
+}
 /* Pool b (a block of class HK_NCLASS_SMALL + i); false when full. */
 bool hk_heap_midp_put(unsigned i, hk_block_t *b);
 /* h's stack i is empty: move up to half its cap from the pool onto it.

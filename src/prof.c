@@ -387,7 +387,7 @@ void hk_prof_limit(hk_slab_t *s) {
   prof_tls_t *t = tls_get();
   /* the owner's frees into s go aside (local_free), not onto the list
    * counted here, until s changes state (slab_desc.h) */
-  HK_STORE_RELAXED(s->owner, HK_LOAD_RELAXED(s->owner) | HK_OWNER_ASIDE);
+  hk_slab_set_aside(s);
   unsigned cls = s->cls;
   size_t c = hk_class_bytes(cls);
   uint64_t allowed, len;

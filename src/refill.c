@@ -40,7 +40,7 @@ HK_INLINE void heap_maybe_purge(hk_heap_t *h) {
 static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
   /* the owner's frees into s go aside (local_free) while it is current:
    * a block freed onto s->free and popped again would pass uncounted */
-  HK_STORE_RELAXED(s->owner, HK_LOAD_RELAXED(s->owner) | HK_OWNER_ASIDE);
+  hk_slab_set_aside(s);
   h->st.handed[s->cls] += HK_SEC_AGED(s) ? hk_slab_free_count(s) : (uint64_t)(s->carved - s->used);
   h->st.refills[s->cls]++;
   /* the hook reads the clock: not every time */

@@ -91,6 +91,12 @@ HK_INLINE uintptr_t hk_slab_owner(const hk_slab_t *s) {
   return HK_LOAD_RELAXED(s->owner) & ~(HK_OWNER_FULL | HK_OWNER_ASIDE);
 }
 
+/* The owner's frees into s go aside from now on (HK_OWNER_ASIDE); the
+ * caller is s's owner, and a change of state clears it */
+HK_INLINE void hk_slab_set_aside(hk_slab_t *s) {
+  HK_STORE_RELAXED(s->owner, HK_LOAD_RELAXED(s->owner) | HK_OWNER_ASIDE);
+}
+
 /* Is p the start of one of the `carved` blocks of s? One multiply and one
  * compare: with M = floor(2^64 / d) + 1 and e = d * M - 2^64 (1 <= e <= d),
  * an offset n = q * d + r from the slab's start gives n * M = q * e + r * M
