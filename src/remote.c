@@ -34,10 +34,11 @@ size_t hk_slab_collect_remote(hk_slab_t *s) {
   hk_block_t *list = HK_XF_LIST(old);
   size_t n = 1;
   hk_block_t *tail = list;
-  hk_sec_on_collected(s, tail);
+  hk_sec_collector_t sec = hk_sec_collector(s);
+  hk_sec_collect_one(&sec, tail);
   for (hk_block_t *nx; (nx = hk_block_next(s, tail)) != NULL; tail = nx) {
     if (HK_UNLIKELY(!hk_link_ok(s, tail, nx))) hk_report_list_corrupt(tail);
-    hk_sec_on_collected(s, nx);
+    hk_sec_collect_one(&sec, nx);
     n++;
   }
   hk_block_set_next(s, tail, s->local_free);

@@ -59,7 +59,8 @@ void hk_sec_slab_key(hk_slab_t *s) {
   s->key = (uintptr_t)(hk_random(HK_RANDOM_SLAB_KEY, atomic_fetch_add(&counter, 1)) | 1);
 }
 
-static uint32_t freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }
+uint32_t hk_sec_freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }
+#define freed_tag hk_sec_freed_tag
 
 /* Fresh blocks: linked onto s->free in a random order (shuffle, else in
  * address order), each with its trailer "freed" (canary; filled when
@@ -157,20 +158,6 @@ bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool 
   }
   if (hk_sec_fill) fill_range(b, avail);  /* after the swap: the block is ours */
   return true;
-}
-
-/* ---- frees by other threads ------------------------------------------------
- * The freeing thread swaps the trailer from "live" to "remote" with one
- * compare-and-swap, so two racing frees of one block cannot both pass; the
- * owner turns "remote" into "freed" when it collects the block, and an owner
- * free racing with a remote one leaves "freed" where "remote" must be. */
-void hk_sec_collected(hk_slab_t *s, void *p) {
-  size_t avail = s->avail;
-  uint32_t c = hk_sec_canary(s, p), lo;
-  memcpy(&lo, (uint8_t *)p + avail, 4);
-  if (HK_UNLIKELY(lo != (c ^ HK_SEC_REMOTE))) hk_report_list_corrupt(p);  /* freed twice, racing */
-  lo = c ^ freed_tag();
-  memcpy((uint8_t *)p + avail, &lo, 4);
 }
 
 /* realloc(p, n) in place: n fits the block and fills at least half of it,
