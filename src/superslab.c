@@ -71,14 +71,16 @@ void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss) {
 static void ss_init(hk_superslab_t *ss, unsigned kind) {
   ss->kind = (uint8_t)kind;
   ss->slab_shift = kind == HK_SS_KIND_SMALL ? 16 : 18;
-  ss->nslabs = (uint8_t)(HK_SS_SIZE >> ss->slab_shift);
+  ss->nslabs = (uint8_t)(HK_SS_USED_SIZE >> ss->slab_shift);
   ss->free_mask = ss->nslabs == 32 ? 0xffffffffu : ((1u << ss->nslabs) - 1);
   ss->nused = 0;
   ss->list = LIST_NONE;
   ss->forked = false;
   atomic_store_explicit(&ss->heap, NULL, memory_order_relaxed);
   ss->next = ss->prev = NULL;
-  for (unsigned i = 0; i < ss->nslabs; i++) {
+  /* every descriptor, not only nslabs: a pointer into the guard's half
+   * (measure guard) finds an unused slab */
+  for (unsigned i = 0; i < HK_SS_MAX_SLABS; i++) {
     hk_slab_t *s = &ss->slabs[i];
     s->free = s->local_free = NULL;
     HK_STORE_RELAXED(s->owner, 0);
@@ -103,9 +105,9 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     if (!ss) return NULL;
     hk_ss_note(HK_SS_OS_MAPS);
     hk_os_advise_region(ss, HK_SS_SIZE, true);  /* HAKMEM_THP: huge pages, or (never) none */
-    if (HK_M_GUARD) {  /* after the metadata, and the last page: an overflow running off the end */
+    if (HK_M_GUARD) {  /* after the metadata, and all past the slabs (HK_SS_USED_SIZE) */
       hk_os_protect_none((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
-      hk_os_protect_none((uint8_t *)ss + HK_SS_SIZE - HK_SS_GUARD_SIZE, HK_SS_GUARD_SIZE);
+      hk_os_protect_none((uint8_t *)ss + HK_SS_USED_SIZE, HK_SS_SIZE - HK_SS_USED_SIZE);
     }
     atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);
     hk_lock(&all_lock);
@@ -249,8 +251,8 @@ size_t hk_ss_collect(bool force) {
   for (hk_superslab_t *ss = purge; ss; ss = ss->next) {
     /* the slab area only: the header holds the list links, the all-list
      * links and the stamp (issue 17) */
-    hk_os_purge(hk_ss_slab_area(ss, 0), HK_SS_SIZE - HK_SS_HDR_SIZE);
-    bytes += HK_SS_SIZE - HK_SS_HDR_SIZE;
+    hk_os_purge(hk_ss_slab_area(ss, 0), HK_SS_USED_SIZE - HK_SS_HDR_SIZE);
+    bytes += HK_SS_USED_SIZE - HK_SS_HDR_SIZE;
     ss->purged = true;
     hk_ss_note(HK_SS_PURGES);
   }

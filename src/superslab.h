@@ -4,6 +4,7 @@
  *
  *   small superslab: 32 slabs of 64 KiB  (classes <= 1 KiB)
  *   mid   superslab:  8 slabs of 256 KiB (classes <= 32 KiB)
+ *   (measure guard: half as many, in the first MiB: HK_SS_USED_SIZE)
  *
  * Slab 0 starts after the 8 KiB header. A superslab belongs to one thread
  * heap at a time; when that thread exits it is abandoned and the next heap
@@ -25,6 +26,11 @@ enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 #define HK_SS_META_SIZE ((size_t)8192)
 #define HK_SS_GUARD_SIZE ((size_t)(HK_M_GUARD ? 4096 : 0))
 #define HK_SS_HDR_SIZE  (HK_SS_META_SIZE + HK_SS_GUARD_SIZE)
+/* The bytes of a superslab that hold slabs. guard: the first MiB, and the
+ * second is PROT_NONE, so a stray write 1 MiB past any small or mid block
+ * (a wrong stride, an index gone bad), or a contiguous overflow that leaves
+ * the slabs, faults there: address space, no memory. */
+#define HK_SS_USED_SIZE (HK_M_GUARD ? HK_SS_SIZE / 2 : HK_SS_SIZE)
 
 struct hk_heap;
 
@@ -66,9 +72,8 @@ HK_INLINE size_t hk_ss_slab_bytes(const hk_superslab_t *ss) { return (size_t)1 <
 HK_INLINE uint8_t *hk_ss_slab_area(hk_superslab_t *ss, unsigned idx) {
   return (uint8_t *)ss + ((size_t)idx << ss->slab_shift) + (idx == 0 ? HK_SS_HDR_SIZE : 0);
 }
-/* guard: the last page of the last slab is the superslab's end guard */
 HK_INLINE size_t hk_ss_slab_area_bytes(const hk_superslab_t *ss, unsigned idx) {
-  return hk_ss_slab_bytes(ss) - (idx == 0 ? HK_SS_HDR_SIZE : 0) - (idx + 1u == ss->nslabs ? HK_SS_GUARD_SIZE : 0);
+  return hk_ss_slab_bytes(ss) - (idx == 0 ? HK_SS_HDR_SIZE : 0);
 }
 
 /* Doubly-linked superslab lists (owner-local or under a global lock). */

@@ -82,10 +82,12 @@ static void sec_put_hex(uintptr_t v) {
   b[n] = 0;
   sec_put(b);
 }
-static void sec_segv(int sig, siginfo_t *si, void *ctx) {
-  (void)ctx;
-  uintptr_t addr = (uintptr_t)si->si_addr;
-  char buf[8192], perms[5] = "";
+/* The permissions ("rw-p", "---p") of the mapping holding addr, from
+ * /proc/self/maps read with raw calls (a signal handler uses it); "" when
+ * no mapping holds it. */
+static void sec_map_perms(uintptr_t addr, char perms[5]) {
+  char buf[8192];
+  memset(perms, 0, 5);
   int fd = open("/proc/self/maps", O_RDONLY);
   size_t have = 0;
   for (ssize_t r; fd >= 0 && (r = read(fd, buf + have, sizeof buf - 1 - have)) > 0;) {
@@ -102,6 +104,12 @@ static void sec_segv(int sig, siginfo_t *si, void *ctx) {
     memmove(buf, line, have);
   }
   if (fd >= 0) close(fd);
+}
+static void sec_segv(int sig, siginfo_t *si, void *ctx) {
+  (void)ctx;
+  uintptr_t addr = (uintptr_t)si->si_addr;
+  char perms[5];
+  sec_map_perms(addr, perms);
   sec_put("security test: SIGSEGV at ");
   sec_put_hex(addr);
   if (strcmp(perms, "---p") == 0) sec_put(" in a guard (PROT_NONE mapping)\n");
