@@ -19,7 +19,7 @@ int main(int argc, char **argv) {
   size_t end = strcmp(perms, "---p") == 0 ? 1u << 20 : 2u << 20;  /* the slabs' end */
   for (int i = 0; i < 1000000; i++) {  /* leaked: the test ends soon */
     size_t off = (uintptr_t)p & ((2u << 20) - 1);
-    if (late ? off + 65536 >= end - dist : off + n + dist < end - 65536) break;
+    if (late ? off >= end - dist + 65536 : off + n + dist < end - 65536) break;
     p = malloc(n);
   }
   size_t off = (uintptr_t)p & ((2u << 20) - 1);
