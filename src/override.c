@@ -81,7 +81,7 @@ HK_EXPORT struct mallinfo2 mallinfo2(void) {
   hk_stats_collect(&s);
   struct mallinfo2 mi;
   memset(&mi, 0, sizeof mi);
-  size_t slab_bytes = s.superslabs * HK_SS_USED_SIZE;   /* superslabs' slabs */
+  size_t slab_bytes = s.superslabs * HK_SS_SIZE;        /* superslabs mapped  */
   size_t slab_live = s.live_bytes - s.large_live_bytes;  /* in small blocks    */
   mi.arena = slab_bytes;
   mi.ordblks = s.superslabs_cached;

@@ -40,7 +40,7 @@ static bool stats_file_failed; /* said once: the reports go to stderr */
  * span arenas (1 GiB each, mapped whole at the first large block), and
  * hakmem's own tables. */
 static size_t committed_of(const struct hak_stats *s) {
-  size_t c = s->superslabs * HK_SS_USED_SIZE + s->large_live_bytes + s->large_cached_bytes;
+  size_t c = s->superslabs * HK_SS_SIZE + s->large_live_bytes + s->large_cached_bytes;
   return c < s->mapped_bytes ? c : s->mapped_bytes;
 }
 

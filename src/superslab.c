@@ -71,7 +71,7 @@ void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss) {
 static void ss_init(hk_superslab_t *ss, unsigned kind) {
   ss->kind = (uint8_t)kind;
   ss->slab_shift = kind == HK_SS_KIND_SMALL ? 16 : 18;
-  ss->nslabs = (uint8_t)(HK_SS_USED_SIZE >> ss->slab_shift);
+  ss->nslabs = (uint8_t)(hk_ss_used_bytes(kind) >> ss->slab_shift);
   ss->free_mask = ss->nslabs == 32 ? 0xffffffffu : ((1u << ss->nslabs) - 1);
   ss->nused = 0;
   ss->list = LIST_NONE;
@@ -93,6 +93,17 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
   }
 }
 
+/* guard: close a small superslab's second MiB (dropping what a mid one
+ * left there), or open it again for a mid one; its last page stays closed */
+static void ss_set_half_guard(hk_superslab_t *ss, bool on) {
+  if (ss->half_guard == on) return;
+  uint8_t *half = (uint8_t *)ss + HK_SS_HALF;
+  size_t bytes = HK_SS_HALF - HK_SS_GUARD_SIZE;
+  if (on) hk_os_decommit(half, bytes);
+  else hk_os_commit(half, bytes);
+  ss->half_guard = on;
+}
+
 hk_superslab_t *hk_ss_acquire(unsigned kind) {
   hk_superslab_t *ss = NULL;
   hk_lock(&cache_lock);
@@ -105,10 +116,11 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     if (!ss) return NULL;
     hk_ss_note(HK_SS_OS_MAPS);
     hk_os_advise_region(ss, HK_SS_SIZE, true);  /* HAKMEM_THP: huge pages, or (never) none */
-    if (HK_M_GUARD) {  /* after the metadata, and all past the slabs (HK_SS_USED_SIZE) */
+    if (HK_M_GUARD) {  /* after the metadata, and the last page: an overflow running off the end */
       hk_os_protect_none((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
-      hk_os_protect_none((uint8_t *)ss + HK_SS_USED_SIZE, HK_SS_SIZE - HK_SS_USED_SIZE);
+      hk_os_protect_none((uint8_t *)ss + HK_SS_SIZE - HK_SS_GUARD_SIZE, HK_SS_GUARD_SIZE);
     }
+    ss->half_guard = false;
     atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);
     hk_lock(&all_lock);
     ss->all_prev = NULL;
@@ -117,6 +129,7 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     all_head = ss;
     hk_unlock(&all_lock);
   }
+  ss_set_half_guard(ss, HK_SS_HALF_GUARD(kind));
   if (ss->purged) hk_ss_note(HK_SS_REFAULTS);
   ss->purged = false;
   ss->dirty_new = ss->dirty_old = 0;
@@ -251,8 +264,9 @@ size_t hk_ss_collect(bool force) {
   for (hk_superslab_t *ss = purge; ss; ss = ss->next) {
     /* the slab area only: the header holds the list links, the all-list
      * links and the stamp (issue 17) */
-    hk_os_purge(hk_ss_slab_area(ss, 0), HK_SS_USED_SIZE - HK_SS_HDR_SIZE);
-    bytes += HK_SS_USED_SIZE - HK_SS_HDR_SIZE;
+    size_t used = hk_ss_used_bytes(ss->kind) - HK_SS_HDR_SIZE;
+    hk_os_purge(hk_ss_slab_area(ss, 0), used);
+    bytes += used;
     ss->purged = true;
     hk_ss_note(HK_SS_PURGES);
   }

@@ -4,7 +4,7 @@
  *
  *   small superslab: 32 slabs of 64 KiB  (classes <= 1 KiB)
  *   mid   superslab:  8 slabs of 256 KiB (classes <= 32 KiB)
- *   (measure guard: half as many, in the first MiB: HK_SS_USED_SIZE)
+ *   (measure guard: small ones hold 16, in their first MiB: HK_SS_HALF_GUARD)
  *
  * Slab 0 starts after the 8 KiB header. A superslab belongs to one thread
  * heap at a time; when that thread exits it is abandoned and the next heap
@@ -26,11 +26,14 @@ enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 #define HK_SS_META_SIZE ((size_t)8192)
 #define HK_SS_GUARD_SIZE ((size_t)(HK_M_GUARD ? 4096 : 0))
 #define HK_SS_HDR_SIZE  (HK_SS_META_SIZE + HK_SS_GUARD_SIZE)
-/* The bytes of a superslab that hold slabs. guard: the first MiB, and the
- * second is PROT_NONE, so a stray write 1 MiB past any small or mid block
- * (a wrong stride, an index gone bad), or a contiguous overflow that leaves
- * the slabs, faults there: address space, no memory. */
-#define HK_SS_USED_SIZE (HK_M_GUARD ? HK_SS_SIZE / 2 : HK_SS_SIZE)
+/* guard: a small superslab's slabs fill its first MiB and the second is
+ * PROT_NONE, so a stray write 1 MiB past any small block (a wrong stride,
+ * an index gone bad), or a contiguous overflow that leaves the slabs,
+ * faults there: address space, no memory. Not for mid superslabs: half of
+ * their 256 KiB slabs a superslab cost bench_mid 8% (issue 42); they keep
+ * one guard page at the end. */
+#define HK_SS_HALF_GUARD(kind) (HK_M_GUARD && (kind) == HK_SS_KIND_SMALL)
+#define HK_SS_HALF (HK_SS_SIZE / 2)
 
 struct hk_heap;
 
@@ -43,6 +46,7 @@ typedef struct hk_superslab {
   uint32_t purged_mask;     /* unused slabs purged since (refault count)   */
   uint32_t nused;           /* slabs in use                                */
   bool purged;              /* whole superslab purged while cached         */
+  bool half_guard;          /* guard: its second MiB is PROT_NONE (small) */
   bool forked;              /* its heap vanished in fork(): the adopter
                                rebuilds its slabs (hk_slab_rebuild)       */
   _Atomic(struct hk_heap *) heap;  /* owner; NULL when abandoned/cached    */
@@ -72,8 +76,14 @@ HK_INLINE size_t hk_ss_slab_bytes(const hk_superslab_t *ss) { return (size_t)1 <
 HK_INLINE uint8_t *hk_ss_slab_area(hk_superslab_t *ss, unsigned idx) {
   return (uint8_t *)ss + ((size_t)idx << ss->slab_shift) + (idx == 0 ? HK_SS_HDR_SIZE : 0);
 }
+/* The bytes of a superslab of this kind that hold slabs. */
+HK_INLINE size_t hk_ss_used_bytes(unsigned kind) {
+  return HK_SS_HALF_GUARD(kind) ? HK_SS_HALF : HK_SS_SIZE;
+}
+/* guard: the last page of a whole superslab's last slab is its end guard */
 HK_INLINE size_t hk_ss_slab_area_bytes(const hk_superslab_t *ss, unsigned idx) {
-  return hk_ss_slab_bytes(ss) - (idx == 0 ? HK_SS_HDR_SIZE : 0);
+  bool last = idx + 1u == (HK_SS_SIZE >> ss->slab_shift);
+  return hk_ss_slab_bytes(ss) - (idx == 0 ? HK_SS_HDR_SIZE : 0) - (last ? HK_SS_GUARD_SIZE : 0);
 }
 
 /* Doubly-linked superslab lists (owner-local or under a global lock). */

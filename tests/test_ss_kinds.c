@@ -1,0 +1,197 @@
+/* test_ss_kinds — a cached superslab serves the other kind, and its guard
+ * MiB follows (issue 42).
+ *
+ * With measure guard (the secure build) a small superslab's second MiB is
+ * PROT_NONE, so a stray write 1 MiB past a small block faults; a mid
+ * superslab uses its whole 2 MiB. The superslab cache hands an empty
+ * superslab to either kind, so each switch must open or close that MiB:
+ *
+ *   1. a thread fills small superslabs with 64-byte blocks, frees them all
+ *      and exits: they go to the cache, empty;
+ *   2. a thread takes 16 KiB blocks, writing every byte, until one lies
+ *      past the first MiB of a superslab of step 1 (small -> mid: a closed
+ *      MiB would fault here), frees them and exits;
+ *   3. a thread takes 64-byte blocks until one lies in a superslab that
+ *      step 2 used past its first MiB (mid -> small).
+ *
+ * Checked: every block's contents; the mapping at 1 MiB of every superslab
+ * seen: with the guard (found at the first small superslab) "---p" in the
+ * small ones and writable in the mid ones, without it writable in all;
+ * after step 3, with the guard, none of the closed MiB's pages resident
+ * (what the mid blocks wrote there was dropped). argv[1] "guard" or "plain"
+ * says which the library must have (a library that never closed the MiB
+ * would pass as one without the measure). The knobs are read before
+ * main: without HAKMEM_SS_CACHE the test runs itself again with a cache
+ * big enough and no purge. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define SS ((uintptr_t)2 << 20)
+#define HALF ((uintptr_t)1 << 20)
+#define SMALL 64
+#define MID 16384
+#define MAXB 200000
+#define MAXSS 64
+
+static void *blk[MAXB];
+static uintptr_t small1[MAXSS], mid2[MAXSS];  /* step 1's superslabs; step 2's used past 1 MiB */
+static size_t nsmall1, nmid2;
+static int guard = -1;  /* the guard MiB: unknown, off, on */
+
+static uintptr_t ss_of(const void *p) { return (uintptr_t)p & ~(SS - 1); }
+static int in(const uintptr_t *v, size_t n, uintptr_t x) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i] == x) return 1;
+  return 0;
+}
+static void add(uintptr_t *v, size_t *n, uintptr_t x) {
+  if (!in(v, *n, x) && *n < MAXSS) v[(*n)++] = x;
+}
+
+/* the permissions of the mapping holding a, "" if none */
+static void perms_at(uintptr_t a, char out[5]) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  out[0] = 0;
+  while (f && fgets(line, sizeof line, f)) {
+    unsigned long lo, hi;
+    char p[5];
+    if (sscanf(line, "%lx-%lx %4s", &lo, &hi, p) == 3 && a >= lo && a < hi) {
+      memcpy(out, p, 5);
+      break;
+    }
+  }
+  if (f) fclose(f);
+}
+
+/* the MiB at 1 MiB of superslab ss, as a superslab of that kind must have it */
+static void check_half(uintptr_t ss, int small) {
+  char p[5];
+  perms_at(ss + HALF, p);
+  int closed = strcmp(p, "---p") == 0;
+  if (guard < 0 && small) guard = closed;
+  if (guard == 1 && small) CHECKF(closed, "small superslab %#lx: its second MiB is %s, not a guard", (unsigned long)ss, p);
+  else CHECKF(!closed && p[0] == 'r' && p[1] == 'w', "%s superslab %#lx: its second MiB is %s, not open",
+              small ? "small" : "mid", (unsigned long)ss, p);
+}
+
+static void *step1(void *arg) {
+  (void)arg;
+  size_t n = 0;
+  while (n < MAXB && nsmall1 < 3) {  /* three superslabs' worth */
+    unsigned char *b = malloc(SMALL);
+    CHECK_FATAL(b != NULL);
+    memset(b, (int)(n * 7 + 1), SMALL);
+    blk[n++] = b;
+    if (!in(small1, nsmall1, ss_of(b))) {
+      add(small1, &nsmall1, ss_of(b));
+      check_half(ss_of(b), 1);
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    unsigned char *b = blk[i];
+    for (int k = 0; k < SMALL; k++)
+      if (b[k] != (unsigned char)(i * 7 + 1)) { CHECKF(0, "small block %zu overwritten", i); break; }
+    free(b);
+  }
+  return NULL;
+}
+
+static void *step2(void *arg) {
+  (void)arg;
+  size_t n = 0;
+  int reused_past_half = 0;
+  uintptr_t seen[MAXSS];
+  size_t nseen = 0;
+  while (n < 4096 && !reused_past_half) {
+    unsigned char *b = malloc(MID);
+    CHECK_FATAL(b != NULL);
+    memset(b, (int)(n * 13 + 5), MID);  /* every byte: a closed MiB faults */
+    blk[n++] = b;
+    uintptr_t ss = ss_of(b);
+    if (!in(seen, nseen, ss)) {
+      add(seen, &nseen, ss);
+      check_half(ss, 0);
+    }
+    if ((uintptr_t)b + MID > ss + HALF) {
+      add(mid2, &nmid2, ss);
+      if (in(small1, nsmall1, ss)) reused_past_half = 1;
+    }
+  }
+  CHECKF(reused_past_half, "no superslab of step 1 was used past its first MiB by mid blocks (%zu blocks)", n);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char *b = blk[i];
+    for (int k = 0; k < MID; k += 61)
+      if (b[k] != (unsigned char)(i * 13 + 5)) { CHECKF(0, "mid block %zu overwritten", i); break; }
+    free(b);
+  }
+  return NULL;
+}
+
+static void *step3(void *arg) {
+  (void)arg;
+  size_t n = 0;
+  uintptr_t hit = 0;
+  while (n < MAXB && !hit) {
+    unsigned char *b = malloc(SMALL);
+    CHECK_FATAL(b != NULL);
+    memset(b, (int)(n * 3 + 2), SMALL);
+    blk[n++] = b;
+    if (in(mid2, nmid2, ss_of(b))) hit = ss_of(b);
+  }
+  CHECKF(hit != 0, "no superslab of step 2 served small blocks again (%zu blocks)", n);
+  if (hit) {
+    check_half(hit, 1);
+    if (guard == 1) {  /* what the mid blocks wrote there is gone */
+      static unsigned char vec[HALF / 4096];
+      CHECK(mincore((void *)(hit + HALF), HALF - 4096, vec) == 0);
+      size_t resident = 0;
+      for (size_t i = 0; i < HALF / 4096 - 1; i++) resident += vec[i] & 1;
+      CHECKF(resident == 0, "%zu pages of the closed MiB still resident", resident);
+    }
+  }
+  for (size_t i = 0; i < n; i++) {
+    unsigned char *b = blk[i];
+    CHECKF(b[0] == (unsigned char)(i * 3 + 2) && b[SMALL - 1] == (unsigned char)(i * 3 + 2),
+           "small block %zu overwritten", i);
+    free(b);
+  }
+  return NULL;
+}
+
+static void run(void *(*fn)(void *)) {
+  pthread_t t;
+  CHECK_FATAL(pthread_create(&t, NULL, fn, NULL) == 0);
+  CHECK_FATAL(pthread_join(t, NULL) == 0);
+}
+
+int main(int argc, char **argv) {
+  int want = argc > 1 ? strcmp(argv[1], "guard") == 0 : -1;
+  if (!getenv("HAKMEM_SS_CACHE")) {  /* the knobs are read before main */
+    setenv("HAKMEM_SS_CACHE", "64", 1);
+    setenv("HAKMEM_PURGE_DELAY_MS", "600000", 1);
+    execv("/proc/self/exe", argv);
+    perror("execv");
+    return 1;
+  }
+  /* main's own superslabs first, kept live: it takes nothing from the cache */
+  void *keep_small = malloc(SMALL), *keep_mid = malloc(MID);
+  run(step1);
+  run(step2);
+  run(step3);
+  free(keep_small);
+  free(keep_mid);
+  if (want >= 0) CHECKF(guard == want, "the guard MiB is %s, this library must have it %s", guard == 1 ? "on" : "off",
+                        want ? "on" : "off");
+  printf("test_ss_kinds: guard MiB %s; %zu small superslabs, %zu used past 1 MiB by mid blocks\n",
+         guard == 1 ? "on" : "off", nsmall1, nmid2);
+  return check_done("test_ss_kinds");
+}
