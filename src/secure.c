@@ -60,7 +60,6 @@ void hk_sec_slab_key(hk_slab_t *s) {
 }
 
 uint32_t hk_sec_freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SEC_FREED; }
-#define freed_tag hk_sec_freed_tag
 
 /* Fresh blocks: linked onto s->free in a random order (shuffle, else in
  * address order), each with its trailer "freed" (canary; filled when
@@ -84,7 +83,7 @@ void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
   rng = x;
   size_t bs = s->block_size, avail = s->avail;
   uintptr_t key = s->key;
-  uint32_t tag = freed_tag();
+  uint32_t tag = hk_sec_freed_tag();
   bool fill = hk_sec_fill != 0;
   hk_block_t *next = s->free;
   for (unsigned i = n; i-- > 0;) {
@@ -148,7 +147,7 @@ bool hk_sec_free_settle(hk_slab_t *s, void *p, unsigned kind, size_t size, bool 
   uint64_t keep = t & ~0xffffffffull;
   if (owner) {
     if (hk_sec_fill) fill_range(b, avail);
-    hk_sec_trailer_store(b, avail, keep | (c ^ freed_tag()));
+    hk_sec_trailer_store(b, avail, keep | (c ^ hk_sec_freed_tag()));
     return true;
   }
   if (!__atomic_compare_exchange_n((uint64_t *)(b + avail), &t, keep | (c ^ HK_SEC_REMOTE), false,
@@ -189,5 +188,5 @@ bool hk_sec_is_freed(hk_slab_t *s, const void *p) {
 
 bool hk_sec_listed_freed(hk_slab_t *s, const void *p) {
   uint32_t c = hk_sec_canary(s, p);
-  return (uint32_t)hk_sec_trailer_load(p, s->avail) == (c ^ freed_tag());
+  return (uint32_t)hk_sec_trailer_load(p, s->avail) == (c ^ hk_sec_freed_tag());
 }
