@@ -120,6 +120,18 @@ static void bits_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
     n -= k;
   }
 }
+/* Of pages [i, i + n), unmarks those whose vec entry (mincore's) says not
+ * resident: one atomic and a word, not one a page (a sparse 32 MiB block
+ * is 8192 pages the cap's check finds absent). */
+static void bits_keep_resident(hk_arena_t *a, uint32_t i, uint32_t n, const unsigned char *vec) {
+  for (uint32_t x = 0; x < n;) {
+    uint32_t w = (i + x) >> 6, o = (i + x) & 63, k = 64 - o < n - x ? 64 - o : n - x;
+    uint64_t m = 0;
+    for (uint32_t y = 0; y < k; y++) m |= (uint64_t)(~vec[x + y] & 1) << (o + y);
+    if (m) __atomic_fetch_and(&a->bits[w], ~m, __ATOMIC_RELAXED);
+    x += k;
+  }
+}
 static uint32_t bits_count(const hk_arena_t *a, uint32_t i, uint32_t n) {
   uint32_t c = 0;
   while (n) {
@@ -761,9 +773,7 @@ static uint32_t job_run(job_t *j, unsigned how, unsigned long *calls) {
     unsigned char vec[1024];
     for (uint32_t r = p; r < q; r += sizeof vec) {
       uint32_t k = q - r < sizeof vec ? q - r : (uint32_t)sizeof vec;
-      if (hk_os_resident(page_addr(a, r), (size_t)k << PAGE_SHIFT, vec))
-        for (uint32_t x = 0; x < k; x++)
-          if (!(vec[x] & 1)) bits_set(a, r + x, 1, false);
+      if (hk_os_resident(page_addr(a, r), (size_t)k << PAGE_SHIFT, vec)) bits_keep_resident(a, r, k, vec);
     }
   }
   return pages;
