@@ -83,6 +83,17 @@ static void check_half(uintptr_t ss, int small) {
               small ? "small" : "mid", (unsigned long)ss, p);
 }
 
+/* blk[0..n): each block of `size` bytes still holds byte i * mul + add
+ * (read every `stride` bytes from its start), then freed */
+static void check_and_free(size_t n, size_t size, size_t stride, unsigned mul, unsigned add) {
+  for (size_t i = 0; i < n; i++) {
+    unsigned char *b = blk[i];
+    for (size_t k = 0; k < size; k += stride)
+      if (b[k] != (unsigned char)(i * mul + add)) { CHECKF(0, "block %zu of %zu bytes overwritten", i, size); break; }
+    free(b);
+  }
+}
+
 static void *step1(void *arg) {
   (void)arg;
   size_t n = 0;
@@ -96,12 +107,7 @@ static void *step1(void *arg) {
       check_half(ss_of(b), 1);
     }
   }
-  for (size_t i = 0; i < n; i++) {
-    unsigned char *b = blk[i];
-    for (int k = 0; k < SMALL; k++)
-      if (b[k] != (unsigned char)(i * 7 + 1)) { CHECKF(0, "small block %zu overwritten", i); break; }
-    free(b);
-  }
+  check_and_free(n, SMALL, 1, 7, 1);
   return NULL;
 }
 
@@ -127,12 +133,7 @@ static void *step2(void *arg) {
     }
   }
   CHECKF(reused_past_half, "no superslab of step 1 was used past its first MiB by mid blocks (%zu blocks)", n);
-  for (size_t i = 0; i < n; i++) {
-    unsigned char *b = blk[i];
-    for (int k = 0; k < MID; k += 61)
-      if (b[k] != (unsigned char)(i * 13 + 5)) { CHECKF(0, "mid block %zu overwritten", i); break; }
-    free(b);
-  }
+  check_and_free(n, MID, 61, 13, 5);
   return NULL;
 }
 
@@ -158,12 +159,7 @@ static void *step3(void *arg) {
       CHECKF(resident == 0, "%zu pages of the closed MiB still resident", resident);
     }
   }
-  for (size_t i = 0; i < n; i++) {
-    unsigned char *b = blk[i];
-    CHECKF(b[0] == (unsigned char)(i * 3 + 2) && b[SMALL - 1] == (unsigned char)(i * 3 + 2),
-           "small block %zu overwritten", i);
-    free(b);
-  }
+  check_and_free(n, SMALL, SMALL - 1, 3, 2);  /* its first and last bytes */
   return NULL;
 }
 
