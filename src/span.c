@@ -17,6 +17,7 @@
 #define ARENA_PAGES ((uint32_t)(ARENA_SIZE / HK_PAGE))
 #define PAGE_SHIFT 12
 #define HUGE_PAGES ((uint32_t)(HK_SS_SIZE >> PAGE_SHIFT))  /* pages of a huge page (2 MiB chunk) */
+#define GRAIN_PAGES 16u  /* the purge clock's unit of age: 64 KiB */
 #define ARENA_MAGIC 0x68616b6d656d5350ull /* "hakmemSP" */
 #define NBINS 72
 #define BIN_SCAN 32   /* free runs looked at per bin */
@@ -66,6 +67,7 @@ typedef struct hk_arena {
   uint32_t free_pages;
   uint32_t huge;                 /* advised huge pages (else plain: see "huge or plain") */
   uint64_t born_ms;              /* stamps count from here */
+  uint32_t freed_at[ARENA_PAGES / GRAIN_PAGES]; /* per 64 KiB: stamp of its last free (grains_freed) */
   uint64_t bits[ARENA_PAGES / 64]; /* page may be resident (touched, not purged) */
   entry_t e[ARENA_PAGES];
 } hk_arena_t;
@@ -244,6 +246,25 @@ static uint32_t now_stamp(const hk_arena_t *a) { return (uint32_t)(hk_os_now_ms(
 static uint32_t oldest_stamp(const hk_arena_t *a, uint32_t run, uint32_t stamp) {
   const entry_t *h = &a->e[run];
   return h->f.ndirty && h->f.stamp < stamp ? h->f.stamp : stamp;
+}
+
+/* Pages i .. i + n - 1 are freed at `stamp`: their 64 KiB grains remember
+ * it. A run takes its oldest pages' stamp when it joins a neighbour, so a
+ * block freed next to an old free run looked old at once, and the clock
+ * purged it before the next malloc could reuse it (large_zeroed, purge
+ * delay 200 ms: 2.0 GB purged and faulted back in; with these stamps 0.55
+ * GB, the teardown's). The clock purges a grain only a purge delay after
+ * its last free, whatever run it joined. */
+static void grains_freed(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t stamp) {
+  for (uint32_t g = i / GRAIN_PAGES; g <= (i + n - 1) / GRAIN_PAGES; g++)
+    if (a->freed_at[g] < stamp) a->freed_at[g] = stamp;
+}
+
+/* Whether pages [i, i + n) (whole grains) were last freed at `before` or earlier. */
+static bool grains_aged(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t before) {
+  for (uint32_t g = i / GRAIN_PAGES; g <= (i + n - 1) / GRAIN_PAGES; g++)
+    if (a->freed_at[g] > before) return false;
+  return true;
 }
 
 static hk_arena_t *arena_new(bool huge) {
@@ -616,6 +637,7 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
   uint32_t i = page_of(a, p);
   uint32_t n = h->npages;
   uint32_t stamp = now_stamp(a);
+  grains_freed(a, i, n, stamp);
   if (GUARD_PAGES && n - 1 <= close_pages()) hk_os_protect_none(p, (size_t)(n - 1) << PAGE_SHIFT);  /* its last page is closed already */
   *kind = h->kind;
   *requested = h->l.requested;
@@ -641,6 +663,7 @@ size_t hk_span_resize(void *p, size_t size) {
     hk_os_protect_none(page_addr(a, i + need - 1), HK_PAGE);
   if (need < n) {  /* the tail becomes free (joined to a free run after it) */
     uint32_t len = n - need, nd = len, stamp = now_stamp(a);
+    grains_freed(a, i + need, len, stamp);
     join_next(a, j, &len, &nd, &stamp);
     a->e[j - 1].tag = 0;
     free_insert(a, i + need, len, nd, stamp);
@@ -724,6 +747,32 @@ static bool huge_bounds(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t *l
       any = true;
     }
   return any;
+}
+
+/* The first stretch of free run [i, i + n) last freed at `before` or
+ * earlier (grains_aged: whole huge pages in a huge-page arena, else 64 KiB
+ * grains) that holds a marked page: [*lo, *hi) as huge_bounds or
+ * marked_bounds give it within the stretch; false when there is none. The
+ * purge clock's range. */
+static uint32_t unit_end(uint32_t c, uint32_t u, uint32_t e) {
+  uint32_t next = (c | (u - 1)) + 1;  /* u: a power of two */
+  return next < e ? next : e;
+}
+static bool aged_bounds(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t before, bool huge,
+                        uint32_t *lo, uint32_t *hi) {
+  uint32_t u = huge ? HUGE_PAGES : GRAIN_PAGES;
+  uint32_t c = huge ? (i + u - 1) & ~(u - 1) : i;
+  uint32_t e = huge ? (i + n) & ~(u - 1) : i + n;
+  while (c < e) {
+    if (!grains_aged(a, c, unit_end(c, u, e) - c, before)) {
+      c = unit_end(c, u, e);
+      continue;
+    }
+    uint32_t from = c;
+    while (c < e && grains_aged(a, c, unit_end(c, u, e) - c, before)) c = unit_end(c, u, e);
+    if (huge ? huge_bounds(a, from, c - from, lo, hi) : marked_bounds(a, from, c - from, lo, hi)) return true;
+  }
+  return false;
 }
 
 /* Free run i: [lo, hi) of it becomes job j (the rest stays free; the
@@ -878,8 +927,9 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
         next = a->e[i].f.dnext;
         uint32_t lo, hi;
         if (!force && now - a->e[i].f.stamp < delay_ms) continue;
-        bool some = arena_how(a, clock_how) == JOB_PURGE_HUGE ? huge_bounds(a, i, a->e[i].npages, &lo, &hi)
-                                                              : marked_bounds(a, i, a->e[i].npages, &lo, &hi);
+        bool huge = arena_how(a, clock_how) == JOB_PURGE_HUGE;
+        bool some = force ? marked_bounds(a, i, a->e[i].npages, &lo, &hi)
+                          : aged_bounds(a, i, a->e[i].npages, now - (uint32_t)delay_ms, huge, &lo, &hi);
         if (some) job_take(a, i, lo, hi, &jobs[n++]);
       }
     }

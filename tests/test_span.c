@@ -19,6 +19,10 @@
  *      while a small block is carved from its start and freed again and
  *      again (each free joins the two runs into one); with huge pages for
  *      the arenas, those of the huge page that holds the small block stay.
+ *   G. (`test_span joined`, with HAKMEM_PURGE_DELAY_MS of 100-1000) a block
+ *      freed beside a free run 0.9 delays old joins it, and stays resident
+ *      while the purge clock gives back the older run's pages one delay
+ *      after their free (span.c, grains_freed).
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
  * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
 #define _GNU_SOURCE
@@ -240,8 +244,71 @@ static void aging(void) {
          (size_t)(x + 8 * MiB - from) / 4096, 10 * delay);
 }
 
+static long ms_since(const struct timespec *t0) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (t.tv_sec - t0->tv_sec) * 1000 + (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
+
+/* Frees and mallocs a 64 KiB block at `*c` (a purge clock tick may run at
+ * its free) until `until` ms after t0. */
+static void poke_until(unsigned char **c, const struct timespec *t0, long until) {
+  struct timespec nap = {0, 2000000};
+  while (ms_since(t0) < until) {
+    free(*c);
+    *c = malloc(64 * KiB);
+    CHECK_FATAL(*c != NULL);
+    (*c)[0] = 1;
+    nanosleep(&nap, NULL);
+  }
+}
+
+/* One try of G; false when the machine was too slow to judge it. */
+static bool joined_once(long delay) {
+  unsigned char *c = malloc(64 * KiB), *x = malloc(8 * MiB), *y = malloc(8 * MiB);
+  CHECK_FATAL(c && x && y);
+  memset(x, 1, 8 * MiB);
+  memset(y, 2, 8 * MiB);
+  bool adjacent = y == x + 8 * MiB;
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  free(x);
+  poke_until(&c, &t0, delay * 9 / 10);
+  long freed_y = ms_since(&t0);
+  free(y);  /* joins x's free run, which is 0.9 delays old */
+  poke_until(&c, &t0, delay * 33 / 20);  /* a tick past one delay after x's free has run */
+  size_t rx = resident_pages(x + 2 * MiB, 4 * MiB), ry = resident_pages(y, 8 * MiB);
+  long checked = ms_since(&t0);
+  free(c);
+  if (!adjacent || checked - freed_y >= delay * 9 / 10) {
+    printf("  G: %s: not judged\n", adjacent ? "too slow" : "the blocks are not adjacent");
+    return false;
+  }
+  printf("  G: %zu of 1024 pages of the block freed %ld ms ago resident, %zu of 2048 of the one freed %ld ms ago\n",
+         rx, checked, ry, checked - freed_y);
+  CHECKF(rx == 0, "%zu pages of a block freed %ld ms ago (purge delay %ld) still resident", rx, checked, delay);
+  CHECKF(ry == 2048, "a block freed %ld ms ago (purge delay %ld) beside an older free run was purged: %zu of 2048 "
+         "pages resident", checked - freed_y, delay, ry);
+  return true;
+}
+
+static void joined(void) {
+  const char *d = getenv("HAKMEM_PURGE_DELAY_MS");
+  long delay = d ? atol(d) : 0;
+  CHECKF(delay >= 100 && delay <= 1000, "test_span joined wants HAKMEM_PURGE_DELAY_MS of 100-1000, not %s",
+         d ? d : "unset");
+  if (delay < 100 || delay > 1000) return;
+  int judged = 0;
+  for (int k = 0; k < 5 && judged < 2; k++) judged += joined_once(delay);
+  CHECKF(judged > 0, "five tries, none judged");
+}
+
 int main(int argc, char **argv) {
   CHECK(hak_is_active());
+  if (argc > 1 && strcmp(argv[1], "joined") == 0) {
+    joined();
+    return check_done("test_span joined");
+  }
   if (argc > 1 && strcmp(argv[1], "aging") == 0) {
     aging();
     return check_done("test_span aging");
