@@ -92,7 +92,8 @@ static const knob_row_t knob_table[] = {
   NUMBER("HAKMEM_PROF_SEED",          prof_seed,          START(NONE), 0, 9223372036854775807, 0, 0, 0),
   NUMBER("HAKMEM_BACKGROUND_PURGE",   background_purge,   START(BG), 0, 1, 0, 0, 0),
   KEYWORD("HAKMEM_THP",               thp,                START(NONE), 0, 0, 0,
-          { "auto", HK_THP_KNOB_AUTO }, { "never", HK_THP_KNOB_NEVER }, { "always", HK_THP_KNOB_ALWAYS }),
+          { "auto", HK_THP_KNOB_AUTO }, { "never", HK_THP_KNOB_NEVER }, { "always", HK_THP_KNOB_ALWAYS },
+          { "spans", HK_THP_KNOB_SPANS }),
   /* the memory budget (mem_limit.c): 0 takes the cgroup's limits */
   SIZE("HAKMEM_MEMORY_LIMIT",         memory_limit,       START(NONE), 0, 1125899906842624, 0, 0, 0),
   KEYWORD("HAKMEM_MEMORY_LIMIT_ACTION", memory_limit_action, START(NONE), 0, 0, 0,

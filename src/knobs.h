@@ -13,7 +13,7 @@
 
 enum { HK_PROFILE_FAST = 0, HK_PROFILE_BALANCED = 1, HK_PROFILE_LOWMEM = 2 };
 /* HAKMEM_THP's words (os.c reads it with the system's mode). */
-enum { HK_THP_KNOB_AUTO = 0, HK_THP_KNOB_NEVER = 1, HK_THP_KNOB_ALWAYS = 2 };
+enum { HK_THP_KNOB_AUTO = 0, HK_THP_KNOB_NEVER = 1, HK_THP_KNOB_ALWAYS = 2, HK_THP_KNOB_SPANS = 3 };
 
 typedef struct hk_knobs {
   long profile;            /* HAKMEM_PROFILE (HK_PROFILE_*)        */

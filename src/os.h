@@ -36,6 +36,10 @@ void  hk_os_purge(void *p, size_t size);
  * which advises MADV_NOHUGEPAGE where the system would give them anyway). */
 enum { HK_THP_NONE = 0, HK_THP_SPANS = 1, HK_THP_ALL = 2 };
 unsigned hk_os_thp(void);
+/* The order from which the guest reports free blocks to its hypervisor
+ * (free page reporting), -1 when it does not; auto then asks for no huge
+ * page (os.c says why). */
+int hk_os_page_reporting(void);
 /* The system's mode: "always", "madvise", "never" or "" (unreadable). */
 const char *hk_os_thp_system(void);
 /* Advise region p (2 MiB aligned, whole huge pages) as hk_os_thp() says for

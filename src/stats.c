@@ -298,7 +298,7 @@ static const char *thp_regions(int thp) {
 }
 static const char *thp_knob(void) {
   long v = hk_knobs.thp;
-  return v == HK_THP_KNOB_NEVER ? "never" : v == HK_THP_KNOB_ALWAYS ? "always" : "auto";
+  return v == HK_THP_KNOB_NEVER ? "never" : v == HK_THP_KNOB_ALWAYS ? "always" : v == HK_THP_KNOB_SPANS ? "spans" : "auto";
 }
 
 static const char *const pressure_names[] = { "none", "soft", "hard" };
@@ -332,10 +332,10 @@ static void print_text(sink_t *k, const struct hak_stats *s) {
   out(k, "  OS calls: mmap %lu (%zu bytes), munmap %lu (%zu bytes), madvise %lu (%zu bytes), mremap %lu\n",
       s->mmap_calls, s->mmap_bytes, s->munmap_calls, s->munmap_bytes, s->madvise_calls,
       s->madvise_bytes, s->mremap_calls);
-  out(k, "  pages: huge pages for %s (HAKMEM_THP %s, system %s), %zu bytes huge-page backed; "
+  out(k, "  pages: huge pages for %s (HAKMEM_THP %s, system %s%s), %zu bytes huge-page backed; "
          "populate %lu (%zu bytes); lock waits %lu (%lu yields)\n",
       thp_regions(s->thp), thp_knob(), hk_os_thp_system()[0] ? hk_os_thp_system() : "unknown",
-      s->huge_bytes, s->populate_calls, s->populate_bytes, s->lock_waits, s->lock_yields);
+      hk_os_page_reporting() >= 0 ? ", free pages reported to the hypervisor" : "", s->huge_bytes, s->populate_calls, s->populate_bytes, s->lock_waits, s->lock_yields);
   out(k, "  big blocks: %zu placed without huge pages; %zu freed sampled, %d per mille of their 2 MiB chunks touched\n",
       s->thp_plain_blocks, s->thp_samples, s->thp_density);
   print_budget_text(k, s);
@@ -379,10 +379,10 @@ static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
          "\"mmap_bytes\": %zu, \"munmap_bytes\": %zu, \"madvise_bytes\": %zu}, ",
       s->mmap_calls, s->munmap_calls, s->madvise_calls, s->mremap_calls, s->mmap_bytes,
       s->munmap_bytes, s->madvise_bytes);
-  out(k, "\"pages\": {\"thp\": \"%s\", \"thp_system\": \"%s\", \"huge_regions\": %d, \"huge_bytes\": %zu, "
-         "\"populate\": %lu, \"populate_bytes\": %zu, \"lock_waits\": %lu, \"lock_yields\": %lu, "
+  out(k, "\"pages\": {\"thp\": \"%s\", \"thp_system\": \"%s\", \"page_reporting\": %d, \"huge_regions\": %d, "
+         "\"huge_bytes\": %zu, \"populate\": %lu, \"populate_bytes\": %zu, \"lock_waits\": %lu, \"lock_yields\": %lu, "
          "\"plain_blocks\": %zu, \"samples\": %zu, \"density\": %d}, ",
-      thp_knob(), hk_os_thp_system(), s->thp, s->huge_bytes, s->populate_calls, s->populate_bytes,
+      thp_knob(), hk_os_thp_system(), hk_os_page_reporting(), s->thp, s->huge_bytes, s->populate_calls, s->populate_bytes,
       s->lock_waits, s->lock_yields, s->thp_plain_blocks, s->thp_samples, s->thp_density);
   out(k, "\"budget\": {\"limit\": %zu, \"soft\": %zu, \"source\": \"%s\", \"action\": \"%s\", "
          "\"resident\": %zu, \"headroom\": %zu, \"pressure\": %d, \"reliefs\": %lu, \"over\": %lu, "
