@@ -30,10 +30,12 @@ bool  hk_os_decommit(void *p, size_t size);
 void  hk_os_purge(void *p, size_t size);
 /* Transparent huge pages (HAKMEM_THP with the system's mode, read once):
  * which regions are advised MADV_HUGEPAGE and so purged by whole huge
- * pages. HK_THP_SPANS: the span arenas (auto under the system's `madvise`);
+ * pages. HK_THP_SPANS: the span arenas (HAKMEM_THP=spans, or auto under
+ * the system's `madvise` where no free page is reported to a hypervisor);
  * HK_THP_ALL: the superslabs too (HAKMEM_THP=always, or auto under
- * `always`); HK_THP_NONE: no region (the system's `never`, or HAKMEM_THP=never,
- * which advises MADV_NOHUGEPAGE where the system would give them anyway). */
+ * `always`); HK_THP_NONE: no region (the system's `never`, auto where free
+ * pages are reported, or HAKMEM_THP=never, which advises MADV_NOHUGEPAGE
+ * where the system would give them anyway). */
 enum { HK_THP_NONE = 0, HK_THP_SPANS = 1, HK_THP_ALL = 2 };
 unsigned hk_os_thp(void);
 /* The order from which the guest reports free blocks to its hypervisor

@@ -749,15 +749,16 @@ static bool huge_bounds(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t *l
   return any;
 }
 
+/* The end of the unit of u pages (a power of two) that holds page c, or e. */
+static uint32_t unit_end(uint32_t c, uint32_t u, uint32_t e) {
+  uint32_t next = (c | (u - 1)) + 1;
+  return next < e ? next : e;
+}
 /* The first stretch of free run [i, i + n) last freed at `before` or
  * earlier (grains_aged: whole huge pages in a huge-page arena, else 64 KiB
  * grains) that holds a marked page: [*lo, *hi) as huge_bounds or
  * marked_bounds give it within the stretch; false when there is none. The
  * purge clock's range. */
-static uint32_t unit_end(uint32_t c, uint32_t u, uint32_t e) {
-  uint32_t next = (c | (u - 1)) + 1;  /* u: a power of two */
-  return next < e ? next : e;
-}
 static bool aged_bounds(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t before, bool huge,
                         uint32_t *lo, uint32_t *hi) {
   uint32_t u = huge ? HUGE_PAGES : GRAIN_PAGES;
