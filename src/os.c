@@ -173,9 +173,9 @@ const char *hk_os_thp_system(void) { return sys_names[read_thp_system()]; }
 
 /* Free page reporting (a virtio balloon, under a hypervisor): the guest
  * hands its free blocks of 2^order pages and more back to the host, which
- * drops them. A huge page is such a block, so a fresh one is backed by the
- * host again when the program first writes it, 4 KiB at a time: on these
- * machines (order 9) a 2 MiB fault cost about 3 ms (big_heap 3x slower,
+ * drops them. A huge page is such a block, so a fresh one must be backed
+ * by the host again when the program first writes it: on these machines
+ * (order 9) a 2 MiB fault cost about 3 ms (big_heap 3x slower,
  * learner_rotate 4.5x, large_zeroed 2.3x than without huge pages), where
  * 4 KiB faults mostly take pages the guest holds already. The order, read
  * once; -1 when nothing reports (unset, the kernel prints -1 unsigned). */
