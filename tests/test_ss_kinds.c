@@ -83,6 +83,16 @@ static void check_half(uintptr_t ss, int small) {
               small ? "small" : "mid", (unsigned long)ss, p);
 }
 
+/* blk[*n] = a new block of `size` bytes, every byte *n * mul + add (the
+ * pattern check_and_free reads back); ++*n */
+static unsigned char *alloc_filled(size_t *n, size_t size, unsigned mul, unsigned add) {
+  unsigned char *b = malloc(size);
+  CHECK_FATAL(b != NULL);
+  memset(b, (unsigned char)(*n * mul + add), size);
+  blk[(*n)++] = b;
+  return b;
+}
+
 /* blk[0..n): each block of `size` bytes still holds byte i * mul + add
  * (read every `stride` bytes from its start), then freed */
 static void check_and_free(size_t n, size_t size, size_t stride, unsigned mul, unsigned add) {
@@ -98,10 +108,7 @@ static void *step1(void *arg) {
   (void)arg;
   size_t n = 0;
   while (n < MAXB && nsmall1 < 3) {  /* three superslabs' worth */
-    unsigned char *b = malloc(SMALL);
-    CHECK_FATAL(b != NULL);
-    memset(b, (int)(n * 7 + 1), SMALL);
-    blk[n++] = b;
+    unsigned char *b = alloc_filled(&n, SMALL, 7, 1);
     if (!in(small1, nsmall1, ss_of(b))) {
       add(small1, &nsmall1, ss_of(b));
       check_half(ss_of(b), 1);
@@ -118,10 +125,7 @@ static void *step2(void *arg) {
   uintptr_t seen[MAXSS];
   size_t nseen = 0;
   while (n < 4096 && !reused_past_half) {
-    unsigned char *b = malloc(MID);
-    CHECK_FATAL(b != NULL);
-    memset(b, (int)(n * 13 + 5), MID);  /* every byte: a closed MiB faults */
-    blk[n++] = b;
+    unsigned char *b = alloc_filled(&n, MID, 13, 5);  /* every byte: a closed MiB faults */
     uintptr_t ss = ss_of(b);
     if (!in(seen, nseen, ss)) {
       add(seen, &nseen, ss);
@@ -142,10 +146,7 @@ static void *step3(void *arg) {
   size_t n = 0;
   uintptr_t hit = 0;
   while (n < MAXB && !hit) {
-    unsigned char *b = malloc(SMALL);
-    CHECK_FATAL(b != NULL);
-    memset(b, (int)(n * 3 + 2), SMALL);
-    blk[n++] = b;
+    unsigned char *b = alloc_filled(&n, SMALL, 3, 2);
     if (in(mid2, nmid2, ss_of(b))) hit = ss_of(b);
   }
   CHECKF(hit != 0, "no superslab of step 2 served small blocks again (%zu blocks)", n);
