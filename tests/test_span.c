@@ -22,7 +22,10 @@
  *   G. (`test_span joined`, with HAKMEM_PURGE_DELAY_MS of 100-1000) a block
  *      freed beside a free run 0.9 delays old joins it, and stays resident
  *      while the purge clock gives back the older run's pages one delay
- *      after their free (span.c, grains_freed).
+ *      after their free (span.c, grains_freed). The cap must hold both
+ *      blocks (HAKMEM_LARGE_CACHE_MB of 16 or more; ctest sets 64): the cap
+ *      goes by a run's age, and under HAKMEM_PROFILE=lowmem's 8 MiB it
+ *      purges the joined run whole at the second free.
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
  * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
 #define _GNU_SOURCE
