@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "bits.h"
 #include "chunk_map.h"
 #include "knobs.h"
 #include "libc.h"  /* calloc's zeroing: glibc's, unchecked */
@@ -127,9 +128,11 @@ static void bits_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
  * is 8192 pages the cap's check finds absent). */
 static void bits_keep_resident(hk_arena_t *a, uint32_t i, uint32_t n, const unsigned char *vec) {
   for (uint32_t x = 0; x < n;) {
-    uint32_t w = (i + x) >> 6, o = (i + x) & 63, k = 64 - o < n - x ? 64 - o : n - x;
-    uint64_t m = 0;
-    for (uint32_t y = 0; y < k; y++) m |= (uint64_t)(~vec[x + y] & 1) << (o + y);
+    uint32_t w = (i + x) >> 6, o = (i + x) & 63, k = 64 - o < n - x ? 64 - o : n - x, y = 0;
+    uint64_t r = 0;  /* of the k pages from i + x: resident ones (bit y: page i + x + y) */
+    for (; y + 8 <= k; y += 8) r |= (uint64_t)hk_gather8(vec + x + y) << y;
+    for (; y < k; y++) r |= (uint64_t)(vec[x + y] & 1) << y;
+    uint64_t m = (~r & (k == 64 ? ~0ull : (1ull << k) - 1)) << o;
     if (m) __atomic_fetch_and(&a->bits[w], ~m, __ATOMIC_RELAXED);
     x += k;
   }
@@ -139,7 +142,7 @@ static uint32_t bits_count(const hk_arena_t *a, uint32_t i, uint32_t n) {
   while (n) {
     uint32_t w = i >> 6, o = i & 63, k = 64 - o < n ? 64 - o : n;
     uint64_t m = (k == 64 ? ~0ull : ((1ull << k) - 1)) << o;
-    c += (uint32_t)__builtin_popcountll(bits_word(a, w) & m);
+    c += hk_popcount64(bits_word(a, w) & m);
     i += k;
     n -= k;
   }
@@ -443,7 +446,7 @@ static void thp_sample(hk_arena_t *a, uint32_t i, uint8_t *p) {
     for (size_t x = 0; x < sizeof vec; x += 8) {
       uint64_t w;
       memcpy(&w, vec + x, 8);
-      r += (unsigned)__builtin_popcountll(w & 0x0101010101010101ull);
+      r += hk_popcount64(w & 0x0101010101010101ull);
     }
     touched += r != 0;
     pages += r;
