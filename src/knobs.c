@@ -71,6 +71,7 @@ static const knob_row_t knob_table[] = {
   NUMBER("HAKMEM_ABORT_ON_INVALID",   abort_on_invalid,   RUN(ABORT), 0, 1, 1, 1, 1),
   NUMBER("HAKMEM_FREE_FILL",          free_fill,          START(NONE), 0, 2, 0, 0, 0),
   NUMBER("HAKMEM_CLOSE_FREED_KB",     close_freed_kb,     START(NONE), 0, 131072, 256, 256, 256),
+  NUMBER("HAKMEM_GUARD_MARKERS",      guard_markers,      START(NONE), 0, 1, 1, 1, 1),
   NUMBER("HAKMEM_CHECK_EVERY",        check_every,        START(NONE), 0, 1000000, 256, 256, 256),
   NUMBER("HAKMEM_STATS_INTERVAL",     stats_interval_ms,  START(NONE), 0, 86400000, 0, 0, 0),
   NUMBER("HAKMEM_LEARN",              learn,              RUN(LEARN), 0, 1, 0, 0, 0),

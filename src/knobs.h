@@ -28,6 +28,7 @@ typedef struct hk_knobs {
   long abort_on_invalid;   /* HAKMEM_ABORT_ON_INVALID              */
   long free_fill;          /* HAKMEM_FREE_FILL (secure build)      */
   long close_freed_kb;     /* HAKMEM_CLOSE_FREED_KB (secure build) */
+  long guard_markers;      /* HAKMEM_GUARD_MARKERS (secure build) */
   long check_every;        /* HAKMEM_CHECK_EVERY (debug build)     */
   long stats;              /* HAKMEM_STATS: 0 off, 1 text, 2 json  */
   long stats_interval_ms;  /* HAKMEM_STATS_INTERVAL                */

@@ -8,6 +8,7 @@
 
 typedef struct hk_os_counters {
   atomic_ulong mmap_calls, munmap_calls, madvise_calls, mremap_calls, mprotect_calls;
+  atomic_ulong guard_calls;  /* guard markers put or taken (madvise, not in madvise_calls) */
   atomic_ulong mmap_bytes, munmap_bytes, madvise_bytes;  /* handed to that call */
   atomic_ulong mapped_now, mapped_peak;  /* bytes currently mapped by hakmem */
   atomic_ulong populate_calls, populate_bytes;  /* MADV_POPULATE_WRITE (fresh calloc pages) */
@@ -64,6 +65,13 @@ size_t hk_os_huge_bytes(void);
 bool  hk_os_resident(void *p, size_t size, unsigned char *vec);
 /* Make pages inaccessible (guard pages). */
 bool  hk_os_protect_none(void *p, size_t size);
+/* Guard markers (MADV_GUARD_INSTALL, Linux 6.13): whether this kernel has
+ * them and HAKMEM_GUARD_MARKERS allows them; hk_os_guard makes pages of an
+ * open mapping fault on any access, dropping their contents, without
+ * splitting the mapping; hk_os_unguard opens them again (they read zero). */
+bool  hk_os_guard_markers(void);
+bool  hk_os_guard(void *p, size_t size);
+bool  hk_os_unguard(void *p, size_t size);
 /* Grow or shrink a mapping without moving it; false if it cannot. */
 bool  hk_os_resize_inplace(void *p, size_t old_size, size_t new_size);
 /* Move a mapping onto the (already mapped) range at target, replacing it. */

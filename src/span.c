@@ -70,6 +70,9 @@ typedef struct hk_arena {
   uint64_t born_ms;              /* stamps count from here */
   uint32_t freed_at[ARENA_PAGES / GRAIN_PAGES]; /* per 64 KiB: stamp of its last free (grains_freed) */
   uint64_t bits[ARENA_PAGES / 64]; /* page may be resident (touched, not purged) */
+  uint32_t open_to;              /* guard markers: pages from here on are PROT_NONE */
+  uint64_t closed[GUARD_PAGES ? ARENA_PAGES / 64 : 1]; /* guard markers: page carries one */
+  uint64_t shut[GUARD_PAGES ? ARENA_PAGES / 64 : 1];   /* guard markers: page PROT_NONE below open_to */
   entry_t e[ARENA_PAGES];
 } hk_arena_t;
 
@@ -113,16 +116,17 @@ static uint8_t *page_addr(hk_arena_t *a, uint32_t i) { return (uint8_t *)a + ((s
 
 static uint64_t bits_word(const hk_arena_t *a, uint32_t w) { return __atomic_load_n(&a->bits[w], __ATOMIC_RELAXED); }
 
-static void bits_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
+static void bm_set(uint64_t *bm, uint32_t i, uint32_t n, bool on) {
   while (n) {
     uint32_t w = i >> 6, o = i & 63, k = 64 - o < n ? 64 - o : n;
     uint64_t m = (k == 64 ? ~0ull : ((1ull << k) - 1)) << o;
-    if (on) __atomic_fetch_or(&a->bits[w], m, __ATOMIC_RELAXED);
-    else __atomic_fetch_and(&a->bits[w], ~m, __ATOMIC_RELAXED);
+    if (on) __atomic_fetch_or(&bm[w], m, __ATOMIC_RELAXED);
+    else __atomic_fetch_and(&bm[w], ~m, __ATOMIC_RELAXED);
     i += k;
     n -= k;
   }
 }
+static void bits_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) { bm_set(a->bits, i, n, on); }
 /* Of pages [i, i + n), unmarks those whose vec entry (mincore's) says not
  * resident: one atomic and a word, not one a page (a sparse 32 MiB block
  * is 8192 pages the cap's check finds absent). */
@@ -148,26 +152,30 @@ static uint32_t bits_count(const hk_arena_t *a, uint32_t i, uint32_t n) {
   }
   return c;
 }
-/* The first run of marked pages in [*p, end): true, with the run [*p, *q);
- * false when there is none. Skips unmarked pages a word at a time. */
-static bool next_marked(const hk_arena_t *a, uint32_t *p, uint32_t end, uint32_t *q) {
+/* The first run of set bits of bm in [*p, end): true, with the run [*p, *q);
+ * false when there is none. Skips clear bits a word at a time. */
+static bool next_set(const uint64_t *bm, uint32_t *p, uint32_t end, uint32_t *q) {
   uint32_t i = *p;
   for (;;) {
     if (i >= end) return false;
-    uint64_t w = bits_word(a, i >> 6) >> (i & 63);
+    uint64_t w = __atomic_load_n(&bm[i >> 6], __ATOMIC_RELAXED) >> (i & 63);
     if (w) { i += (uint32_t)__builtin_ctzll(w); break; }
     i = (i | 63) + 1;
   }
   if (i >= end) return false;
   uint32_t j = i;
   while (j < end) {
-    uint64_t z = ~bits_word(a, j >> 6) >> (j & 63);
+    uint64_t z = ~__atomic_load_n(&bm[j >> 6], __ATOMIC_RELAXED) >> (j & 63);
     if (z) { j += (uint32_t)__builtin_ctzll(z); break; }
     j = (j | 63) + 1;
   }
   *p = i;
   *q = j < end ? j : end;
   return true;
+}
+/* The first run of marked (maybe resident) pages in [*p, end). */
+static bool next_marked(const hk_arena_t *a, uint32_t *p, uint32_t end, uint32_t *q) {
+  return next_set(a->bits, p, end, q);
 }
 
 /* ---- free runs: bins by size, and the list of those with resident pages ---- */
@@ -270,6 +278,49 @@ static bool grains_aged(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t be
   return true;
 }
 
+/* ---- closed pages (guard measure) ----
+ * A page is closed by PROT_NONE (mprotect) or, where the kernel has them,
+ * by a guard marker (hk_os_guard), which splits no mapping: mprotect of a
+ * block's last page made one mapping three at every malloc (37% of the
+ * secure build's large row), and vm.max_map_count bounds how many there
+ * may be. With markers an arena is opened (mprotect) once, from its first
+ * page up to `open_to` as blocks reach further (past it, pages are still
+ * the reservation's PROT_NONE), and `closed` says which pages below it
+ * carry a marker. A marker drops the page's contents: a freed block closed
+ * whole is no longer resident, and comes back zero. Under span_lock. */
+static bool markers;  /* hk_os_guard_markers(), at the first arena */
+
+/* keep: the pages' contents stay (PROT_NONE even with markers: a freed
+ * block closed whole and faulted back in at its reuse cost more than the
+ * mprotect pair, bench_large 0.85) */
+static bool close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
+  if (!markers || keep) {
+    if (!hk_os_protect_none(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
+    if (markers) bm_set(a->shut, i, n, true);
+    return true;
+  }
+  if (!hk_os_guard(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
+  bm_set(a->closed, i, n, true);
+  return true;
+}
+
+static bool open_run(hk_arena_t *a, uint32_t i, uint32_t n) {
+  if (!markers) return hk_os_commit(page_addr(a, i), (size_t)n << PAGE_SHIFT);
+  if (i + n > a->open_to) {  /* the free run's pages up to the block's end (markers stay) */
+    if (!hk_os_commit(page_addr(a, a->open_to), (size_t)(i + n - a->open_to) << PAGE_SHIFT)) return false;
+    a->open_to = i + n;
+  }
+  for (uint32_t p = i, q; next_set(a->closed, &p, i + n, &q); p = q) {
+    if (!hk_os_unguard(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
+    bm_set(a->closed, p, q - p, false);
+  }
+  for (uint32_t p = i, q; next_set(a->shut, &p, i + n, &q); p = q) {
+    if (!hk_os_commit(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
+    bm_set(a->shut, p, q - p, false);
+  }
+  return true;
+}
+
 static hk_arena_t *arena_new(bool huge) {
   size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE);
   hk_arena_t *a = GUARD_PAGES ? hk_os_reserve_aligned(ARENA_SIZE, ARENA_SIZE) : hk_os_map_aligned(ARENA_SIZE, ARENA_SIZE);
@@ -286,6 +337,8 @@ static hk_arena_t *arena_new(bool huge) {
   a->huge = huge;
   a->magic = ARENA_MAGIC;
   a->first_page = (uint32_t)(desc >> PAGE_SHIFT) + GUARD_PAGES;  /* the descriptor's guard */
+  a->open_to = a->first_page;
+  if (GUARD_PAGES) markers = hk_os_guard_markers();
   a->born_ms = hk_os_now_ms();
   free_insert(a, a->first_page, ARENA_PAGES - a->first_page, 0, 0);
   for (size_t c = ((size_t)a->first_page << PAGE_SHIFT) >> HK_SS_SHIFT; c < ARENA_SIZE >> HK_SS_SHIFT; c++)
@@ -497,7 +550,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   uint32_t d = nd ? bits_count(a, at, need) : 0;
   uint32_t df = nd && front ? bits_count(a, i, front) : 0;
   if (front) free_insert(a, i, front, df, stamp);
-  if (GUARD_PAGES && front) hk_os_protect_none(page_addr(a, at - 1), HK_PAGE);  /* a free run ends closed */
+  if (GUARD_PAGES && front) close_run(a, at - 1, 1, false);  /* a free run ends closed */
   if (back) free_insert(a, at + need, back, nd - d - df, stamp);
   entry_t *h = &a->e[at], *t = &a->e[at + need - 1];
   h->npages = t->npages = need;
@@ -522,9 +575,8 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   ADD(live_pages, need);
   uint8_t *p = page_addr(a, at);
   /* (the block's last page was the run's, closed already, when nothing is left behind it) */
-  if (GUARD_PAGES && (!hk_os_commit(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT) ||
-                      (back && !hk_os_protect_none(page_addr(a, at + need - 1), HK_PAGE)))) {
-    hk_os_protect_none(page_addr(a, at + need - 1), HK_PAGE);
+  if (GUARD_PAGES && (!open_run(a, at, need - GUARD_PAGES) || (back && !close_run(a, at + need - 1, 1, false)))) {
+    close_run(a, at + need - 1, 1, false);
     h->tag = T_FREED;  /* no mapping to spare (vm.max_map_count): give the run back */
     t->tag = 0;
     SUB(live_pages, need);
@@ -641,7 +693,7 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
   uint32_t n = h->npages;
   uint32_t stamp = now_stamp(a);
   grains_freed(a, i, n, stamp);
-  if (GUARD_PAGES && n - 1 <= close_pages()) hk_os_protect_none(p, (size_t)(n - 1) << PAGE_SHIFT);  /* its last page is closed already */
+  if (GUARD_PAGES && n - 1 <= close_pages()) close_run(a, i, n - 1, true);  /* its last page is closed already */
   *kind = h->kind;
   *requested = h->l.requested;
   SUB(live_pages, n);
@@ -663,7 +715,7 @@ size_t hk_span_resize(void *p, size_t size) {
   uint32_t n = h->npages, j = i + n;
   size_t ok = 0;
   if (GUARD_PAGES && need < n)  /* the new last page closes (the tail's last, the old one, is closed) */
-    hk_os_protect_none(page_addr(a, i + need - 1), HK_PAGE);
+    close_run(a, i + need - 1, 1, false);
   if (need < n) {  /* the tail becomes free (joined to a free run after it) */
     uint32_t len = n - need, nd = len, stamp = now_stamp(a);
     grains_freed(a, i + need, len, stamp);
@@ -678,9 +730,8 @@ size_t hk_span_resize(void *p, size_t size) {
       return 0;
     }
     /* the old last page and all but the last of the new ones open, the new last closes */
-    if (GUARD_PAGES && (!hk_os_commit(page_addr(a, j - 1), (size_t)extra << PAGE_SHIFT) ||
-                        (a->e[j].npages > extra && !hk_os_protect_none(page_addr(a, j + extra - 1), HK_PAGE)))) {
-      hk_os_protect_none(page_addr(a, j - 1), HK_PAGE);
+    if (GUARD_PAGES && (!open_run(a, j - 1, extra) || (a->e[j].npages > extra && !close_run(a, j + extra - 1, 1, false)))) {
+      close_run(a, j - 1, 1, false);
       hk_unlock(&span_lock);
       return 0;
     }

@@ -69,7 +69,8 @@ static inline int not_caught(const char *what) {
 }
 
 /* Every attack program says where a SIGSEGV hit: "caught" by a guard means a
- * fault in a PROT_NONE mapping ("---p" in /proc/self/maps), never an
+ * fault in a PROT_NONE mapping ("---p" in /proc/self/maps) or on a page with
+ * a guard marker (/proc/self/pagemap), never an
  * arbitrary crash (attack.sh's segv expectation wants the guard line). The
  * handler reads the maps with raw syscalls, prints one line, then lets the
  * fault happen again with the default action. */
@@ -105,6 +106,16 @@ static void sec_map_perms(uintptr_t addr, char perms[5]) {
   }
   if (fd >= 0) close(fd);
 }
+/* Whether the page holding addr carries a guard marker (MADV_GUARD_INSTALL:
+ * the mapping stays open, the page faults): bit 58 of its /proc/self/pagemap
+ * entry (Linux 6.14 on). */
+static int sec_guard_marker(uintptr_t addr) {
+  uint64_t e = 0;
+  int fd = open("/proc/self/pagemap", O_RDONLY);
+  int ok = fd >= 0 && pread(fd, &e, sizeof e, (off_t)(addr / 4096) * (off_t)sizeof e) == (ssize_t)sizeof e;
+  if (fd >= 0) close(fd);
+  return ok && (e >> 58 & 1);
+}
 static void sec_segv(int sig, siginfo_t *si, void *ctx) {
   (void)ctx;
   uintptr_t addr = (uintptr_t)si->si_addr;
@@ -113,6 +124,7 @@ static void sec_segv(int sig, siginfo_t *si, void *ctx) {
   sec_put("security test: SIGSEGV at ");
   sec_put_hex(addr);
   if (strcmp(perms, "---p") == 0) sec_put(" in a guard (PROT_NONE mapping)\n");
+  else if (perms[0] && sec_guard_marker(addr)) sec_put(" in a guard (guard marker)\n");
   else if (perms[0]) { sec_put(" in a mapping with permissions "); sec_put(perms); sec_put(" (not a guard)\n"); }
   else sec_put(" in no mapping (not a guard)\n");
   signal(sig, SIG_DFL);  /* the faulting access runs again and kills us */
