@@ -93,14 +93,31 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
   }
 }
 
+/* guard: pages closed by guard markers where the kernel has them
+ * (hk_os_guard), else PROT_NONE. Markers split no mapping: with PROT_NONE
+ * a secure superslab was three to five mappings, and past about 15,000 of
+ * them (vm.max_map_count, 65,530) the mprotect calls failed and new
+ * superslabs went without their guards. */
+static void ss_close(void *p, size_t bytes) {
+  if (hk_os_guard_markers()) hk_os_guard(p, bytes);
+  else hk_os_protect_none(p, bytes);
+}
+
 /* guard: close a small superslab's second MiB (dropping what a mid one
- * left there), or open it again for a mid one; its last page stays closed */
+ * left there), or open it again for a mid one (it reads zero); its last
+ * page stays closed */
 static void ss_set_half_guard(hk_superslab_t *ss, bool on) {
   if (ss->half_guard == on) return;
   uint8_t *half = (uint8_t *)ss + HK_SS_HALF;
   size_t bytes = HK_SS_HALF - HK_SS_GUARD_SIZE;
-  if (on) hk_os_decommit(half, bytes);
-  else hk_os_commit(half, bytes);
+  if (hk_os_guard_markers()) {
+    if (on) hk_os_guard(half, bytes);
+    else hk_os_unguard(half, bytes);
+  } else if (on) {
+    hk_os_decommit(half, bytes);
+  } else {
+    hk_os_commit(half, bytes);
+  }
   ss->half_guard = on;
 }
 
@@ -117,8 +134,8 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     hk_ss_note(HK_SS_OS_MAPS);
     hk_os_advise_region(ss, HK_SS_SIZE, true);  /* HAKMEM_THP: huge pages, or (never) none */
     if (HK_M_GUARD) {  /* after the metadata, and the last page: an overflow running off the end */
-      hk_os_protect_none((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
-      hk_os_protect_none((uint8_t *)ss + HK_SS_SIZE - HK_SS_GUARD_SIZE, HK_SS_GUARD_SIZE);
+      ss_close((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
+      ss_close((uint8_t *)ss + HK_SS_SIZE - HK_SS_GUARD_SIZE, HK_SS_GUARD_SIZE);
     }
     ss->half_guard = false;
     atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);

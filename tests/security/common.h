@@ -116,6 +116,12 @@ static int sec_guard_marker(uintptr_t addr) {
   if (fd >= 0) close(fd);
   return ok && (e >> 58 & 1);
 }
+/* Whether the page at addr is a guard: PROT_NONE, or a guard marker. */
+static inline int sec_is_guard(uintptr_t addr) {
+  char perms[5];
+  sec_map_perms(addr, perms);
+  return strcmp(perms, "---p") == 0 || (perms[0] && sec_guard_marker(addr));
+}
 static void sec_segv(int sig, siginfo_t *si, void *ctx) {
   (void)ctx;
   uintptr_t addr = (uintptr_t)si->si_addr;

@@ -5,7 +5,8 @@
  * finds its own slack byte or canary overwritten) or "late" (the overflow
  * runs off the slabs' end: it must fault in the guard past them). The
  * slabs end at 2 MiB, or at 1 MiB where the superslab's second MiB is a
- * guard (measure guard: the program looks at the mapping there). Caught:
+ * guard (measure guard: the program looks at the page there: PROT_NONE or
+ * a guard marker). Caught:
  * secure (slack/canary at free, or measure guard). */
 #include "common.h"
 
@@ -14,9 +15,7 @@ int main(int argc, char **argv) {
   size_t dist = argc > 2 ? strtoul(argv[2], NULL, 0) : (size_t)1 << 20;
   int late = argc > 3 && strcmp(argv[3], "late") == 0;
   char *p = malloc(n);
-  char perms[5];
-  sec_map_perms(((uintptr_t)p & ~(uintptr_t)((2u << 20) - 1)) + (1u << 20), perms);
-  size_t end = strcmp(perms, "---p") == 0 ? 1u << 20 : 2u << 20;  /* the slabs' end */
+  size_t end = sec_is_guard(((uintptr_t)p & ~(uintptr_t)((2u << 20) - 1)) + (1u << 20)) ? 1u << 20 : 2u << 20;  /* the slabs' end */
   for (int i = 0; i < 1000000; i++) {  /* leaked: the test ends soon */
     size_t off = (uintptr_t)p & ((2u << 20) - 1);
     if (late ? off >= end - dist + 65536 : off + n + dist < end - 65536) break;
