@@ -72,7 +72,8 @@ typedef struct hk_arena {
   uint64_t bits[ARENA_PAGES / 64]; /* page may be resident (touched, not purged) */
   uint32_t open_to;              /* guard markers: pages from here on are PROT_NONE */
   uint64_t closed[GUARD_PAGES ? ARENA_PAGES / 64 : 1]; /* guard markers: page carries one */
-  uint64_t shut[GUARD_PAGES ? ARENA_PAGES / 64 : 1];   /* guard markers: page PROT_NONE below open_to */
+  uint64_t shut[GUARD_PAGES ? ARENA_PAGES / 64 : 1];   /* a freed block's page closed PROT_NONE */
+  uint32_t islands;              /* runs of shut pages (shut_set) */
   entry_t e[ARENA_PAGES];
 } hk_arena_t;
 
@@ -290,13 +291,39 @@ static bool grains_aged(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t be
  * whole is no longer resident, and comes back zero. Under span_lock. */
 static bool markers;  /* hk_os_guard_markers(), at the first arena */
 
+/* A freed block closed whole by PROT_NONE is an island in open pages, two
+ * more mappings: a program that freed 40,000 blocks of 100,000 bytes left
+ * 65,531, vm.max_map_count, and its own mmap calls failed. Past SHUT_MAX
+ * islands (of all arenas) a freed block is closed by markers instead (its
+ * pages dropped), or, without markers, left open (the quarantine still
+ * keeps its address from the next malloc for a while). */
+#define SHUT_MAX 4096u
+static size_t shut_islands;  /* the arenas' islands summed */
+
+static bool shut_at(const hk_arena_t *a, uint32_t i) {
+  return i < ARENA_PAGES && (a->shut[i >> 6] >> (i & 63) & 1);
+}
+/* Shut (on) pages [i, i + n), none of them shut, or open a stretch of shut
+ * pages: the islands beside it join it, or stay when it opens. */
+static void shut_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
+  uint32_t beside = (i > 0 && shut_at(a, i - 1)) + shut_at(a, i + n);
+  uint32_t before = a->islands;
+  a->islands = on ? a->islands + 1 - beside : a->islands - 1 + beside;
+  shut_islands = shut_islands - before + a->islands;
+  bm_set(a->shut, i, n, on);
+}
+
 /* keep: the pages' contents stay (PROT_NONE even with markers: a freed
  * block closed whole and faulted back in at its reuse cost more than the
- * mprotect pair, bench_large 0.85) */
+ * mprotect pair, bench_large 0.85), while SHUT_MAX allows */
 static bool close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
+  if (keep && shut_islands >= SHUT_MAX) {
+    if (!markers) return false;
+    keep = false;
+  }
   if (!markers || keep) {
     if (!hk_os_protect_none(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
-    if (markers) bm_set(a->shut, i, n, true);
+    if (keep) shut_set(a, i, n, true);
     return true;
   }
   if (!hk_os_guard(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
@@ -305,18 +332,21 @@ static bool close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
 }
 
 static bool open_run(hk_arena_t *a, uint32_t i, uint32_t n) {
-  if (!markers) return hk_os_commit(page_addr(a, i), (size_t)n << PAGE_SHIFT);
-  if (i + n > a->open_to) {  /* the free run's pages up to the block's end (markers stay) */
-    if (!hk_os_commit(page_addr(a, a->open_to), (size_t)(i + n - a->open_to) << PAGE_SHIFT)) return false;
-    a->open_to = i + n;
-  }
-  for (uint32_t p = i, q; next_set(a->closed, &p, i + n, &q); p = q) {
-    if (!hk_os_unguard(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
-    bm_set(a->closed, p, q - p, false);
+  if (!markers) {
+    if (!hk_os_commit(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
+  } else {
+    if (i + n > a->open_to) {  /* the free run's pages up to the block's end (markers stay) */
+      if (!hk_os_commit(page_addr(a, a->open_to), (size_t)(i + n - a->open_to) << PAGE_SHIFT)) return false;
+      a->open_to = i + n;
+    }
+    for (uint32_t p = i, q; next_set(a->closed, &p, i + n, &q); p = q) {
+      if (!hk_os_unguard(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
+      bm_set(a->closed, p, q - p, false);
+    }
   }
   for (uint32_t p = i, q; next_set(a->shut, &p, i + n, &q); p = q) {
-    if (!hk_os_commit(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
-    bm_set(a->shut, p, q - p, false);
+    if (markers && !hk_os_commit(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
+    shut_set(a, p, q - p, false);
   }
   return true;
 }
@@ -1013,6 +1043,7 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
       hk_arena_t *a = *pa;
       if (a->free_pages == ARENA_PAGES - a->first_page) {
         *pa = a->next;
+        shut_islands -= a->islands;
         a->next = gone;
         gone = a;
       } else {

@@ -28,9 +28,12 @@
  *      purges the joined run whole at the second free.
  *   H. (`test_span many`) 50,000 live blocks at once: more than the secure
  *      build's guards by mprotect could split the mapping for (many()).
+ *   I. (`test_span freed`) 40,000 blocks freed and closed: the mappings
+ *      stay far below vm.max_map_count (freed()).
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
  * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -333,11 +336,59 @@ static void many(void) {
   free(b);
 }
 
+/* The lines of /proc/self/maps: the process's mappings. */
+static size_t map_lines(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  size_t n = 0;
+  while (f && fgets(line, sizeof line, f)) n++;
+  if (f) fclose(f);
+  return n;
+}
+
+/* I. (`test_span freed`) 40,000 blocks of 100,000 bytes freed: the secure
+ * build closes each (HAKMEM_CLOSE_FREED_KB), and with PROT_NONE every one
+ * was two more mappings, 65,531 in all: vm.max_map_count, and the
+ * program's own mmap failed. The mappings must stay far below it, a
+ * mapping of the program's must still be made, and the blocks come back. */
+static void freed(void) {
+  enum { N = 40000, SIZE = 100000 };
+  unsigned char **b = calloc(N, sizeof *b);
+  CHECK_FATAL(b != NULL);
+  for (int i = 0; i < N; i++) {
+    b[i] = malloc(SIZE);
+    CHECK_FATAL(b[i] != NULL);
+    b[i][0] = 1;
+  }
+  for (int i = 0; i < N; i++) free(b[i]);
+  size_t lines = map_lines();
+  CHECKF(lines < 20000, "%zu mappings after %d blocks were freed", lines, N);
+  void *m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  CHECKF(m != MAP_FAILED, "mmap after %d blocks were freed: %s", N, strerror(errno));
+  if (m != MAP_FAILED) munmap(m, 1 << 20);
+  int got = 0, bad = 0;
+  for (; got < N && (b[got] = malloc(SIZE)) != NULL; got++) {
+    b[got][0] = (unsigned char)got;
+    b[got][SIZE - 1] = (unsigned char)(got >> 8);
+  }
+  CHECKF(got == N, "malloc(%d) returned NULL after %d blocks", SIZE, got);
+  for (int i = 0; i < got; i++) {
+    bad += b[i][0] != (unsigned char)i || b[i][SIZE - 1] != (unsigned char)(i >> 8);
+    free(b[i]);
+  }
+  CHECKF(bad == 0, "%d of %d blocks overwritten", bad, got);
+  free(b);
+}
+
 int main(int argc, char **argv) {
   CHECK(hak_is_active());
   if (argc > 1 && strcmp(argv[1], "many") == 0) {
     many();
     return check_done("test_span many");
+  }
+  if (argc > 1 && strcmp(argv[1], "freed") == 0) {
+    freed();
+    return check_done("test_span freed");
   }
   if (argc > 1 && strcmp(argv[1], "joined") == 0) {
     joined();
