@@ -293,12 +293,20 @@ static bool markers;  /* hk_os_guard_markers(), at the first arena */
 
 /* A freed block closed whole by PROT_NONE is an island in open pages, two
  * more mappings: a program that freed 40,000 blocks of 100,000 bytes left
- * 65,531, vm.max_map_count, and its own mmap calls failed. Past SHUT_MAX
+ * 65,531, vm.max_map_count, and its own mmap calls failed. Past shut_max
  * islands (of all arenas) a freed block is closed by markers instead (its
  * pages dropped), or, without markers, left open (the quarantine still
  * keeps its address from the next malloc for a while). */
-#define SHUT_MAX 4096u
 static size_t shut_islands;  /* the arenas' islands summed */
+static size_t shut_max = 4096;  /* a sixteenth of vm.max_map_count (65,530 by default): shut_max_read */
+
+static void shut_max_read(void) {
+  char buf[32];
+  long v = 0;
+  if (hk_os_read_file("/proc/sys/vm/max_map_count", buf, sizeof buf))
+    for (const char *c = buf; *c >= '0' && *c <= '9' && v < 1000000000; c++) v = v * 10 + (*c - '0');
+  if (v > 0) shut_max = (size_t)v / 16 > 64 ? (size_t)v / 16 : 64;
+}
 
 static bool shut_at(const hk_arena_t *a, uint32_t i) {
   return i < ARENA_PAGES && (a->shut[i >> 6] >> (i & 63) & 1);
@@ -315,9 +323,9 @@ static void shut_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
 
 /* keep: the pages' contents stay (PROT_NONE even with markers: a freed
  * block closed whole and faulted back in at its reuse cost more than the
- * mprotect pair, bench_large 0.85), while SHUT_MAX allows */
+ * mprotect pair, bench_large 0.85), while shut_max allows */
 static bool close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
-  if (keep && shut_islands >= SHUT_MAX) {
+  if (keep && shut_islands >= shut_max) {
     if (!markers) return false;
     keep = false;
   }
@@ -368,7 +376,10 @@ static hk_arena_t *arena_new(bool huge) {
   a->magic = ARENA_MAGIC;
   a->first_page = (uint32_t)(desc >> PAGE_SHIFT) + GUARD_PAGES;  /* the descriptor's guard */
   a->open_to = a->first_page;
-  if (GUARD_PAGES) markers = hk_os_guard_markers();
+  if (GUARD_PAGES && !arenas) {
+    markers = hk_os_guard_markers();
+    shut_max_read();
+  }
   a->born_ms = hk_os_now_ms();
   free_insert(a, a->first_page, ARENA_PAGES - a->first_page, 0, 0);
   for (size_t c = ((size_t)a->first_page << PAGE_SHIFT) >> HK_SS_SHIFT; c < ARENA_SIZE >> HK_SS_SHIFT; c++)
