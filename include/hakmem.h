@@ -97,6 +97,9 @@ struct hak_stats {
   size_t thp_plain_blocks;        /* big blocks placed where no huge page backs them */
   size_t thp_samples;             /* freed big blocks asked which 2 MiB chunks they touched */
   int    thp_density;             /* per mille of those chunks touched (running mean) */
+  /* ---- unreleased too: guard pages (docs/OBSERVABILITY.md, "OS calls") ---- */
+  unsigned long mprotect_calls;   /* guard pages closed or opened by mprotect */
+  unsigned long guard_calls;      /* guard markers put or taken (MADV_GUARD_INSTALL/REMOVE) */
 };
 
 /* The ABI rule of struct hak_stats: fields are only ever appended at its

@@ -343,9 +343,15 @@ static bool open_run(hk_arena_t *a, uint32_t i, uint32_t n) {
   if (!markers) {
     if (!hk_os_commit(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
   } else {
-    if (i + n > a->open_to) {  /* the free run's pages up to the block's end (markers stay) */
-      if (!hk_os_commit(page_addr(a, a->open_to), (size_t)(i + n - a->open_to) << PAGE_SHIFT)) return false;
-      a->open_to = i + n;
+    if (i + n > a->open_to) {
+      /* the free run's pages up to the block's end and on to the next 2 MiB
+       * (markers stay; the arena's last page, the run's guard, never): one
+       * call per 2 MiB of growth, not one per block (test_span many) */
+      uint32_t to = (i + n + HUGE_PAGES - 1) & ~(HUGE_PAGES - 1);
+      if (to > ARENA_PAGES - 1) to = ARENA_PAGES - 1;
+      if (to < i + n) to = i + n;
+      if (!hk_os_commit(page_addr(a, a->open_to), (size_t)(to - a->open_to) << PAGE_SHIFT)) return false;
+      a->open_to = to;
     }
     for (uint32_t p = i, q; next_set(a->closed, &p, i + n, &q); p = q) {
       if (!hk_os_unguard(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;

@@ -182,6 +182,8 @@ void hk_stats_collect(struct hak_stats *o) {
   o->munmap_calls = atomic_load(&hk_os_stats.munmap_calls);
   o->madvise_calls = atomic_load(&hk_os_stats.madvise_calls);
   o->mremap_calls = atomic_load(&hk_os_stats.mremap_calls);
+  o->mprotect_calls = atomic_load(&hk_os_stats.mprotect_calls);
+  o->guard_calls = atomic_load(&hk_os_stats.guard_calls);
   o->mmap_bytes = atomic_load(&hk_os_stats.mmap_bytes);
   o->munmap_bytes = atomic_load(&hk_os_stats.munmap_bytes);
   o->madvise_bytes = atomic_load(&hk_os_stats.madvise_bytes);
@@ -329,9 +331,10 @@ static void print_text(sink_t *k, const struct hak_stats *s) {
       s->superslabs, s->superslabs_cached, s->superslabs_abandoned, s->heaps);
   out(k, "  large/huge: %zu live (%zu bytes), %zu allocs, %zu frees, %zu bytes cached\n",
       s->large_live, s->large_live_bytes, s->large_allocs, s->large_frees, s->large_cached_bytes);
-  out(k, "  OS calls: mmap %lu (%zu bytes), munmap %lu (%zu bytes), madvise %lu (%zu bytes), mremap %lu\n",
+  out(k, "  OS calls: mmap %lu (%zu bytes), munmap %lu (%zu bytes), madvise %lu (%zu bytes), mremap %lu, "
+         "mprotect %lu, guard markers %lu\n",
       s->mmap_calls, s->mmap_bytes, s->munmap_calls, s->munmap_bytes, s->madvise_calls,
-      s->madvise_bytes, s->mremap_calls);
+      s->madvise_bytes, s->mremap_calls, s->mprotect_calls, s->guard_calls);
   out(k, "  pages: huge pages for %s (HAKMEM_THP %s, system %s%s), %zu bytes huge-page backed; "
          "populate %lu (%zu bytes); lock waits %lu (%lu yields)\n",
       thp_regions(s->thp), thp_knob(), hk_os_thp_system()[0] ? hk_os_thp_system() : "unknown",
@@ -376,9 +379,9 @@ static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
       committed_of(s), HK_LOAD_RELAXED(peak_committed), s->mapped_bytes - committed_of(s), s->superslabs,
       s->heaps, s->allocs, s->frees, s->fast_path_hit_rate);
   out(k, "\"os\": {\"mmap\": %lu, \"munmap\": %lu, \"madvise\": %lu, \"mremap\": %lu, "
-         "\"mmap_bytes\": %zu, \"munmap_bytes\": %zu, \"madvise_bytes\": %zu}, ",
+         "\"mmap_bytes\": %zu, \"munmap_bytes\": %zu, \"madvise_bytes\": %zu, \"mprotect\": %lu, \"guard\": %lu}, ",
       s->mmap_calls, s->munmap_calls, s->madvise_calls, s->mremap_calls, s->mmap_bytes,
-      s->munmap_bytes, s->madvise_bytes);
+      s->munmap_bytes, s->madvise_bytes, s->mprotect_calls, s->guard_calls);
   out(k, "\"pages\": {\"thp\": \"%s\", \"thp_system\": \"%s\", \"page_reporting\": %d, \"huge_regions\": %d, "
          "\"huge_bytes\": %zu, \"populate\": %lu, \"populate_bytes\": %zu, \"lock_waits\": %lu, \"lock_yields\": %lu, "
          "\"plain_blocks\": %zu, \"samples\": %zu, \"density\": %d}, ",

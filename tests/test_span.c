@@ -26,8 +26,10 @@
  *      blocks (HAKMEM_LARGE_CACHE_MB of 16 or more; ctest sets 64): the cap
  *      goes by a run's age, and under HAKMEM_PROFILE=lowmem's 8 MiB it
  *      purges the joined run whole at the second free.
- *   H. (`test_span many`) 50,000 live blocks at once: more than the secure
- *      build's guards by mprotect could split the mapping for (many()).
+ *   H. (`test_span many [markers]`) 50,000 live blocks at once: more than
+ *      the secure build's guards by mprotect could split the mapping for
+ *      (many()); with `markers`, the stats count a guard marker a block and
+ *      next to no mprotect.
  *   I. (`test_span freed`) 40,000 blocks freed and closed: the mappings
  *      stay far below vm.max_map_count (freed()).
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
@@ -316,10 +318,12 @@ static void joined(void) {
  * block's last page is a guard: with PROT_NONE each guard split the
  * arena's mapping, and vm.max_map_count (65,530) stopped malloc at 32,745
  * blocks with memory to spare; guard markers split nothing. */
-static void many(void) {
+static void many(bool markers) {
   enum { N = 50000, SIZE = 40000 };
   unsigned char **b = calloc(N, sizeof *b);
   CHECK_FATAL(b != NULL);
+  struct hak_stats s0, s1;
+  CHECK(hak_stats_read(&s0, sizeof s0) == sizeof s0);
   int got = 0;
   for (; got < N; got++) {
     if (!(b[got] = malloc(SIZE))) break;
@@ -327,6 +331,13 @@ static void many(void) {
     b[got][SIZE - 1] = (unsigned char)(got >> 8);
   }
   CHECKF(got == N, "malloc(%d) returned NULL after %d live blocks", SIZE, got);
+  CHECK(hak_stats_read(&s1, sizeof s1) == sizeof s1);
+  if (markers) {  /* each guard a marker; mprotect only opens the arena, 2 MiB at a time */
+    CHECKF(s1.guard_calls - s0.guard_calls >= (unsigned long)got, "%lu guard markers for %d blocks",
+           s1.guard_calls - s0.guard_calls, got);
+    CHECKF(s1.mprotect_calls - s0.mprotect_calls < (unsigned long)got / 20, "%lu mprotect calls for %d blocks",
+           s1.mprotect_calls - s0.mprotect_calls, got);
+  }
   int bad = 0;
   for (int i = 0; i < got; i++) {
     bad += b[i][0] != (unsigned char)i || b[i][SIZE - 1] != (unsigned char)(i >> 8);
@@ -383,7 +394,7 @@ static void freed(void) {
 int main(int argc, char **argv) {
   CHECK(hak_is_active());
   if (argc > 1 && strcmp(argv[1], "many") == 0) {
-    many();
+    many(argc > 2 && strcmp(argv[2], "markers") == 0);
     return check_done("test_span many");
   }
   if (argc > 1 && strcmp(argv[1], "freed") == 0) {

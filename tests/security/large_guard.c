@@ -1,9 +1,10 @@
 /* Overflows a large block (a whole number of pages, so its end is the end of
  * the mapping's usable part) by one byte. Caught: secure (guard page ->
  * SIGSEGV at the write). The page after the block must be a PROT_NONE page of
- * the block's own mapping (/proc/self/maps), not merely unmapped address
- * space, which would fault too but guards nothing once something is mapped
- * there. argv[1] says how the block came to be:
+ * the block's own mapping (/proc/self/maps), or a page of it with a guard
+ * marker (/proc/self/pagemap: the secure span tier's), not merely unmapped
+ * address space, which would fault too but guards nothing once something is
+ * mapped there. argv[1] says how the block came to be:
  *   new      a fresh mapping (default)
  *   realloc  grown by realloc from a smaller large block (pages moved by
  *            mremap: the guard must follow the new end)
@@ -53,7 +54,7 @@ int main(int argc, char **argv) {
   memset(p, 'a', n);
   char perms[8];
   perms_of((uintptr_t)p + n, perms);
-  if (strcmp(perms, "---p") != 0) {
+  if (strcmp(perms, "---p") != 0 && !(perms[0] && sec_guard_marker((uintptr_t)p + n))) {
     fprintf(stderr, "the page after the block is %s\n", perms[0] ? perms : "unmapped");
     return not_caught("no guard page after the large block");
   }
