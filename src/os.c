@@ -182,19 +182,39 @@ const char *hk_os_thp_system(void) { return sys_names[read_thp_system()]; }
 #define MAX_ORDER 10  /* the buddy allocator's largest block: 4 MiB (x86-64) */
 static _Atomic int reporting = -2;
 
+/* The decimal number a /proc or /sys file starts with, if it is at most
+ * max: true, with *out; false otherwise (unreadable, no digit, too big). */
+static bool read_number(const char *path, unsigned long max, unsigned long *out) {
+  char buf[32];
+  if (!read_file(path, buf, sizeof buf)) return false;
+  unsigned long v = 0;
+  const char *c = buf;
+  for (; *c >= '0' && *c <= '9' && v <= max; c++) v = v * 10 + (unsigned long)(*c - '0');
+  if (c == buf || v > max) return false;
+  *out = v;
+  return true;
+}
+
 int hk_os_page_reporting(void) {
   int r = atomic_load_explicit(&reporting, memory_order_relaxed);
   if (r != -2) return r;
-  char buf[32];
-  r = -1;
-  if (read_file("/sys/module/page_reporting/parameters/page_reporting_order", buf, sizeof buf)) {
-    unsigned long v = 0;
-    const char *c = buf;
-    for (; *c >= '0' && *c <= '9' && v <= MAX_ORDER; c++) v = v * 10 + (unsigned long)(*c - '0');
-    if (c > buf && v <= MAX_ORDER) r = (int)v;
-  }
+  unsigned long v;
+  r = read_number("/sys/module/page_reporting/parameters/page_reporting_order", MAX_ORDER, &v) ? (int)v : -1;
   atomic_store_explicit(&reporting, r, memory_order_relaxed);
   return r;
+}
+
+/* vm.max_map_count, read once: the mappings a process may have (65,530
+ * unless the system set it otherwise, which is also the answer when the
+ * file cannot be read). */
+static _Atomic unsigned long max_map_count;
+
+unsigned long hk_os_max_map_count(void) {
+  unsigned long v = atomic_load_explicit(&max_map_count, memory_order_relaxed);
+  if (v) return v;
+  if (!read_number("/proc/sys/vm/max_map_count", 1ul << 31, &v) || v == 0) v = 65530;
+  atomic_store_explicit(&max_map_count, v, memory_order_relaxed);
+  return v;
 }
 
 unsigned hk_os_thp(void) {

@@ -43,6 +43,8 @@ unsigned hk_os_thp(void);
  * (free page reporting), -1 when it does not; auto then asks for no huge
  * page (os.c says why). */
 int hk_os_page_reporting(void);
+/* vm.max_map_count: the mappings a process may have (read once). */
+unsigned long hk_os_max_map_count(void);
 /* The system's mode: "always", "madvise", "never" or "" (unreadable). */
 const char *hk_os_thp_system(void);
 /* Advise region p (2 MiB aligned, whole huge pages) as hk_os_thp() says for

@@ -289,7 +289,7 @@ static bool grains_aged(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t be
  * the reservation's PROT_NONE), and `closed` says which pages below it
  * carry a marker. A marker drops the page's contents: a freed block closed
  * whole is no longer resident, and comes back zero. Under span_lock. */
-static bool markers;  /* hk_os_guard_markers(), at the first arena */
+static bool markers(void) { return hk_os_guard_markers(); }
 
 /* A freed block closed whole by PROT_NONE is an island in open pages, two
  * more mappings: a program that freed 40,000 blocks of 100,000 bytes left
@@ -298,14 +298,11 @@ static bool markers;  /* hk_os_guard_markers(), at the first arena */
  * pages dropped), or, without markers, left open (the quarantine still
  * keeps its address from the next malloc for a while). */
 static size_t shut_islands;  /* the arenas' islands summed */
-static size_t shut_max = 4096;  /* a sixteenth of vm.max_map_count (65,530 by default): shut_max_read */
 
-static void shut_max_read(void) {
-  char buf[32];
-  long v = 0;
-  if (hk_os_read_file("/proc/sys/vm/max_map_count", buf, sizeof buf))
-    for (const char *c = buf; *c >= '0' && *c <= '9' && v < 1000000000; c++) v = v * 10 + (*c - '0');
-  if (v > 0) shut_max = (size_t)v / 16 > 64 ? (size_t)v / 16 : 64;
+/* a sixteenth of vm.max_map_count (4,095 by default), at least 64 */
+static size_t shut_max(void) {
+  size_t m = hk_os_max_map_count() / 16;
+  return m > 64 ? m : 64;
 }
 
 static bool shut_at(const hk_arena_t *a, uint32_t i) {
@@ -323,13 +320,13 @@ static void shut_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
 
 /* keep: the pages' contents stay (PROT_NONE even with markers: a freed
  * block closed whole and faulted back in at its reuse cost more than the
- * mprotect pair, bench_large 0.85), while shut_max allows */
+ * mprotect pair, bench_large 0.85), while shut_max() allows */
 static bool close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
-  if (keep && shut_islands >= shut_max) {
-    if (!markers) return false;
+  if (keep && shut_islands >= shut_max()) {
+    if (!markers()) return false;
     keep = false;
   }
-  if (!markers || keep) {
+  if (!markers() || keep) {
     if (!hk_os_protect_none(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
     if (keep) shut_set(a, i, n, true);
     return true;
@@ -340,7 +337,7 @@ static bool close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
 }
 
 static bool open_run(hk_arena_t *a, uint32_t i, uint32_t n) {
-  if (!markers) {
+  if (!markers()) {
     if (!hk_os_commit(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
   } else {
     if (i + n > a->open_to) {
@@ -359,7 +356,7 @@ static bool open_run(hk_arena_t *a, uint32_t i, uint32_t n) {
     }
   }
   for (uint32_t p = i, q; next_set(a->shut, &p, i + n, &q); p = q) {
-    if (markers && !hk_os_commit(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
+    if (markers() && !hk_os_commit(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
     shut_set(a, p, q - p, false);
   }
   return true;
@@ -382,10 +379,6 @@ static hk_arena_t *arena_new(bool huge) {
   a->magic = ARENA_MAGIC;
   a->first_page = (uint32_t)(desc >> PAGE_SHIFT) + GUARD_PAGES;  /* the descriptor's guard */
   a->open_to = a->first_page;
-  if (GUARD_PAGES && !arenas) {
-    markers = hk_os_guard_markers();
-    shut_max_read();
-  }
   a->born_ms = hk_os_now_ms();
   free_insert(a, a->first_page, ARENA_PAGES - a->first_page, 0, 0);
   for (size_t c = ((size_t)a->first_page << PAGE_SHIFT) >> HK_SS_SHIFT; c < ARENA_SIZE >> HK_SS_SHIFT; c++)

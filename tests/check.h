@@ -64,6 +64,16 @@ static _Atomic long check_count_;
 
 static inline long check_failures(void) { return CHK_LOAD_(check_failures_); }
 
+/* The mappings of this process: the lines of /proc/self/maps. */
+static inline size_t check_map_count(void) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  size_t n = 0;
+  while (f && fgets(line, sizeof line, f)) n++;
+  if (f) fclose(f);
+  return n;
+}
+
 /* Resident set size of this process in KiB (-1 if /proc is unreadable). */
 static inline long check_rss_kib(void) {
   FILE *f = fopen("/proc/self/statm", "r");

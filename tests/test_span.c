@@ -347,16 +347,6 @@ static void many(bool markers) {
   free(b);
 }
 
-/* The lines of /proc/self/maps: the process's mappings. */
-static size_t map_lines(void) {
-  FILE *f = fopen("/proc/self/maps", "r");
-  char line[512];
-  size_t n = 0;
-  while (f && fgets(line, sizeof line, f)) n++;
-  if (f) fclose(f);
-  return n;
-}
-
 /* I. (`test_span freed`) 40,000 blocks of 100,000 bytes freed: the secure
  * build closes each (HAKMEM_CLOSE_FREED_KB), and with PROT_NONE every one
  * was two more mappings, 65,531 in all: vm.max_map_count, and the
@@ -372,7 +362,7 @@ static void freed(void) {
     b[i][0] = 1;
   }
   for (int i = 0; i < N; i++) free(b[i]);
-  size_t lines = map_lines();
+  size_t lines = check_map_count();
   CHECKF(lines < 20000, "%zu mappings after %d blocks were freed", lines, N);
   void *m = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   CHECKF(m != MAP_FAILED, "mmap after %d blocks were freed: %s", N, strerror(errno));

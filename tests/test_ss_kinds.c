@@ -193,16 +193,6 @@ static void run(void *(*fn)(void *)) {
   CHECK_FATAL(pthread_join(t, NULL) == 0);
 }
 
-/* The lines of /proc/self/maps: the process's mappings. */
-static size_t map_lines(void) {
-  FILE *f = fopen("/proc/self/maps", "r");
-  char line[512];
-  size_t n = 0;
-  while (f && fgets(line, sizeof line, f)) n++;
-  if (f) fclose(f);
-  return n;
-}
-
 /* `test_ss_kinds mappings`: a million live 64-byte blocks (79 small
  * superslabs in the secure build, 31 in the default one) add fewer
  * mappings than half a mapping a superslab. With
@@ -213,7 +203,7 @@ static void mappings(void) {
   enum { N = 1000000 };
   struct hak_stats s0, s1;
   CHECK(hak_stats_get(&s0) == 0);
-  size_t before = map_lines();
+  size_t before = check_map_count();
   unsigned char **b = malloc(N * sizeof *b);
   CHECK_FATAL(b != NULL);
   for (size_t i = 0; i < N; i++) {
@@ -221,7 +211,7 @@ static void mappings(void) {
     CHECK_FATAL(b[i] != NULL);
     b[i][0] = (unsigned char)i;
   }
-  size_t after = map_lines();
+  size_t after = check_map_count();
   CHECK(hak_stats_get(&s1) == 0);
   size_t ss = s1.superslabs - s0.superslabs, bad = 0;
   for (size_t i = 0; i < N; i++) {
