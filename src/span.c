@@ -383,8 +383,16 @@ static hk_arena_t *arena_new(bool huge) {
   free_insert(a, a->first_page, ARENA_PAGES - a->first_page, 0, 0);
   for (size_t c = ((size_t)a->first_page << PAGE_SHIFT) >> HK_SS_SHIFT; c < ARENA_SIZE >> HK_SS_SHIFT; c++)
     hk_chunk_set((uint8_t *)a + (c << HK_SS_SHIFT), HK_CHUNK_SPAN);
-  a->next = arenas;
-  arenas = a;
+  /* last in the list: a malloc takes the first arena with a fit, so the
+   * older arenas' freed runs are reused before a newer one's untouched tail
+   * (with the newest first, a program past 1 GiB of big blocks that freed
+   * half of them went on faulting in fresh pages, and the secure build's
+   * guards by mprotect ran out of mappings at half of the freed blocks:
+   * test_span spent) */
+  hk_arena_t **pa = &arenas;
+  while (*pa) pa = &(*pa)->next;
+  a->next = NULL;
+  *pa = a;
   return a;
 }
 

@@ -13,7 +13,9 @@
  *   D. malloc_trim(0) gives back arenas with nothing live, and the tier
  *      works after it;
  *   E. more live span bytes than one 1 GiB arena holds: a second arena,
- *      blocks in both, freed in an order that empties the first one first.
+ *      blocks in both, a hole in the first reused before the second's
+ *      untouched pages, then freed in an order that empties the first one
+ *      first.
  *   F. (`test_span aging`, with HAKMEM_PURGE_DELAY_MS of at most 200) the
  *      pages of a freed block are purged one delay after its free, even
  *      while a small block is carved from its start and freed again and
@@ -198,6 +200,21 @@ static void two_arenas(void) {
     b[k] = malloc(n);
     CHECK_FATAL(b[k]);
     CHECK(hak_owns(b[k]) == 1);
+    for (size_t o = 0; o < n; o += 64 * KiB) b[k][o] = (unsigned char)(k + 1);
+    b[k][n - 1] = (unsigned char)(k + 1);
+  }
+  /* a hole in the first arena is reused before the second arena's
+   * untouched tail (span.c, arena_new): b[3] is freed, then b[5] (the
+   * secure build's quarantine keeps the newest freed block from malloc) */
+  unsigned char *hole = b[3];
+  free(b[3]);
+  free(b[5]);
+  b[3] = malloc(n);
+  CHECK_FATAL(b[3]);
+  CHECKF(b[3] == hole, "a block freed in the first arena (%p) not reused: %p instead", (void *)hole, (void *)b[3]);
+  b[5] = malloc(n);
+  CHECK_FATAL(b[5]);
+  for (int k = 3; k <= 5; k += 2) {
     for (size_t o = 0; o < n; o += 64 * KiB) b[k][o] = (unsigned char)(k + 1);
     b[k][n - 1] = (unsigned char)(k + 1);
   }
