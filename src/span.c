@@ -318,48 +318,132 @@ static void shut_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
   bm_set(a->shut, i, n, on);
 }
 
-/* keep: the pages' contents stay (PROT_NONE even with markers: a freed
- * block closed whole and faulted back in at its reuse cost more than the
- * mprotect pair, bench_large 0.85), while shut_max() allows */
+/* How a freed block is closed whole (close_how), or a block's last page
+ * as its guard (CLOSE_GUARD). */
+enum { CLOSE_NONE, CLOSE_KEEP, CLOSE_GUARD };
+
+/* A freed block's close: its contents stay (PROT_NONE even with markers: a
+ * freed block closed whole and faulted back in at its reuse cost more than
+ * the mprotect pair, bench_large 0.85) while shut_max() allows; past it,
+ * markers, or nothing without them. Under the lock. */
+static unsigned close_how(void) {
+  if (shut_islands < shut_max()) return CLOSE_KEEP;
+  return markers() ? CLOSE_GUARD : CLOSE_NONE;
+}
+
+/* The call that closes pages [i, i + n) (no lock needed: the caller owns them). */
+static bool close_call(hk_arena_t *a, uint32_t i, uint32_t n, unsigned how) {
+  if (how == CLOSE_NONE) return false;
+  if (!markers() || how == CLOSE_KEEP) return hk_os_protect_none(page_addr(a, i), (size_t)n << PAGE_SHIFT);
+  return hk_os_guard(page_addr(a, i), (size_t)n << PAGE_SHIFT);
+}
+
+/* The bitmaps learn that the call closed them. Under the lock. */
+static void close_done(hk_arena_t *a, uint32_t i, uint32_t n, unsigned how) {
+  if (how == CLOSE_KEEP) shut_set(a, i, n, true);
+  else if (markers()) bm_set(a->closed, i, n, true);
+}
+
+/* Pages [i, i + n) closed, under the lock (a free run's guard, a resize). */
 static bool close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
-  if (keep && shut_islands >= shut_max()) {
-    if (!markers()) return false;
-    keep = false;
-  }
-  if (!markers() || keep) {
-    if (!hk_os_protect_none(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
-    if (keep) shut_set(a, i, n, true);
-    return true;
-  }
-  if (!hk_os_guard(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
-  bm_set(a->closed, i, n, true);
+  unsigned how = keep ? close_how() : CLOSE_GUARD;
+  if (!close_call(a, i, n, how)) return false;
+  close_done(a, i, n, how);
   return true;
 }
 
-static bool open_run(hk_arena_t *a, uint32_t i, uint32_t n) {
-  if (!markers()) {
-    if (!hk_os_commit(page_addr(a, i), (size_t)n << PAGE_SHIFT)) return false;
-  } else {
-    if (i + n > a->open_to) {
-      /* the free run's pages up to the block's end and on to the next 2 MiB
-       * (markers stay; the arena's last page, the run's guard, never): one
-       * call per 2 MiB of growth, not one per block (test_span many) */
-      uint32_t to = (i + n + HUGE_PAGES - 1) & ~(HUGE_PAGES - 1);
-      if (to > ARENA_PAGES - 1) to = ARENA_PAGES - 1;
-      if (to < i + n) to = i + n;
-      if (!hk_os_commit(page_addr(a, a->open_to), (size_t)(to - a->open_to) << PAGE_SHIFT)) return false;
-      a->open_to = to;
-    }
-    for (uint32_t p = i, q; next_set(a->closed, &p, i + n, &q); p = q) {
-      if (!hk_os_unguard(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
-      bm_set(a->closed, p, q - p, false);
-    }
+/* ---- opening a block's pages ----
+ * The calls are made after span_lock is dropped (opening_calls): a block's
+ * pages are its own once it is taken, and with four threads freeing and
+ * allocating big blocks the calls made under span_lock kept the others
+ * spinning on it (bench_bigheap 4 256 2000 7, secure build: 100,113
+ * yields). The shut pages' bits are cleared under the lock (opening_plan:
+ * they count islands, which the neighbours' bits take part in); the
+ * `closed` bits, which only the block's owner reads while it is live, as
+ * each call succeeds. One call per run of pages, as before: a call over
+ * all of a big block's resident pages walks their page tables (bench_large,
+ * one unguard from the first to the last closed page: 0.83). A call that
+ * fails (no mapping to spare: vm.max_map_count) is undone under the lock
+ * again (opening_undo): the shut runs it did not open are shut again. */
+typedef struct { uint32_t at, n; } run_t;
+#define OPEN_SHUT_RUNS 4
+typedef struct {
+  run_t commit[OPEN_SHUT_RUNS];  /* mprotect read-write: the shut runs (without markers: the block) */
+  unsigned ncommit, done;        /* done: commit calls made */
+  uint32_t at, n, last;          /* the block's pages [at, at + n); last: its guard (0: none) */
+} opening_t;
+
+/* With markers an arena is opened up to open_to: the free run's pages up
+ * to `end` and on to the next 2 MiB (markers stay; the arena's last page,
+ * the run's guard, never), one call per 2 MiB of growth, not one per block
+ * (test_span many). Under the lock: the pages up to open_to may be handed
+ * out to any thread. */
+static bool open_to_reach(hk_arena_t *a, uint32_t end) {
+  if (end <= a->open_to) return true;
+  uint32_t to = (end + HUGE_PAGES - 1) & ~(HUGE_PAGES - 1);
+  if (to > ARENA_PAGES - 1) to = ARENA_PAGES - 1;
+  if (to < end) to = end;
+  if (!hk_os_commit(page_addr(a, a->open_to), (size_t)(to - a->open_to) << PAGE_SHIFT)) return false;
+  a->open_to = to;
+  return true;
+}
+
+/* Under the lock: the block's shut pages counted open; *o the calls that
+ * open pages [i, i + n) and close page i + n (`last`). False when the
+ * arena could not be opened further (nothing changed). */
+static bool opening_plan(hk_arena_t *a, uint32_t i, uint32_t n, bool last, opening_t *o) {
+  o->ncommit = o->done = 0;
+  o->at = i;
+  o->n = n;
+  o->last = last ? i + n : 0;
+  if (!markers()) {  /* PROT_NONE is undone by one mprotect of the block */
+    o->commit[o->ncommit++] = (run_t){ i, n };
+  } else if (!open_to_reach(a, i + n)) {
+    return false;
   }
   for (uint32_t p = i, q; next_set(a->shut, &p, i + n, &q); p = q) {
-    if (markers() && !hk_os_commit(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
+    if (markers()) {
+      if (o->ncommit < OPEN_SHUT_RUNS) o->commit[o->ncommit++] = (run_t){ p, q - p };
+      else o->commit[o->ncommit - 1].n = q - o->commit[o->ncommit - 1].at;  /* the rest: one call */
+    }
     shut_set(a, p, q - p, false);
   }
   return true;
+}
+
+/* The planned calls, in order; false at the first that fails. No lock
+ * needed: the block's pages are the caller's. */
+static bool opening_calls(hk_arena_t *a, opening_t *o) {
+  for (; o->done < o->ncommit; o->done++)
+    if (!hk_os_commit(page_addr(a, o->commit[o->done].at), (size_t)o->commit[o->done].n << PAGE_SHIFT)) return false;
+  if (markers())
+    for (uint32_t p = o->at, q; next_set(a->closed, &p, o->at + o->n, &q); p = q) {
+      if (!hk_os_unguard(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
+      bm_set(a->closed, p, q - p, false);
+    }
+  if (o->last && !close_call(a, o->last, 1, CLOSE_GUARD)) return false;
+  if (o->last && markers()) bm_set(a->closed, o->last, 1, true);
+  return true;
+}
+
+/* Under the lock, after opening_calls failed: the shut runs not opened
+ * are shut again (the `closed` bits are still set where markers stayed).
+ * The pages then go back to a free run, whose last page the caller closes. */
+static void opening_undo(hk_arena_t *a, const opening_t *o) {
+  if (!markers()) {  /* one call for the block: the islands it may have left, counted as one */
+    if (!o->done) shut_set(a, o->at, o->n, true);
+    return;
+  }
+  for (unsigned k = o->done; k < o->ncommit; k++) shut_set(a, o->commit[k].at, o->commit[k].n, true);
+}
+
+/* Pages [i, i + n) opened, under the lock (a resize's growth). */
+static bool open_run(hk_arena_t *a, uint32_t i, uint32_t n) {
+  opening_t o;
+  if (!opening_plan(a, i, n, false, &o)) return false;
+  if (opening_calls(a, &o)) return true;
+  opening_undo(a, &o);
+  return false;
 }
 
 static hk_arena_t *arena_new(bool huge) {
@@ -465,8 +549,6 @@ static void fault_fresh(uint8_t *p, size_t bytes) {
   if (bytes > HK_SPAN_POPULATE_MAX || hk_os_populate(p, bytes)) return;
   for (size_t o = 0; o < bytes; o += HK_PAGE) ((volatile uint8_t *)p)[o] = 0;
 }
-
-typedef struct { uint32_t at, n; } run_t;
 
 /* ---- huge or plain ----
  * Huge pages pay where a program touches its blocks densely: one fault per
@@ -622,10 +704,21 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   bits_set(a, at, need, true);
   ADD(live_pages, need);
   uint8_t *p = page_addr(a, at);
-  /* (the block's last page was the run's, closed already, when nothing is left behind it) */
-  if (GUARD_PAGES && (!open_run(a, at, need - GUARD_PAGES) || (back && !close_run(a, at + need - 1, 1, false)))) {
+  /* the block's pages open, its last page closed (it was the run's, closed
+   * already, when nothing is left behind it): planned here, the calls made
+   * once the lock is dropped */
+  opening_t o;
+  bool planned = !GUARD_PAGES || opening_plan(a, at, need - GUARD_PAGES, back, &o);
+  if (planned) hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
+  hk_unlock(&span_lock);
+  if (GUARD_PAGES && (!planned || !opening_calls(a, &o))) {
+    hk_lock(&span_lock);  /* no mapping to spare (vm.max_map_count): give the run back */
+    if (planned) {
+      opening_undo(a, &o);
+      hk_track_free(p);
+    }
     close_run(a, at + need - 1, 1, false);
-    h->tag = T_FREED;  /* no mapping to spare (vm.max_map_count): give the run back */
+    h->tag = T_FREED;
     t->tag = 0;
     SUB(live_pages, need);
     run_release(a, at, need, need, stamp);  /* bits_set marked them all */
@@ -633,8 +726,6 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
     errno = ENOMEM;
     return NULL;
   }
-  hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
-  hk_unlock(&span_lock);
 
   if (zero && d < need) fault_fresh(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT);
 
@@ -741,12 +832,22 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
   uint32_t n = h->npages;
   uint32_t stamp = now_stamp(a);
   grains_freed(a, i, n, stamp);
-  if (GUARD_PAGES && n - 1 <= close_pages()) close_run(a, i, n - 1, true);  /* its last page is closed already */
   *kind = h->kind;
   *requested = h->l.requested;
   SUB(live_pages, n);
   a->e[i + n - 1].tag = 0;
   h->tag = T_FREED;
+  if (GUARD_PAGES && n - 1 <= close_pages()) {
+    /* closed whole (its last page is closed already), by a call made with
+     * the lock dropped: the block, tagged FREED and on no list, is nobody
+     * else's meanwhile (a second free of it is a double free); it joins
+     * the quarantine once closed, so that no malloc can open it first */
+    unsigned how = close_how();
+    hk_unlock(&span_lock);
+    bool closed = close_call(a, i, n - 1, how);
+    hk_lock(&span_lock);
+    if (closed) close_done(a, i, n - 1, how);
+  }
   if (QUAR_ON) quar_push(a, i, stamp);
   else run_release(a, i, n, n, stamp);  /* a live block's pages are all marked */
   hk_track_free(p);  /* before another thread can get these pages */

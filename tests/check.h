@@ -74,6 +74,17 @@ static inline size_t check_map_count(void) {
   return n;
 }
 
+/* vm.max_map_count: how many mappings a process may have (65530 if unreadable). */
+static inline size_t check_max_map_count(void) {
+  FILE *f = fopen("/proc/sys/vm/max_map_count", "r");
+  unsigned long n = 65530;
+  if (f) {
+    if (fscanf(f, "%lu", &n) != 1) n = 65530;
+    fclose(f);
+  }
+  return n;
+}
+
 /* Resident set size of this process in KiB (-1 if /proc is unreadable). */
 static inline long check_rss_kib(void) {
   FILE *f = fopen("/proc/self/statm", "r");
