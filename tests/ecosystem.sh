@@ -5,6 +5,7 @@
 # or relative to the current directory or to the source tree):
 #
 #   install    cmake --install BUILD_DIR into a temporary prefix: libraries
+#              (no libgcc_s.so.1 needed, no _Unwind_ symbol exported)
 #              with SONAME and links, header, hakmem.pc, CMake package, launcher,
 #              README and LICENSE, docs/ with every image and page they link to
 #   pkgconfig  examples/ built against the installed copy with pkg-config
@@ -117,6 +118,10 @@ t_install() {
   [ -L "$L/libhakmem.so" ] && [ -L "$L/libhakmem.so.$SOMAJOR" ] || fail "SONAME/dev links are not symlinks"
   [ "$(readlink -f "$L/libhakmem.so")" = "$L/libhakmem.so.$VERSION" ] || fail "libhakmem.so does not lead to libhakmem.so.$VERSION"
   readelf -d "$L/libhakmem.so.$VERSION" | grep -q "SONAME.*\[libhakmem\.so\.$SOMAJOR\]" || fail "SONAME is not libhakmem.so.$SOMAJOR"
+  # libgcc's unwinder is linked in (CMakeLists.txt, HK_SO_LINK): no
+  # libgcc_s.so.1 to load for it, and none of it exported to the program
+  if readelf -d "$L/libhakmem.so.$VERSION" | grep NEEDED | grep -q libgcc_s; then fail "libhakmem.so needs libgcc_s"; fi
+  if nm -D --defined-only "$L/libhakmem.so.$VERSION" | grep -q ' _Unwind_'; then fail "libhakmem.so exports _Unwind_ symbols"; fi
   [ -x "$P/bin/hakmem" ] || fail "launcher not installed in $P/bin"
   cmp -s "$ROOT/include/hakmem.h" "$P/include/hakmem.h" || fail "installed hakmem.h differs"
   t_install_docs || return 1
