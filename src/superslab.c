@@ -121,12 +121,40 @@ static void ss_set_half_guard(hk_superslab_t *ss, bool on) {
   ss->half_guard = on;
 }
 
-hk_superslab_t *hk_ss_acquire(unsigned kind) {
+/* A cached superslab for `kind`, off the cache (NULL: none): with cls set,
+ * only one among the newest 64 whose slab *slot last served cls and kept
+ * its pages (warm_cls says which may: one load a superslab); else the
+ * newest of this kind among the newest 64, else the newest. Under
+ * cache_lock. */
+static hk_superslab_t *cache_take(unsigned kind, int cls, unsigned *slot) {
+  hk_superslab_t *ss = cls < 0 ? cache.head : NULL;
+  unsigned looked = 0;
+  for (hk_superslab_t *c = cache.head; c && looked < 64; c = c->next, looked++) {
+    if (c->kind != kind) continue;
+    if (cls < 0) { ss = c; break; }
+    if (c->purged || !(c->warm_cls[(unsigned)cls >> 6] >> ((unsigned)cls & 63) & 1)) continue;
+    for (uint32_t m = c->warm; m; m &= m - 1) {
+      unsigned i = (unsigned)__builtin_ctz(m);
+      if (c->slabs[i].cls == (unsigned)cls) {
+        *slot = i;
+        ss = c;
+        break;
+      }
+    }
+    if (ss) break;
+  }
+  if (ss) hk_ss_list_remove(&cache, ss);
+  return ss;
+}
+
+hk_superslab_t *hk_ss_acquire(unsigned kind) { return hk_ss_acquire_warm(kind, -1, NULL); }
+
+hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   hk_superslab_t *ss = NULL;
   hk_lock(&cache_lock);
-  ss = cache.head;
-  if (ss) hk_ss_list_remove(&cache, ss);
+  ss = cache_take(kind, cls, slot);
   hk_unlock(&cache_lock);
+  if (!ss && cls >= 0) return NULL;
   if (ss) hk_ss_note(HK_SS_CACHE_HITS);
   if (!ss) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
@@ -146,6 +174,7 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) {
     all_head = ss;
     hk_unlock(&all_lock);
   }
+  if (ss->purged || ss->kind != kind) ss->warm = 0;
   ss_set_half_guard(ss, HK_SS_HALF_GUARD(kind));
   if (ss->purged) hk_ss_note(HK_SS_REFAULTS);
   ss->purged = false;
@@ -173,6 +202,11 @@ void hk_ss_release(hk_superslab_t *ss) {
   HK_ASSERT(ss->nused == 0);
   atomic_store_explicit(&ss->heap, NULL, memory_order_relaxed);
   for (unsigned i = 0; i < ss->nslabs; i++) HK_STORE_RELAXED(ss->slabs[i].state, HK_SLAB_UNUSED);
+  ss->warm_cls[0] = ss->warm_cls[1] = 0;  /* what cache_take looks at first */
+  for (uint32_t m = ss->warm; m; m &= m - 1) {
+    unsigned c = ss->slabs[__builtin_ctz(m)].cls;
+    ss->warm_cls[c >> 6] |= 1ull << (c & 63);
+  }
   ss->stamp_ms = hk_os_now_ms();
   ss->purged = false;
   hk_superslab_t *victim = NULL;
@@ -231,6 +265,7 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
     uint32_t run = (j - i + 1 == 32) ? 0xffffffffu : (((1u << (j - i + 1)) - 1) << i);
     due &= ~run;
     ss->purged_mask |= run;
+    ss->warm &= ~run;
   }
   ss->dirty_old = force ? 0 : (ss->dirty_new & ss->free_mask);
   ss->dirty_new = 0;

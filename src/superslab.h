@@ -44,6 +44,9 @@ typedef struct hk_superslab {
   uint32_t free_mask;       /* bit i: slab i unused                        */
   uint32_t dirty_new, dirty_old;  /* unused slabs not yet purged (2 epochs) */
   uint32_t purged_mask;     /* unused slabs purged since (refault count)   */
+  uint32_t warm;            /* slabs used and not purged since: their pages
+                               are resident (hk_heap_fresh_slab)           */
+  uint64_t warm_cls[2];     /* cached: the classes its warm slabs served  */
   uint32_t nused;           /* slabs in use                                */
   bool purged;              /* whole superslab purged while cached         */
   bool half_guard;          /* guard: its second MiB is PROT_NONE (small) */
@@ -56,6 +59,7 @@ typedef struct hk_superslab {
 } hk_superslab_t;
 
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
+_Static_assert(HK_NCLASS <= 128, "warm_cls holds a bit a class");
 
 HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {
   return (hk_superslab_t *)((uintptr_t)p & ~(uintptr_t)HK_SS_MASK);
@@ -94,6 +98,9 @@ void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss);
 /* A superslab of this kind with every slab unused: from the cache or the OS.
  * Not owned by anyone yet. NULL when the OS refuses. */
 hk_superslab_t *hk_ss_acquire(unsigned kind);
+/* With cls >= 0: only a cached one one of whose slabs (*slot) last served
+ * class cls and kept its pages (hk_heap_fresh_slab), else NULL. */
+hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot);
 /* Give back an empty superslab (all slabs unused); it is cached, purged
  * after the purge delay and unmapped when the cache is over its cap. */
 void hk_ss_release(hk_superslab_t *ss);
