@@ -336,15 +336,14 @@ static void heap_relieve(void *arg) {
  * ended at 14 MB: every such move sends the larger class elsewhere. */
 static bool warm_match(hk_superslab_t *first, unsigned cls, hk_superslab_t **ssp, unsigned *idx) {
   unsigned looked = 0;
-  for (hk_superslab_t *t = first; t && looked < 8; t = t->next, looked++)
-    for (uint32_t m = t->free_mask & t->warm; m; m &= m - 1) {
-      unsigned i = (unsigned)__builtin_ctz(m);
-      if (t->slabs[i].cls == cls) {
-        *ssp = t;
-        *idx = i;
-        return true;
-      }
+  for (hk_superslab_t *t = first; t && looked < 8; t = t->next, looked++) {
+    int i = hk_ss_warm_slab(t, cls);
+    if (i >= 0) {
+      *ssp = t;
+      *idx = (unsigned)i;
+      return true;
     }
+  }
   return false;
 }
 static unsigned any_slab(const hk_superslab_t *ss) {

@@ -133,15 +133,12 @@ static hk_superslab_t *cache_take(unsigned kind, int cls, unsigned *slot) {
     if (c->kind != kind) continue;
     if (cls < 0) { ss = c; break; }
     if (c->purged || !(c->warm_cls[(unsigned)cls >> 6] >> ((unsigned)cls & 63) & 1)) continue;
-    for (uint32_t m = c->warm; m; m &= m - 1) {
-      unsigned i = (unsigned)__builtin_ctz(m);
-      if (c->slabs[i].cls == (unsigned)cls) {
-        *slot = i;
-        ss = c;
-        break;
-      }
+    int i = hk_ss_warm_slab(c, (unsigned)cls);
+    if (i >= 0) {
+      *slot = (unsigned)i;
+      ss = c;
+      break;
     }
-    if (ss) break;
   }
   if (ss) hk_ss_list_remove(&cache, ss);
   return ss;

@@ -68,6 +68,15 @@ HK_INLINE hk_slab_t *hk_slab_of(hk_superslab_t *ss, const void *p) {
   return &ss->slabs[((uintptr_t)p & HK_SS_MASK) >> ss->slab_shift];
 }
 HK_INLINE hk_superslab_t *hk_slab_ss(hk_slab_t *s) { return hk_ss_of(s); }
+/* An unused slab of ss that last served class cls and kept its pages
+ * (hk_heap_fresh_slab): its index, or -1. */
+HK_INLINE int hk_ss_warm_slab(const hk_superslab_t *ss, unsigned cls) {
+  for (uint32_t m = ss->free_mask & ss->warm; m; m &= m - 1) {
+    unsigned i = (unsigned)__builtin_ctz(m);
+    if (ss->slabs[i].cls == cls) return (int)i;
+  }
+  return -1;
+}
 /* Slab of p given its slab shift (from the chunk map): no header read. */
 HK_INLINE hk_slab_t *hk_slab_at(const void *p, unsigned shift) {
   return &hk_ss_of(p)->slabs[((uintptr_t)p & HK_SS_MASK) >> shift];
