@@ -24,7 +24,7 @@
  *   churn    rounds of 8 threads, live at once, each allocating two blocks
  *            of each mid class in its own order, written whole, then freeing
  *            them and exiting: resident memory after 30 rounds stays within
- *            3 times that after the first (a class takes back the slab
+ *            3.5 times that after the first (a class takes back the slab
  *            that served it: heap_slabs.c, hk_heap_fresh_slab)
  *
  * With HAKMEM_MID_CACHE_KB=0 (the cache off) every check but `reuse` holds
@@ -435,7 +435,8 @@ static void *churner(void *arg) {
  * (16.8 MB against 4.1).
  * A class that takes back its own slab finds its pages as it left them:
  * 1.0-2.3 times in 60 runs (how many superslabs the threads spread over
- * varies the rest). */
+ * varies the rest), about 1.0 under the torture configurations' purges;
+ * the bar, 3.5, sits between. */
 static void test_churn(void) {
   long base = check_rss_kib(), first = 0, last = 0;
   for (int round = 0; round < CHURN_ROUNDS; round++) {
@@ -450,7 +451,7 @@ static void test_churn(void) {
   }
   CHECKF(churn_bad == 0, "%d blocks lost or overwritten", churn_bad);
   fprintf(stderr, "churn: RSS grew %ld KiB in the first round, %ld in %d\n", first, last, CHURN_ROUNDS);
-  CHECKF(first > 0 && last <= first * 3, "RSS grew %ld KiB in %d rounds of %d threads, %ld in the first",
+  CHECKF(first > 0 && last * 2 <= first * 7, "RSS grew %ld KiB in %d rounds of %d threads, %ld in the first",
          last, CHURN_ROUNDS, CHURN_THREADS, first);
 }
 
