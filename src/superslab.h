@@ -107,8 +107,8 @@ void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss);
 /* A superslab of this kind with every slab unused: from the cache or the OS.
  * Not owned by anyone yet. NULL when the OS refuses. */
 hk_superslab_t *hk_ss_acquire(unsigned kind);
-/* With cls >= 0: only a cached one one of whose slabs (*slot) last served
- * class cls and kept its pages (hk_heap_fresh_slab), else NULL. */
+/* With cls >= 0: only a cached one, one of whose slabs (*slot) last
+ * served class cls and kept its pages (hk_heap_fresh_slab); else NULL. */
 hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot);
 /* Give back an empty superslab (all slabs unused); it is cached, purged
  * after the purge delay and unmapped when the cache is over its cap. */
