@@ -175,7 +175,10 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   ss_set_half_guard(ss, HK_SS_HALF_GUARD(kind));
   if (ss->purged) hk_ss_note(HK_SS_REFAULTS);
   ss->purged = false;
-  ss->dirty_new = ss->dirty_old = 0;
+  /* warm slabs are unused and resident: the owner's purge epoch gives
+   * them back if it does not use them (dirty_new -> dirty_old -> purged) */
+  ss->dirty_new = ss->warm;
+  ss->dirty_old = 0;
   ss->purged_mask = 0;
   ss_init(ss, kind);
   /* (re)announce the slab size: the superslab may have served the other kind */

@@ -26,6 +26,9 @@
  *            them and exiting: resident memory after 30 rounds stays within
  *            3.5 times that after the first (a class takes back the slab
  *            that served it: heap_slabs.c, hk_heap_fresh_slab)
+ *   warmtrim a thread that took a cached superslab for one warm slab (of
+ *            an exited thread's eight classes) gives the other slabs'
+ *            pages back at malloc_trim(0)
  *
  * With HAKMEM_MID_CACHE_KB=0 (the cache off) every check but `reuse` holds
  * as well; `reuse` is skipped then. */
@@ -36,6 +39,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -455,10 +459,67 @@ static void test_churn(void) {
          last, CHURN_ROUNDS, CHURN_THREADS, first);
 }
 
+/* ---- warmtrim: the unused slabs of a superslab taken warm ---------------- */
+
+static void *fill_eight(void *arg) {
+  (void)arg;
+  enum { EACH = 40 };
+  void *b[8][EACH];
+  for (int c = 0; c < 8; c++)
+    for (int i = 0; i < EACH; i++) {
+      size_t n = 4096 + (size_t)c * 512;  /* eight mid classes, 40 blocks each */
+      b[c][i] = malloc(n);
+      if (b[c][i]) fill(b[c][i], n, 7);
+    }
+  for (int c = 0; c < 8; c++)
+    for (int i = 0; i < EACH; i++) free(b[c][i]);
+  return NULL;
+}
+
+static size_t ss_resident(const void *p) {
+  uintptr_t ss = (uintptr_t)p & ~(uintptr_t)((2u << 20) - 1);
+  static unsigned char vec[512];
+  if (mincore((void *)ss, 2u << 20, vec) != 0) return 0;
+  size_t r = 0;
+  for (size_t i = 0; i < sizeof vec; i++) r += vec[i] & 1;
+  return r;
+}
+
+static size_t warm_before, warm_after;
+static void *take_one(void *arg) {
+  (void)arg;
+  void *x = malloc(4096);  /* a class the exited thread's superslab served */
+  if (!x) return NULL;
+  fill(x, 4096, 9);
+  warm_before = ss_resident(x);
+  malloc_trim(0);
+  warm_after = ss_resident(x);
+  free(x);
+  return NULL;
+}
+
+/* A thread whose superslab went to the cache with eight warm slabs; a new
+ * thread takes it for one of them (heap_slabs.c, hk_heap_fresh_slab). The
+ * other seven are unused and resident: they must be purgeable. They were
+ * not (ss_init cleared their dirty bits), and malloc_trim(0) left all 386
+ * pages resident. */
+static void test_warmtrim(void) {
+  pthread_t t;
+  pthread_create(&t, NULL, fill_eight, NULL);
+  pthread_join(t, NULL);
+  pthread_create(&t, NULL, take_one, NULL);
+  pthread_join(t, NULL);
+  fprintf(stderr, "warmtrim: %zu pages of the superslab resident, %zu after malloc_trim(0)\n", warm_before,
+          warm_after);
+  CHECKF(warm_after <= 72, "%zu pages of a superslab resident after malloc_trim(0) (one slab: 64), %zu before",
+         warm_after, warm_before);
+}
+
 int main(int argc, char **argv) {
   const char *only = argc > 1 ? argv[1] : NULL;
 #define RUN(name) if (!only || strcmp(only, #name) == 0) test_##name()
   RUN(churn);  /* first: it measures resident memory from the process's start */
+  RUN(warmtrim);
   RUN(reuse);
   RUN(remote);
   RUN(exit);
