@@ -12,6 +12,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #define CHECK_MAX_PRINT 50
@@ -83,6 +84,18 @@ static inline size_t check_max_map_count(void) {
     fclose(f);
   }
   return n;
+}
+
+/* Pages of [p, p + n) resident (mincore, 2 MiB at a time; p page-aligned). */
+static inline size_t check_resident_pages(const void *p, size_t n) {
+  unsigned char vec[512];
+  size_t r = 0;
+  for (size_t off = 0; off < n; off += sizeof vec * 4096) {
+    size_t len = n - off < sizeof vec * 4096 ? n - off : sizeof vec * 4096;
+    CHECKF(mincore((char *)p + off, len, vec) == 0, "mincore(%p, %zu) failed", (const void *)((const char *)p + off), len);
+    for (size_t i = 0; i < (len + 4095) / 4096; i++) r += vec[i] & 1;
+  }
+  return r;
 }
 
 /* Resident set size of this process in KiB (-1 if /proc is unreadable). */

@@ -481,12 +481,7 @@ static void *fill_eight(void *arg) {
 }
 
 static size_t ss_resident(const void *p) {
-  uintptr_t ss = (uintptr_t)p & ~(uintptr_t)((2u << 20) - 1);
-  static unsigned char vec[512];
-  if (mincore((void *)ss, 2u << 20, vec) != 0) return 0;
-  size_t r = 0;
-  for (size_t i = 0; i < sizeof vec; i++) r += vec[i] & 1;
-  return r;
+  return check_resident_pages((void *)((uintptr_t)p & ~(uintptr_t)((2u << 20) - 1)), 2u << 20);
 }
 
 static size_t warm_before, warm_after;

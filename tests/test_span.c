@@ -44,13 +44,13 @@
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
-#include <unistd.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "check.h"
@@ -246,12 +246,8 @@ static void two_arenas(void) {
 }
 
 static size_t resident_pages(void *p, size_t n) {
-  static unsigned char vec[(8 * MiB) / 4096];
-  CHECK(n <= sizeof vec * 4096 && ((uintptr_t)p & 4095) == 0);
-  CHECK(mincore(p, n, vec) == 0);
-  size_t r = 0;
-  for (size_t i = 0; i < n / 4096; i++) r += vec[i] & 1;
-  return r;
+  CHECK(((uintptr_t)p & 4095) == 0);
+  return check_resident_pages(p, n);
 }
 
 static void aging(void) {
@@ -349,6 +345,15 @@ static void joined(void) {
   CHECKF(judged > 0, "five tries, none judged");
 }
 
+/* Blocks H, I and J write: block i's first and last byte, set and checked */
+static void mark_ends(unsigned char *p, size_t size, int i) {
+  p[0] = (unsigned char)i;
+  p[size - 1] = (unsigned char)(i >> 8);
+}
+static bool ends_intact(const unsigned char *p, size_t size, int i) {
+  return p[0] == (unsigned char)i && p[size - 1] == (unsigned char)(i >> 8);
+}
+
 /* H. (`test_span many`) 50,000 live blocks of 40,000 bytes, each written
  * at both ends and checked, then freed. In the secure build each live
  * block's last page is a guard: with PROT_NONE each guard split the
@@ -363,8 +368,7 @@ static void many(bool markers) {
   int got = 0;
   for (; got < N; got++) {
     if (!(b[got] = malloc(SIZE))) break;
-    b[got][0] = (unsigned char)got;
-    b[got][SIZE - 1] = (unsigned char)(got >> 8);
+    mark_ends(b[got], SIZE, got);
   }
   CHECKF(got == N, "malloc(%d) returned NULL after %d live blocks", SIZE, got);
   CHECK(hak_stats_read(&s1, sizeof s1) == sizeof s1);
@@ -376,7 +380,7 @@ static void many(bool markers) {
   }
   int bad = 0;
   for (int i = 0; i < got; i++) {
-    bad += b[i][0] != (unsigned char)i || b[i][SIZE - 1] != (unsigned char)(i >> 8);
+    bad += !ends_intact(b[i], SIZE, i);
     free(b[i]);
   }
   CHECKF(bad == 0, "%d of %d blocks overwritten", bad, got);
@@ -405,12 +409,11 @@ static void freed(void) {
   if (m != MAP_FAILED) munmap(m, 1 << 20);
   int got = 0, bad = 0;
   for (; got < N && (b[got] = malloc(SIZE)) != NULL; got++) {
-    b[got][0] = (unsigned char)got;
-    b[got][SIZE - 1] = (unsigned char)(got >> 8);
+    mark_ends(b[got], SIZE, got);
   }
   CHECKF(got == N, "malloc(%d) returned NULL after %d blocks", SIZE, got);
   for (int i = 0; i < got; i++) {
-    bad += b[i][0] != (unsigned char)i || b[i][SIZE - 1] != (unsigned char)(i >> 8);
+    bad += !ends_intact(b[i], SIZE, i);
     free(b[i]);
   }
   CHECKF(bad == 0, "%d of %d blocks overwritten", bad, got);
@@ -431,15 +434,14 @@ static void spent(void) {
   for (; got < N; got++) {
     errno = 0;
     if (!(b[got] = malloc(SIZE))) { failed = errno; break; }
-    b[got][0] = (unsigned char)got;
-    b[got][SIZE - 1] = (unsigned char)(got >> 8);
+    mark_ends(b[got], SIZE, got);
   }
   size_t limit = check_max_map_count();
   if (limit <= 2 * 65530)  /* a guard splits the arena's mapping: two more each */
     CHECKF(got < N && failed == ENOMEM, "%d live blocks of %d bytes under vm.max_map_count %zu, then errno %d",
            got, SIZE, limit, failed);
   for (int i = 0; i < got; i += 2) {
-    bad += b[i][0] != (unsigned char)i || b[i][SIZE - 1] != (unsigned char)(i >> 8);
+    bad += !ends_intact(b[i], SIZE, i);
     free(b[i]);
     b[i] = NULL;
   }
@@ -459,7 +461,7 @@ static void spent(void) {
     if (i % 2 == 0) {
       for (size_t k = 0; k < SIZE; k += 4096) bad += b[i][k] != (unsigned char)i;
     } else {
-      bad += b[i][0] != (unsigned char)i || b[i][SIZE - 1] != (unsigned char)(i >> 8);
+      bad += !ends_intact(b[i], SIZE, i);
     }
     free(b[i]);
   }
