@@ -336,6 +336,9 @@ static bool guard_advise(void *p, size_t size, int advice) {
 }
 bool hk_os_guard(void *p, size_t size) { return guard_advise(p, size, MADV_GUARD_INSTALL); }
 bool hk_os_unguard(void *p, size_t size) { return guard_advise(p, size, MADV_GUARD_REMOVE); }
+bool hk_os_close_guard(void *p, size_t size) {
+  return hk_os_guard_markers() ? hk_os_guard(p, size) : hk_os_protect_none(p, size);
+}
 bool hk_os_commit(void *p, size_t size) { return protect(p, size, PROT_READ | PROT_WRITE); }
 
 /* A fresh PROT_NONE mapping laid over the range: one call that both drops

@@ -74,6 +74,9 @@ bool  hk_os_protect_none(void *p, size_t size);
 bool  hk_os_guard_markers(void);
 bool  hk_os_guard(void *p, size_t size);
 bool  hk_os_unguard(void *p, size_t size);
+/* A guard: markers where hk_os_guard_markers() allows them (no mapping
+ * split), else PROT_NONE. */
+bool  hk_os_close_guard(void *p, size_t size);
 /* Grow or shrink a mapping without moving it; false if it cannot. */
 bool  hk_os_resize_inplace(void *p, size_t old_size, size_t new_size);
 /* Move a mapping onto the (already mapped) range at target, replacing it. */

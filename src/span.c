@@ -334,8 +334,8 @@ static unsigned close_how(void) {
 /* The call that closes pages [i, i + n) (no lock needed: the caller owns them). */
 static bool close_call(hk_arena_t *a, uint32_t i, uint32_t n, unsigned how) {
   if (how == CLOSE_NONE) return false;
-  if (!markers() || how == CLOSE_KEEP) return hk_os_protect_none(page_addr(a, i), (size_t)n << PAGE_SHIFT);
-  return hk_os_guard(page_addr(a, i), (size_t)n << PAGE_SHIFT);
+  if (how == CLOSE_KEEP) return hk_os_protect_none(page_addr(a, i), (size_t)n << PAGE_SHIFT);
+  return hk_os_close_guard(page_addr(a, i), (size_t)n << PAGE_SHIFT);
 }
 
 /* The bitmaps learn that the call closed them. Under the lock. */

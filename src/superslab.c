@@ -93,16 +93,6 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
   }
 }
 
-/* guard: pages closed by guard markers where the kernel has them
- * (hk_os_guard), else PROT_NONE. Markers split no mapping: with PROT_NONE
- * a secure superslab was three to five mappings, and past about 15,000 of
- * them (vm.max_map_count, 65,530) the mprotect calls failed and new
- * superslabs went without their guards. */
-static void ss_close(void *p, size_t bytes) {
-  if (hk_os_guard_markers()) hk_os_guard(p, bytes);
-  else hk_os_protect_none(p, bytes);
-}
-
 /* guard: close a small superslab's second MiB (dropping what a mid one
  * left there), or open it again for a mid one (it reads zero); its last
  * page stays closed */
@@ -158,9 +148,14 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
     if (!ss) return NULL;
     hk_ss_note(HK_SS_OS_MAPS);
     hk_os_advise_region(ss, HK_SS_SIZE, true);  /* HAKMEM_THP: huge pages, or (never) none */
-    if (HK_M_GUARD) {  /* after the metadata, and the last page: an overflow running off the end */
-      ss_close((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
-      ss_close((uint8_t *)ss + HK_SS_SIZE - HK_SS_GUARD_SIZE, HK_SS_GUARD_SIZE);
+    /* after the metadata, and the last page: an overflow running off the
+     * end. Guard markers split no mapping: with PROT_NONE a secure
+     * superslab was three to five mappings, and past about 15,000 of them
+     * (vm.max_map_count, 65,530) the calls failed and new superslabs went
+     * without their guards */
+    if (HK_M_GUARD) {
+      hk_os_close_guard((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
+      hk_os_close_guard((uint8_t *)ss + HK_SS_SIZE - HK_SS_GUARD_SIZE, HK_SS_GUARD_SIZE);
     }
     ss->half_guard = false;
     atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);
