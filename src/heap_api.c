@@ -176,12 +176,17 @@ HK_EXPORT hak_heap_t *hak_heap_new(void) {
 }
 
 /* (w->lock held) */
+/* A small or mid block from the heap's current slab of its class. */
+HK_INLINE void *heap_pop(struct hak_heap *w, size_t n) {
+  unsigned cls = hk_class_of(n + HK_PAD);
+  hk_heap_t *h = w->heap;
+  return hk_alloc_from(h, h->cur[cls], cls, n, HK_KIND_MALLOC);
+}
+
 static void *heap_alloc(struct hak_heap *w, size_t n, bool zero) {
   if (HK_M_ZERO && n == 0) return hk_zero_alloc();
   if (n <= HK_MID_MAX - HK_PAD) {
-    unsigned cls = hk_class_of(n + HK_PAD);
-    hk_heap_t *h = w->heap;
-    void *p = hk_alloc_from(h, h->cur[cls], cls, n, HK_KIND_MALLOC);
+    void *p = heap_pop(w, n);
     if (zero && p) memset(p, 0, n);
     return p;
   }
@@ -206,14 +211,7 @@ static void *heap_alloc(struct hak_heap *w, size_t n, bool zero) {
 HK_EXPORT void *hak_heap_malloc(hak_heap_t *w, size_t n) {
   if (!w) return hk_malloc_inline(n);
   hk_lock(&w->lock);
-  void *p;
-  if (HK_LIKELY(hk_is_small_request(n))) {
-    hk_heap_t *h = w->heap;
-    unsigned cls = hk_class_small[(n + HK_PAD + 15) >> 4];
-    p = hk_alloc_from(h, h->cur[cls], cls, n, HK_KIND_MALLOC);
-  } else {
-    p = heap_alloc(w, n, false);
-  }
+  void *p = HK_LIKELY(hk_is_small_request(n)) ? heap_pop(w, n) : heap_alloc(w, n, false);
   hk_unlock(&w->lock);
   return p;
 }
