@@ -345,6 +345,43 @@ static void joined(void) {
   CHECKF(judged > 0, "five tries, none judged");
 }
 
+/* K: a teardown. 12 written blocks of 8 MiB, all freed at once, keep their
+ * pages until the purge clock's next tick (the cap follows the most live
+ * bytes since that tick: large.c, span_live_held), and the clock gives them
+ * back within a few delays. Before, the frees past twice the cap
+ * (HAKMEM_LARGE_CACHE_MB=16) purged all but 16 MiB on the spot. */
+static void teardown(void) {
+  const char *d = getenv("HAKMEM_PURGE_DELAY_MS");
+  long delay = d ? atol(d) : 0;
+  CHECKF(delay >= 100 && delay <= 1000, "test_span teardown wants HAKMEM_PURGE_DELAY_MS of 100-1000, not %s",
+         d ? d : "unset");
+  if (delay < 100 || delay > 1000) return;
+  enum { N = 12 };
+  unsigned char *b[N];
+  for (int i = 0; i < N; i++) {
+    b[i] = malloc(8 * MiB);
+    CHECK_FATAL(b[i] != NULL);
+    memset(b[i], i + 1, 8 * MiB);
+  }
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (int i = 0; i < N; i++) free(b[i]);
+  size_t kept = 0;
+  for (int i = 0; i < N; i++) kept += resident_pages(b[i], 8 * MiB);
+  long at = ms_since(&t0);
+  printf("  K: %zu of %d pages resident %ld ms after the frees\n", kept, N * 2048, at);
+  CHECKF(kept >= (size_t)N * 2048 * 9 / 10, "%zu of %d pages of 12 blocks freed %ld ms ago resident: the frees purged "
+         "them (the cap followed the live bytes down)", kept, N * 2048, at);
+  unsigned char *c = malloc(64 * KiB);
+  CHECK_FATAL(c != NULL);
+  poke_until(&c, &t0, delay * 3);
+  size_t left = 0;
+  for (int i = 0; i < N; i++) left += resident_pages(b[i], 8 * MiB);
+  free(c);
+  printf("  K: %zu pages resident after %ld ms\n", left, ms_since(&t0));
+  CHECKF(left <= 16 * MiB / 4096 + 512, "%zu pages of blocks freed 3 purge delays ago still resident", left);
+}
+
 /* Blocks H, I and J write: block i's first and last byte, set and checked */
 static void mark_ends(unsigned char *p, size_t size, int i) {
   p[0] = (unsigned char)i;
@@ -492,6 +529,10 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "joined") == 0) {
     joined();
     return check_done("test_span joined");
+  }
+  if (argc > 1 && strcmp(argv[1], "teardown") == 0) {
+    teardown();
+    return check_done("test_span teardown");
   }
   if (argc > 1 && strcmp(argv[1], "aging") == 0) {
     aging();
