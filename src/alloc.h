@@ -193,7 +193,7 @@ HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
   if (HK_LIKELY(k < HK_LOAD_RACY(hk_midc_cap[i]))) {
     h->midc[i][k] = b;
     h->midc_n[i] = (uint8_t)(k + 1);
-    if (HK_UNLIKELY((++h->midc_ticks & (HK_MIDC_TICK_EVERY - 1)) == 0)) hk_heap_midc_tick(h);
+    if (HK_UNLIKELY(--h->midc_ticks == 0)) hk_heap_midc_tick(h);
     return;
   }
   hk_free_local(s, b);
@@ -217,7 +217,7 @@ HK_INLINE void hk_free_mid_foreign(hk_slab_t *s, hk_block_t *b) {
                 !(hk_slab_owner(s) & HK_OWNER_API))) {
     h->midc[i][k] = b;
     h->midc_n[i] = (uint8_t)(k + 1);
-    if (HK_UNLIKELY((++h->midc_ticks & (HK_MIDC_TICK_EVERY - 1)) == 0)) hk_heap_midc_tick(h);
+    if (HK_UNLIKELY(--h->midc_ticks == 0)) hk_heap_midc_tick(h);
     return;
   }
   /* a full stack: a live owner's block to the pool, where any thread's

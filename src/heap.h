@@ -33,9 +33,9 @@
 #define HK_MIDC_SLOTS 32
 #define HK_MIDC_ON (!HK_M_CANARY && !HK_M_DELAY && !HK_TRACKING)
 /* A thread whose mid mallocs all hit its cache makes no slow call, which
- * is where the purge clock is read: every this many pushes it is read
- * there (hk_heap_midc_tick). */
-#define HK_MIDC_TICK_EVERY 256
+ * is where the purge clock is read: every 256 pushes it is read there
+ * (hk_heap_midc_tick), counted down by a byte that wraps (one subtract in
+ * memory and a branch: 3 instructions less a push than a masked count). */
 
 /* Counters a heap keeps in its slow paths when counting (HAKMEM_STATS or
  * HAKMEM_STATS_INTERVAL set); the stats read them (hk_heap_sum_stats). */
@@ -52,7 +52,7 @@ typedef struct hk_heap {
   hk_slab_t *direct[HK_DIRECT_N];
   hk_slab_t *cur[HK_NCLASS];           /* never NULL: &hk_slab_empty if none */
   uint8_t midc_n[HK_NCLASS_MID];        /* blocks in each mid class's stack   */
-  uint32_t midc_ticks;                  /* pushes: the purge clock's check    */
+  uint8_t midc_ticks;                   /* pushes left to the clock's check (wraps: every 256) */
   uintptr_t tid;                        /* owner thread id                    */
   _Atomic(hk_block_t *) delayed;        /* remote frees into full slabs       */
   /* slabs with blocks to give (not cur), oldest first: the slab waiting

@@ -54,7 +54,7 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry);
 /* free slow path: the owner freed into a full slab or emptied a slab. */
 void hk_heap_free_local_slow(hk_slab_t *s);
 
-/* The purge clock, read from the mid cache's pushes (HK_MIDC_TICK_EVERY):
+/* The purge clock, read from the mid cache's pushes (every 256th):
  * what the slow path's check does (heap_maybe_purge), delayed frees too. */
 void hk_heap_midc_tick(hk_heap_t *h) HK_NOINLINE;
 /* Every block of h's mid cache back to its slab (purge, trim, thread exit). */
