@@ -147,6 +147,10 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
  * (MADV_POPULATE_WRITE): past it a block may be a sparse table that is
  * never all touched: not measured */
 #define HK_SPAN_POPULATE_MAX ((size_t)16 << 20)
+/* The memory budget reads the cgroup's limits at a process's first large
+ * block, purge tick or stats call, or its slab after this many fresh ones
+ * (2 MiB at most): not measured */
+#define HK_MEM_UNREAD_SLABS 8
 /* Huge or plain (span.c): freed blocks of at least HK_THP_BIG bytes are
  * sampled for the share of their 2 MiB chunks the program touched; span
  * blocks go to arenas without huge pages once the samples' running mean

@@ -355,7 +355,7 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   unsigned kind = hk_kind_of_class(cls);
   /* the memory budget: a slab's pages are what may grow here (charged
    * whole: the estimate errs high until the next reading) */
-  if (HK_UNLIKELY(hk_mem_limited()) &&
+  if (HK_UNLIKELY(hk_mem_limited_slab()) &&
       !hk_mem_admit(kind == HK_SS_KIND_SMALL ? (size_t)1 << 16 : (size_t)1 << 18, heap_relieve, h))
     return NULL;
   hk_superslab_t *ss = h->ss_avail[kind].head;

@@ -187,6 +187,16 @@ void hk_mem_init(void) {
   __atomic_store_n(&hk_mem_ready, 1, __ATOMIC_RELEASE);
 }
 
+static unsigned slabs_unread;  /* fresh slabs taken before the limits were read */
+bool hk_mem_limited_slab(void) {
+  if (HK_LIKELY(HK_LOAD_RELAXED(hk_mem_ready))) return HK_LOAD_RELAXED(hk_mem_on) != 0;
+  hk_knobs_init();
+  if (HK_LOAD_RELAXED(hk_knobs.memory_limit) <= 0 &&
+      __atomic_add_fetch(&slabs_unread, 1, __ATOMIC_RELAXED) <= HK_MEM_UNREAD_SLABS)
+    return false;
+  return hk_mem_limited();
+}
+
 static size_t estimate(void) { return HK_LOAD_RELAXED(rss_read) + HK_LOAD_RELAXED(charged); }
 
 /* Soft pressure starts at the soft limit, or at three quarters of a hard
@@ -221,7 +231,9 @@ long hk_mem_scale_cap(long cap) {
 }
 
 void hk_mem_tick(void) {
-  hk_mem_limited();  /* read the limits if nobody has yet */
+  /* limits nobody has asked for yet are not read here: a small program's
+   * purge clock would read them for nothing (hk_mem_limited_slab) */
+  if (!HK_LOAD_RELAXED(hk_mem_ready)) return;
   uint64_t now = hk_os_now_ms();
   /* the cgroup may be given a limit later (a container resized): re-read
    * it unless the knob set one */

@@ -27,6 +27,13 @@ HK_INLINE bool hk_mem_limited(void) {
   if (HK_UNLIKELY(!HK_LOAD_RELAXED(hk_mem_ready))) hk_mem_init();
   return HK_LOAD_RELAXED(hk_mem_on) != 0;
 }
+/* hk_mem_limited for a fresh slab: a process's first HK_MEM_UNREAD_SLABS
+ * slabs (2 MiB at most) are taken before the cgroup's files are read, so
+ * that a small program never reads them (up to ten opens under cgroup v1:
+ * about 60 us of a 1.9 ms start, docs/ARCHITECTURE.md "Memory budget").
+ * The knob is read at once; a large block, a purge tick or the stats read
+ * the cgroup whenever they come first. */
+bool hk_mem_limited_slab(void);
 
 /* HK_MEM_NONE, HK_MEM_SOFT (the estimate is past the soft limit: caches
  * shrink, delays shorten) or HK_MEM_HARD (within a sixteenth of the hard

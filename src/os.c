@@ -239,6 +239,10 @@ static void advise(void *p, size_t size, int advice) {
 }
 
 void hk_os_advise_region(void *p, size_t size, bool ss) {
+  /* auto: a superslab gets huge pages only where the system's mode is
+   * `always`, which gives them unasked; no file is read for it (a small
+   * program's first superslab read two: the mode and page reporting) */
+  if (ss && HK_LOAD_RELAXED(hk_knobs.thp) == HK_THP_KNOB_AUTO) return;
   unsigned m = hk_os_thp();
   int advice;
   if (m == HK_THP_ALL || (m == HK_THP_SPANS && !ss)) {

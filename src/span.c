@@ -1108,6 +1108,8 @@ static void cap_check(size_t cap_bytes) {
 size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned long *purges) {
   size_t bytes = 0;
   unsigned long calls = 0;
+  if (purges) *purges = 0;
+  if (!HK_LOAD_RACY(arenas)) return 0;  /* no span yet: nor the THP mode read for one (a small program's clock) */
   /* arenas advised huge pages: the purge clock gives back whole huge pages
    * only; the cap and trim purge what they must */
   unsigned clock_how = hk_os_thp() != HK_THP_NONE && !force ? JOB_PURGE_HUGE : JOB_PURGE;
