@@ -1109,7 +1109,10 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
   size_t bytes = 0;
   unsigned long calls = 0;
   if (purges) *purges = 0;
-  if (!HK_LOAD_RACY(arenas)) return 0;  /* no span yet: nor the THP mode read for one (a small program's clock) */
+  /* nothing live, free or quarantined (a small program's clock): nothing to
+   * do, nor the THP mode read below; a trim still unmaps empty arenas */
+  if (!force && !HK_LOAD_RELAXED(live_pages) && !HK_LOAD_RELAXED(dirty_pages) && !HK_LOAD_RELAXED(quar_pages))
+    return 0;
   /* arenas advised huge pages: the purge clock gives back whole huge pages
    * only; the cap and trim purge what they must */
   unsigned clock_how = hk_os_thp() != HK_THP_NONE && !force ? JOB_PURGE_HUGE : JOB_PURGE;
