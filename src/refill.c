@@ -191,8 +191,14 @@ HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
     if (s) break;
     if (!retry) { errno = ENOMEM; return NULL; }
   }
+  /* A fresh slab: its first batch, then current. Not pop_as_cur: with no
+   * block out and a free list, hk_slab_become_cur takes it for an emptied
+   * slab and starts it over, carving it again at twice the batch (every
+   * small program's every class: 8 KiB touched, not 4) */
   hk_slab_extend(s);
-  return pop_as_cur(h, cls, s);
+  hk_heap_slab_state(h, s, HK_SLAB_CUR);
+  hk_heap_set_cur(h, cls, s);
+  return slab_pop(h, s);
 }
 
 /* The leaf's refill, list moves only: blocks set aside (not when every
