@@ -250,11 +250,19 @@ static size_t resident_pages(void *p, size_t n) {
   return check_resident_pages(p, n);
 }
 
-static void aging(void) {
+/* The purge delay the case `what` runs under, which must lie in [lo, hi]
+ * (the ctest sets it): 0, with a failed check, when it does not. */
+static long purge_delay_in(const char *what, long lo, long hi) {
   const char *d = getenv("HAKMEM_PURGE_DELAY_MS");
   long delay = d ? atol(d) : 0;
-  CHECKF(delay > 0 && delay <= 200, "test_span aging wants HAKMEM_PURGE_DELAY_MS of 1-200, not %s", d ? d : "unset");
-  if (delay <= 0 || delay > 200) return;
+  bool ok = delay >= lo && delay <= hi;
+  CHECKF(ok, "test_span %s wants HAKMEM_PURGE_DELAY_MS of %ld-%ld, not %s", what, lo, hi, d ? d : "unset");
+  return ok ? delay : 0;
+}
+
+static void aging(void) {
+  long delay = purge_delay_in("aging", 1, 200);
+  if (!delay) return;
   unsigned char *x = malloc(8 * MiB);
   CHECK(x != NULL);
   memset(x, 1, 8 * MiB);
@@ -335,11 +343,8 @@ static bool joined_once(long delay) {
 }
 
 static void joined(void) {
-  const char *d = getenv("HAKMEM_PURGE_DELAY_MS");
-  long delay = d ? atol(d) : 0;
-  CHECKF(delay >= 100 && delay <= 1000, "test_span joined wants HAKMEM_PURGE_DELAY_MS of 100-1000, not %s",
-         d ? d : "unset");
-  if (delay < 100 || delay > 1000) return;
+  long delay = purge_delay_in("joined", 100, 1000);
+  if (!delay) return;
   int judged = 0;
   for (int k = 0; k < 5 && judged < 2; k++) judged += joined_once(delay);
   CHECKF(judged > 0, "five tries, none judged");
@@ -352,11 +357,8 @@ static void joined(void) {
  * (HAKMEM_LARGE_CACHE_MB=16) purged all but 16 MiB on the spot, which is
  * what HAKMEM_PROFILE=lowmem (the cap alone) still does. */
 static void teardown(void) {
-  const char *d = getenv("HAKMEM_PURGE_DELAY_MS");
-  long delay = d ? atol(d) : 0;
-  CHECKF(delay >= 100 && delay <= 1000, "test_span teardown wants HAKMEM_PURGE_DELAY_MS of 100-1000, not %s",
-         d ? d : "unset");
-  if (delay < 100 || delay > 1000) return;
+  long delay = purge_delay_in("teardown", 100, 1000);
+  if (!delay) return;
   enum { N = 12 };
   unsigned char *b[N];
   for (int i = 0; i < N; i++) {
