@@ -55,11 +55,16 @@ HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
 }
 
 /* s becomes class cls's current slab and hands out its first block */
-HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
-  hk_slab_become_cur(s);
+HK_INLINE void *set_cur_pop(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
   hk_heap_slab_state(h, s, HK_SLAB_CUR);
   hk_heap_set_cur(h, cls, s);
   return slab_pop(h, s);
+}
+/* ... a slab that was current before: its lists are joined first, or, with
+ * every block back, it starts over (hk_slab_become_cur) */
+HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
+  hk_slab_become_cur(s);
+  return set_cur_pop(h, cls, s);
 }
 
 /* Remote frees of s onto its local_free list, counted for the stats. */
@@ -196,9 +201,7 @@ HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
    * slab and starts it over, carving it again at twice the batch (every
    * small program's every class: 8 KiB touched, not 4) */
   hk_slab_extend(s);
-  hk_heap_slab_state(h, s, HK_SLAB_CUR);
-  hk_heap_set_cur(h, cls, s);
-  return slab_pop(h, s);
+  return set_cur_pop(h, cls, s);
 }
 
 /* The leaf's refill, list moves only: blocks set aside (not when every
