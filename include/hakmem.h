@@ -100,6 +100,8 @@ struct hak_stats {
   /* ---- unreleased too: guard pages (docs/OBSERVABILITY.md, "OS calls") ---- */
   unsigned long mprotect_calls;   /* guard pages closed or opened by mprotect */
   unsigned long guard_calls;      /* guard markers put or taken (MADV_GUARD_INSTALL/REMOVE) */
+  /* ---- unreleased too: the unified backend (docs/OBSERVABILITY.md, "Pages") ---- */
+  size_t superslabs_lent;         /* of `superslabs`, chunks lent by span arenas */
 };
 
 /* The ABI rule of struct hak_stats: fields are only ever appended at its

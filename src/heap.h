@@ -62,6 +62,7 @@ typedef struct hk_heap {
   hk_ss_list_t ss_avail[HK_SS_NKINDS];  /* owned, with unused slabs           */
   hk_ss_list_t ss_full[HK_SS_NKINDS];   /* owned, every slab in use           */
   uint64_t next_purge_ms;
+  uint64_t next_shed_ms;                /* the tier swap's clock (hk_heap_shed) */
   uint32_t slow_count;
   uint32_t st_ticks;                    /* refills since the last stats tick  */
   bool live;

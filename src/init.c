@@ -76,6 +76,15 @@ static void print_budget(void) {
 }
 
 /* The memory budget's relief of last resort (mem_limit.h): hak_ctl("purge")'s work. */
+/* The tier swap (docs/ARCHITECTURE.md, "Tier swap"): a span block about
+ * to fault in fresh pages takes them from the small tier's idle memory:
+ * this thread's emptied slabs, then the cached superslabs. */
+static void tier_swap_large(size_t bytes) {
+  hk_heap_t *h = hk_tls_heap;
+  if (!h->api) hk_heap_shed(h);
+  hk_ss_shed(bytes);
+}
+
 static void budget_purge(void) {
   hk_heap_trim(hk_tls_heap);
   hk_bg_tick(true);
@@ -100,6 +109,8 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_heap_set_hooks(&hooks);
   if (learn) hk_large_set_alloc_hook(hk_learner_slow_tick);
   hk_mem_set_purge_hook(budget_purge);
+  hk_ss_set_grow_hook(hk_large_shed);  /* the tier swap */
+  hk_large_set_grow_hook(tier_swap_large);
   if (hk_knobs.verbose || hk_knobs.stats) {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
     if (fd >= 0) report_fd = fd;

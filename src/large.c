@@ -87,6 +87,8 @@ void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]) {
 
 static void (*alloc_hook)(unsigned weight);  /* set once by init.c */
 void hk_large_set_alloc_hook(void (*fn)(unsigned weight)) { HK_STORE_RELAXED(alloc_hook, fn); }
+static void (*grow_hook)(size_t bytes);  /* set once by init.c */
+void hk_large_set_grow_hook(void (*fn)(size_t bytes)) { HK_STORE_RELAXED(grow_hook, fn); }
 
 static void *(*heap_forget)(void *p);         /* set once by heap_api.c */
 static void (*heap_keep)(void *p, void *heap);
@@ -344,6 +346,18 @@ static void relieve_caches(void *unused) {
   hk_large_collect(true);
 }
 
+/* The tier swap: a span block faulted in `fresh` bytes. Where the span
+ * tier still keeps as many free pages resident, they were a matter of
+ * placement, not of want (thread_churn: each thread's three big blocks
+ * faulted some in while freed ones waited, and the swap purged the
+ * superslabs the next threads took warm: 0.7 of the speed); else the small
+ * tier gives back the rest (init.c). */
+static void span_grew(size_t fresh) {
+  void (*grow)(size_t) = HK_LOAD_RELAXED(grow_hook);
+  size_t idle = hk_span_bytes_dirty();
+  if (grow && idle < fresh) grow(fresh - idle);
+}
+
 static void *large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
   void (*hook)(unsigned) = HK_LOAD_RELAXED(alloc_hook);
   if (HK_UNLIKELY(hook != NULL)) hook((unsigned)(size >> 16) + 1);
@@ -355,6 +369,7 @@ static void *large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
     void *p = hk_span_alloc(size, align, zero, kind, &sn);
     if (p) {
       span_noted(&sn);
+      if (sn.fresh_pages) span_grew(sn.fresh_pages * HK_PAGE);
       count_alloc((sn.resident_pages + sn.fresh_pages) * HK_PAGE);
       return p;
     }
@@ -463,6 +478,17 @@ static size_t span_cap(void) {
   size_t cap = (size_t)cache_cap_mb() << 20, share = span_live_held() / HK_SPAN_LIVE_DIV;
   share = (size_t)hk_mem_scale_cap((long)share);  /* memory pressure: release (page layer) */
   return cap > share || cache_cap_mb() == 0 || hk_knobs.profile == HK_PROFILE_LOWMEM ? cap : share;
+}
+
+/* The tier swap: the small tier is about to fault in `bytes`; free span
+ * pages kept resident give back as many, the oldest first. */
+void hk_large_shed(size_t bytes) {
+  size_t dirty = hk_span_bytes_dirty();
+  if (!dirty) return;
+  unsigned long calls;
+  size_t purged = hk_span_collect(false, UINT64_MAX, dirty > bytes ? dirty - bytes : 0, &calls);
+  while (calls--) note(HK_LARGE_EVICT_BYTES);
+  if (HK_LOAD_RELAXED(hk_knobs.learn)) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
 }
 
 static void span_free(void *p, unsigned kind, size_t size) {

@@ -116,7 +116,11 @@ HK_EXPORT struct mallinfo mallinfo(void) {
 
 HK_EXPORT int malloc_trim(size_t pad) {
   (void)pad;
-  size_t bytes = hk_heap_trim(hk_tls_heap) + hk_large_collect(true) + hk_prof_trim();
+  /* in this order: superslabs lent by span arenas go back to them before
+   * the arenas are purged and, when empty, unmapped */
+  size_t bytes = hk_heap_trim(hk_tls_heap);
+  bytes += hk_large_collect(true);
+  bytes += hk_prof_trim();
   return bytes > 0;
 }
 

@@ -60,6 +60,16 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
  * touched, per mille. */
 void hk_span_thp_info(size_t *plain_blocks, size_t *samples, unsigned *density_pm);
 
+/* The unified backend: a 2 MiB chunk of an existing arena for a
+ * superslab (its first pages resident or not), or NULL (no arena, no
+ * room, or a build that keeps them apart: guard pages, memcheck). The
+ * caller marks the chunk in the chunk map; hk_span_give_ss gives it back
+ * as a free run (its first `kept` bytes may be resident, the rest were
+ * purged) and marks it a span chunk again. */
+void *hk_span_take_ss(void);
+void hk_span_give_ss(void *p, size_t kept);
+size_t hk_span_bytes_ss(void);  /* lent to superslabs */
+
 size_t hk_span_bytes_live(void);
 size_t hk_span_bytes_cached(void);  /* free and resident (the quarantine's too) */
 size_t hk_span_bytes_dirty(void);   /* of them, the free runs' (what the cap purges) */

@@ -184,6 +184,7 @@ void hk_stats_collect(struct hak_stats *o) {
   o->mremap_calls = atomic_load(&hk_os_stats.mremap_calls);
   o->mprotect_calls = atomic_load(&hk_os_stats.mprotect_calls);
   o->guard_calls = atomic_load(&hk_os_stats.guard_calls);
+  o->superslabs_lent = hk_span_bytes_ss() / HK_SS_SIZE;
   o->mmap_bytes = atomic_load(&hk_os_stats.mmap_bytes);
   o->munmap_bytes = atomic_load(&hk_os_stats.munmap_bytes);
   o->madvise_bytes = atomic_load(&hk_os_stats.madvise_bytes);
@@ -327,8 +328,8 @@ static void print_text(sink_t *k, const struct hak_stats *s) {
       s->peak_rss_bytes);
   out(k, "  address space: %zu bytes mapped (peak %zu), %zu of them reserved, not memory\n",
       s->mapped_bytes, s->peak_mapped_bytes, s->mapped_bytes - committed);
-  out(k, "  superslabs: %zu mapped, %zu cached, %zu abandoned   thread heaps: %zu\n",
-      s->superslabs, s->superslabs_cached, s->superslabs_abandoned, s->heaps);
+  out(k, "  superslabs: %zu mapped (%zu lent by span arenas), %zu cached, %zu abandoned   thread heaps: %zu\n",
+      s->superslabs, s->superslabs_lent, s->superslabs_cached, s->superslabs_abandoned, s->heaps);
   out(k, "  large/huge: %zu live (%zu bytes), %zu allocs, %zu frees, %zu bytes cached\n",
       s->large_live, s->large_live_bytes, s->large_allocs, s->large_frees, s->large_cached_bytes);
   out(k, "  OS calls: mmap %lu (%zu bytes), munmap %lu (%zu bytes), madvise %lu (%zu bytes), mremap %lu, "
@@ -372,12 +373,12 @@ static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
   out(k, "\"counting\": %d, \"rss\": %zu, \"peak_rss\": %zu, "
          "\"live_bytes\": %zu, \"peak_live_bytes\": %zu, \"mapped\": %zu, \"peak_mapped\": %zu, "
          "\"committed\": %zu, \"peak_committed\": %zu, \"reserved\": %zu, "
-         "\"superslabs\": %zu, \"heaps\": %zu, \"allocs\": %zu, \"frees\": %zu, "
+         "\"superslabs\": %zu, \"superslabs_lent\": %zu, \"heaps\": %zu, \"allocs\": %zu, \"frees\": %zu, "
          "\"fast_path_hit_rate\": %.6f, ",
       s->counting, s->rss_bytes, s->peak_rss_bytes,
       s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes,
       committed_of(s), HK_LOAD_RELAXED(peak_committed), s->mapped_bytes - committed_of(s), s->superslabs,
-      s->heaps, s->allocs, s->frees, s->fast_path_hit_rate);
+      s->superslabs_lent, s->heaps, s->allocs, s->frees, s->fast_path_hit_rate);
   out(k, "\"os\": {\"mmap\": %lu, \"munmap\": %lu, \"madvise\": %lu, \"mremap\": %lu, "
          "\"mmap_bytes\": %zu, \"munmap_bytes\": %zu, \"madvise_bytes\": %zu, \"mprotect\": %lu, \"guard\": %lu}, ",
       s->mmap_calls, s->munmap_calls, s->madvise_calls, s->mremap_calls, s->mmap_bytes,

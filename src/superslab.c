@@ -10,6 +10,7 @@
 #include "mem_limit.h"
 #include "os.h"
 #include "report.h"
+#include "span.h"
 
 /* Global lists, each under its own lock; a thread takes one of them at most
  * once per superslab it acquires, releases or adopts. */
@@ -21,6 +22,12 @@ static atomic_size_t mapped_count;
 static hk_lock_t all_lock = HK_LOCK_INIT;  /* every mapped superslab, for fork */
 static hk_superslab_t *all_head;
 static _Atomic uint64_t next_collect_ms;
+/* cached superslabs not purged (under cache_lock; read without it as a
+ * hint: hk_ss_shed returns at once when there are none) */
+static size_t cache_unpurged;
+#define UNPURGED(d) __atomic_fetch_add(&cache_unpurged, (size_t)(d), __ATOMIC_RELAXED)
+/* the tier swap's other half (hk_ss_set_grow_hook) */
+static void (*grow_hook)(size_t bytes);
 
 /* OUT_*: off that list while it is purged without the lock; a fork child,
  * where no thread is purging it, puts it back (hk_ss_orphan_foreign). */
@@ -130,7 +137,10 @@ static hk_superslab_t *cache_take(unsigned kind, int cls, unsigned *slot) {
       break;
     }
   }
-  if (ss) hk_ss_list_remove(&cache, ss);
+  if (ss) {
+    hk_ss_list_remove(&cache, ss);
+    if (!ss->purged) UNPURGED(-1);
+  }
   return ss;
 }
 
@@ -143,9 +153,16 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   hk_unlock(&cache_lock);
   if (!ss && cls >= 0) return NULL;
   if (ss) hk_ss_note(HK_SS_CACHE_HITS);
-  if (!ss) {
+  bool fresh = !ss;  /* new to the lists: lent by the span tier or mapped */
+  bool grows = false;  /* faults in memory no tier kept (below) */
+  if (fresh && (ss = hk_span_take_ss()) != NULL) {  /* a free chunk of the span tier's */
+    memset(ss, 0, sizeof *ss);  /* as fresh from the OS */
+    ss->from_span = true;
+    hk_ss_note(HK_SS_SPAN_TAKES);
+  } else if (fresh) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!ss) return NULL;
+    grows = true;
     hk_ss_note(HK_SS_OS_MAPS);
     hk_os_advise_region(ss, HK_SS_SIZE, true);  /* HAKMEM_THP: huge pages, or (never) none */
     /* after the metadata, and the last page: an overflow running off the
@@ -157,6 +174,8 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
       hk_os_close_guard((uint8_t *)ss + HK_SS_META_SIZE, HK_SS_GUARD_SIZE);
       hk_os_close_guard((uint8_t *)ss + HK_SS_SIZE - HK_SS_GUARD_SIZE, HK_SS_GUARD_SIZE);
     }
+  }
+  if (fresh) {
     ss->half_guard = false;
     atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);
     hk_lock(&all_lock);
@@ -165,6 +184,11 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
     if (all_head) all_head->all_prev = ss;
     all_head = ss;
     hk_unlock(&all_lock);
+  }
+  /* memory about to be faulted in: the span tier's idle pages go first */
+  if (grows || ss->purged) {
+    void (*grow)(size_t) = HK_LOAD_RELAXED(grow_hook);
+    if (grow) grow(HK_SS_SIZE);
   }
   if (ss->purged || ss->kind != kind) ss->warm = 0;
   ss_set_half_guard(ss, HK_SS_HALF_GUARD(kind));
@@ -190,7 +214,8 @@ static void ss_unmap(hk_superslab_t *ss) {
   if (ss->all_next) ss->all_next->all_prev = ss->all_prev;
   hk_unlock(&all_lock);
   atomic_fetch_sub_explicit(&mapped_count, 1, memory_order_relaxed);
-  hk_os_unmap(ss, HK_SS_SIZE);
+  if (ss->from_span) hk_span_give_ss(ss, ss->purged ? HK_SS_HDR_SIZE : HK_SS_SIZE);  /* a free run again */
+  else hk_os_unmap(ss, HK_SS_SIZE);
 }
 
 void hk_ss_release(hk_superslab_t *ss) {
@@ -207,10 +232,12 @@ void hk_ss_release(hk_superslab_t *ss) {
   hk_superslab_t *victim = NULL;
   hk_lock(&cache_lock);
   hk_ss_list_push(&cache, ss, LIST_CACHE);
+  UNPURGED(1);
   if ((long)cache.count > hk_mem_scale_cap(HK_LOAD_RELAXED(hk_knobs.ss_cache))) {
     victim = cache.head;
     while (victim->next) victim = victim->next;  /* oldest */
     hk_ss_list_remove(&cache, victim);
+    if (!victim->purged) UNPURGED(-1);
   }
   hk_unlock(&cache_lock);
   if (victim) ss_unmap(victim);
@@ -298,10 +325,12 @@ size_t hk_ss_collect(bool force) {
     bool due = !ss->purged && now - ss->stamp_ms >= delay;
     if (force || now - ss->stamp_ms >= HK_SS_UNMAP_DELAYS * delay || (due && ss_huge())) {
       hk_ss_list_remove(&cache, ss);
+      if (!ss->purged) UNPURGED(-1);
       ss->next = victims;
       victims = ss;
     } else if (due) {
       hk_ss_list_remove(&cache, ss);
+      UNPURGED(-1);
       ss->list = OUT_CACHE;
       ss->next = purge;
       purge = ss;
@@ -327,6 +356,55 @@ size_t hk_ss_collect(bool force) {
   if (force) bytes += hk_ss_purge_abandoned(true);
   return bytes;
 }
+
+/* The tier swap: the span tier is about to fault in `bytes` (fresh pages
+ * for a large block). Cached superslabs the span tier lent go back to it
+ * whole, pages kept, where its next blocks reuse them; of those from the
+ * OS, the oldest not yet purged give back as many bytes, off the list
+ * while they are purged. Memory one tier freed then serves the other,
+ * not both tiers' peaks summed (learner_phase: 64 MiB of big buffers,
+ * then 64 MiB of small objects, in turns). */
+size_t hk_ss_shed(size_t bytes) {
+  if (!HK_LOAD_RELAXED(cache_unpurged)) return 0;
+  hk_superslab_t *purge = NULL, *lent = NULL, *ss;
+  size_t want = 0;
+  hk_lock(&cache_lock);
+  for (ss = cache.head; ss && ss->next; ss = ss->next) {
+  }
+  for (hk_superslab_t *prev; ss; ss = prev) {  /* from the oldest */
+    prev = ss->prev;
+    if (ss->purged || (!ss->from_span && want >= bytes)) continue;
+    hk_ss_list_remove(&cache, ss);
+    UNPURGED(-1);
+    if (ss->from_span) {
+      ss->next = lent;
+      lent = ss;
+      continue;
+    }
+    ss->list = OUT_CACHE;
+    ss->next = purge;
+    purge = ss;
+    want += hk_ss_used_bytes(ss->kind) - HK_SS_HDR_SIZE;
+  }
+  hk_unlock(&cache_lock);
+  size_t done = 0;
+  for (ss = purge; ss; ss = ss->next) {
+    size_t used = hk_ss_used_bytes(ss->kind) - HK_SS_HDR_SIZE;
+    hk_os_purge(hk_ss_slab_area(ss, 0), used);
+    done += used;
+    ss->purged = true;
+    hk_ss_note(HK_SS_PURGES);
+  }
+  list_put_back(&cache_lock, &cache, purge, LIST_CACHE);
+  while (lent) {
+    hk_superslab_t *next = lent->next;
+    ss_unmap(lent);
+    lent = next;
+  }
+  return done;
+}
+
+void hk_ss_set_grow_hook(void (*fn)(size_t bytes)) { HK_STORE_RELAXED(grow_hook, fn); }
 
 /* Abandoned superslabs: nobody owns them (their list lock does), so their
  * unused slabs can go: all (force) or those unused for a whole epoch

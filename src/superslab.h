@@ -52,6 +52,9 @@ typedef struct hk_superslab {
   bool half_guard;          /* guard: its second MiB is PROT_NONE (small) */
   bool forked;              /* its heap vanished in fork(): the adopter
                                rebuilds its slabs (hk_slab_rebuild)       */
+  bool from_span;           /* a chunk lent by the span tier (span.c, "the
+                               unified backend"): goes back there, not to
+                               the OS */
   _Atomic(struct hk_heap *) heap;  /* owner; NULL when abandoned/cached    */
   struct hk_superslab *next, *prev;
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
@@ -120,6 +123,13 @@ hk_superslab_t *hk_ss_take_abandoned(unsigned kind);
 /* Purge/unmap cached superslabs idle past the delay (force: all now).
  * Returns bytes given back. Cheap when nothing is due. */
 size_t hk_ss_collect(bool force);
+/* The tier swap (docs/ARCHITECTURE.md, "Memory budget"): the oldest cached
+ * superslabs not purged give back about `bytes` (another tier is about to
+ * fault in as many). Bytes given back. */
+size_t hk_ss_shed(size_t bytes);
+/* Called with HK_SS_SIZE before a superslab from the OS, or a purged one,
+ * is faulted in: the other tiers shed as many idle bytes (init.c). */
+void hk_ss_set_grow_hook(void (*fn)(size_t bytes));
 /* Purge the unused slabs of ss that were unused for a whole epoch. */
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
 /* The unused slabs of abandoned superslabs (all when force). Bytes. */
@@ -143,7 +153,7 @@ void hk_ss_pin_purge_delay_ms(long ms);   /* the control API's: pinned */
 /* Events the learner reads, counted only while HAKMEM_LEARN is on:
  * superslabs taken from the cache or mapped fresh, purges, and purged
  * memory used again (a refault; the heap notes its slabs' own). */
-enum { HK_SS_CACHE_HITS, HK_SS_OS_MAPS, HK_SS_PURGES, HK_SS_REFAULTS, HK_SS_NEVENTS };
+enum { HK_SS_CACHE_HITS, HK_SS_OS_MAPS, HK_SS_PURGES, HK_SS_REFAULTS, HK_SS_SPAN_TAKES, HK_SS_NEVENTS };
 extern _Atomic unsigned long hk_ss_events[HK_SS_NEVENTS];
 HK_INLINE void hk_ss_note(unsigned ev) {
   if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) atomic_fetch_add_explicit(&hk_ss_events[ev], 1, memory_order_relaxed);

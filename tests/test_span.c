@@ -38,6 +38,7 @@
  *      blocks until the guards' mappings run out: malloc says ENOMEM, and
  *      the pages of the blocks it gave back (opened with span_lock dropped,
  *      and undone under it) serve the next ones, every byte written.
+ *   L. (`test_span lend`) superslabs lent by an arena: lend() below.
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
  * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
 #define _GNU_SOURCE
@@ -389,6 +390,77 @@ static void teardown(void) {
   CHECKF(left <= 16 * MiB / 4096 + 512, "%zu pages of blocks freed 3 purge delays ago still resident", left);
 }
 
+/* L. (`test_span lend`, HAKMEM_PURGE_DELAY_MS of 200-5000) the unified
+ * backend (span.c, "superslabs"): big blocks written and freed, then small
+ * blocks (16-256 B, 24 MiB of them, each filled with a pattern of its own,
+ * half of them by a thread that exits before they are checked and freed):
+ * their superslabs are chunks of the arena the big blocks left resident
+ * (superslabs_lent > 0), and no byte of theirs is lost to a big block or
+ * another small one; then big blocks again: the pages come back
+ * (superslabs_lent falls: the tier swap, large.c) and every byte of the
+ * new big blocks holds. malloc_trim leaves nothing live. */
+enum { LEND_BIG = 16, LEND_SMALL = 24 * 1024 * 1024 / 136 };
+static unsigned char *lend_obj[LEND_SMALL];
+static size_t lend_size(size_t k) { return 16 + (k * 2654435761u) % 241; }
+static void lend_fill(size_t from, size_t to) {
+  for (size_t k = from; k < to; k++) {
+    lend_obj[k] = malloc(lend_size(k));
+    CHECK_FATAL(lend_obj[k] != NULL);
+    memset(lend_obj[k], (int)(k * 7 + 1), lend_size(k));
+  }
+}
+static void *lend_thread(void *arg) {
+  (void)arg;
+  lend_fill(LEND_SMALL / 2, LEND_SMALL);
+  return NULL;
+}
+static size_t lent_now(void) {
+  struct hak_stats s;
+  CHECK(hak_stats_read(&s, sizeof s) == sizeof s);
+  return s.superslabs_lent;
+}
+static void lend_big(unsigned char **big, unsigned char v) {
+  for (int i = 0; i < LEND_BIG; i++) {
+    size_t n = 2 * MiB - 4096 * (size_t)(i % 4);
+    big[i] = malloc(n);
+    CHECK_FATAL(big[i] != NULL);
+    memset(big[i], v + i, n);
+  }
+  for (int i = 0; i < LEND_BIG; i++) {
+    size_t n = 2 * MiB - 4096 * (size_t)(i % 4), bad = 0;
+    for (size_t x = 0; x < n; x += 512) bad += big[i][x] != (unsigned char)(v + i);
+    CHECKF(bad == 0, "big block %d: %zu of its sampled bytes changed", i, bad);
+  }
+}
+static void lend(void) {
+  if (!purge_delay_in("lend", 200, 5000)) return;
+  unsigned char *big[LEND_BIG];
+  lend_big(big, 1);
+  for (int i = 0; i < LEND_BIG; i++) free(big[i]);
+  lend_fill(0, LEND_SMALL / 2);
+  pthread_t t;
+  CHECK_FATAL(pthread_create(&t, NULL, lend_thread, NULL) == 0);
+  CHECK_FATAL(pthread_join(t, NULL) == 0);
+  size_t lent = lent_now();
+  printf("  L: %zu superslabs lent by the arena after the small phase\n", lent);
+  CHECKF(lent > 0, "no superslab took the %d MiB of freed big blocks", LEND_BIG * 2);
+  size_t bad = 0;
+  for (size_t k = 0; k < LEND_SMALL; k++) {
+    for (size_t x = 0; x < lend_size(k); x++) bad += lend_obj[k][x] != (unsigned char)(k * 7 + 1);
+    free(lend_obj[k]);
+  }
+  CHECKF(bad == 0, "%zu bytes of small blocks changed", bad);
+  lend_big(big, 101);
+  size_t back = lent_now();
+  printf("  L: %zu lent after the second phase of big blocks\n", back);
+  CHECKF(back < lent, "%zu superslabs still lent of %zu: the big blocks faulted in fresh pages instead", back, lent);
+  for (int i = 0; i < LEND_BIG; i++) free(big[i]);
+  malloc_trim(0);
+  struct hak_stats s;
+  CHECK(hak_stats_read(&s, sizeof s) == sizeof s);
+  CHECKF(s.large_live == 0, "%zu large blocks live after all were freed", (size_t)s.large_live);
+}
+
 /* Blocks H, I and J write: block i's first and last byte, set and checked */
 static void mark_ends(unsigned char *p, size_t size, int i) {
   p[0] = (unsigned char)i;
@@ -540,6 +612,10 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "teardown") == 0) {
     teardown();
     return check_done("test_span teardown");
+  }
+  if (argc > 1 && strcmp(argv[1], "lend") == 0) {
+    lend();
+    return check_done("test_span lend");
   }
   if (argc > 1 && strcmp(argv[1], "aging") == 0) {
     aging();
