@@ -480,17 +480,6 @@ static size_t span_cap(void) {
   return cap > share || cache_cap_mb() == 0 || hk_knobs.profile == HK_PROFILE_LOWMEM ? cap : share;
 }
 
-/* The tier swap: the small tier is about to fault in `bytes`; free span
- * pages kept resident give back as many, the oldest first. */
-void hk_large_shed(size_t bytes) {
-  size_t dirty = hk_span_bytes_dirty();
-  if (!dirty) return;
-  unsigned long calls;
-  size_t purged = hk_span_collect(false, UINT64_MAX, dirty > bytes ? dirty - bytes : 0, &calls);
-  while (calls--) note(HK_LARGE_EVICT_BYTES);
-  if (HK_LOAD_RELAXED(hk_knobs.learn)) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
-}
-
 static void span_free(void *p, unsigned kind, size_t size) {
   unsigned bk;
   size_t cap = span_cap();

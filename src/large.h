@@ -45,9 +45,6 @@ void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]);
 /* Called at each allocation with its weight (1 per 64 KiB, plus one): the
  * learner's epoch clock. Set once by init.c (docs/ARCHITECTURE.md, "Hooks"). */
 void hk_large_set_alloc_hook(void (*fn)(unsigned weight));
-/* The tier swap: free span pages kept resident give back about `bytes`,
- * the oldest first (hk_ss_set_grow_hook). */
-void hk_large_shed(size_t bytes);
 /* Called with the bytes of fresh pages a span block is about to fault in:
  * the other tiers shed as many idle bytes (init.c). */
 void hk_large_set_grow_hook(void (*fn)(size_t bytes));
