@@ -75,16 +75,16 @@ static void print_budget(void) {
                 m.resident, m.hard > m.resident ? m.hard - m.resident : 0);
 }
 
-/* The memory budget's relief of last resort (mem_limit.h): hak_ctl("purge")'s work. */
 /* The tier swap (docs/ARCHITECTURE.md, "Tier swap"): a span block about
  * to fault in fresh pages takes them from the small tier's idle memory:
- * this thread's emptied slabs, then the cached superslabs. */
+ * this thread's emptied and unused slabs, then the cached superslabs. */
 static void tier_swap_large(size_t bytes) {
   hk_heap_t *h = hk_tls_heap;
   if (!h->api) hk_heap_shed(h);
   hk_ss_shed(bytes);
 }
 
+/* The memory budget's relief of last resort (mem_limit.h): hak_ctl("purge")'s work. */
 static void budget_purge(void) {
   hk_heap_trim(hk_tls_heap);
   hk_bg_tick(true);

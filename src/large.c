@@ -349,9 +349,9 @@ static void relieve_caches(void *unused) {
 /* The tier swap: a span block faulted in `fresh` bytes. Where the span
  * tier still keeps as many free pages resident, they were a matter of
  * placement, not of want (thread_churn: each thread's three big blocks
- * faulted some in while freed ones waited, and the swap purged the
- * superslabs the next threads took warm: 0.7 of the speed); else the small
- * tier gives back the rest (init.c). */
+ * faulted some in while freed ones waited; shedding at each, one run
+ * purged 506 MB in 395 madvise calls, against 70 MB in 210 without the
+ * swap); else the small tier gives back the rest (init.c). */
 static void span_grew(size_t fresh) {
   void (*grow)(size_t) = HK_LOAD_RELAXED(grow_hook);
   size_t idle = hk_span_bytes_dirty();

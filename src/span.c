@@ -755,6 +755,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
  * first superslab, nor reads the THP mode for one), and not with guard
  * pages (the arena's closed pages are a block's business) nor under
  * memcheck (a lent chunk is no block of its). */
+
 /* A free run holding an aligned chunk of `need` pages at least half of
  * whose pages may be resident, among the first DIRTY_SCAN runs of the
  * arena's dirty list: lending the untouched tail of an arena saves no
