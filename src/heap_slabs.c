@@ -426,6 +426,7 @@ void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
  * 64 MiB of small objects freed, then 64 MiB of big buffers, 157 MB
  * peak; 119 MB with the emptied slabs given back, 92 MB with the unused
  * slabs of the superslabs the heap keeps purged too). */
+static void unhand_free_list(hk_heap_t *h, hk_slab_t *s);
 void hk_heap_shed(hk_heap_t *h) {
   if (h == &hk_heap_empty) return;
   uint64_t now = hk_os_now_ms();
@@ -433,6 +434,16 @@ void hk_heap_shed(hk_heap_t *h) {
   h->next_shed_ms = now + HK_SHED_EVERY_MS;
   hk_heap_enter(h);
   hk_heap_release_empty(h);
+  /* a class's current slab with no block out pins its superslab too
+   * (learner_phase, 3 runs: 104 -> 88 MB peak RSS, 33.5k -> 22.7k faults:
+   * the superslabs go back to the arena the next big blocks are cut from) */
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->cur[c];
+    if (s == &hk_slab_empty || s->used != 0) continue;
+    hk_heap_set_cur(h, c, &hk_slab_empty);
+    unhand_free_list(h, s);
+    hk_heap_release_slab(h, s, true);
+  }
   hk_heap_purge_unused(h, true);
   hk_heap_leave(h);
 }

@@ -83,9 +83,10 @@ size_t hk_heap_purge_unused(hk_heap_t *h, bool force);
  * purged, the superslab cache collected, the purge hook called. */
 void hk_heap_purge_now(hk_heap_t *h, uint64_t now) HK_NOINLINE;
 /* The tier swap: the large tier is about to fault in pages on h's thread
- * (h its own): h's emptied slabs go back now, not at its purge clock, so
- * that superslabs left unused reach the cache (hk_ss_shed), and the unused
- * slabs of those it keeps are purged. At most once per HK_SHED_EVERY_MS. */
+ * (h its own): h's emptied slabs, and its current slabs with no block out,
+ * go back now, not at its purge clock, so that superslabs left unused
+ * reach the cache (hk_ss_shed), and the unused slabs of those it keeps are
+ * purged. At most once per HK_SHED_EVERY_MS. */
 #define HK_SHED_EVERY_MS 10
 void hk_heap_shed(hk_heap_t *h);
 /* Give back what h (the calling thread's) keeps unused. Bytes purged. */
