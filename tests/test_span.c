@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include <time.h>
 
@@ -396,7 +397,9 @@ static void teardown(void) {
  * half of them by a thread that exits before they are checked and freed):
  * their superslabs are chunks of the arena the big blocks left resident
  * (superslabs_lent > 0), and no byte of theirs is lost to a big block or
- * another small one; then big blocks again: the pages come back
+ * another small one; a child forked then checks and frees them and takes
+ * the pages back with big blocks of its own; then, in the parent, big
+ * blocks again: the pages come back
  * (superslabs_lent falls: the tier swap, large.c) and every byte of the
  * new big blocks holds. malloc_trim leaves nothing live. */
 enum { LEND_BIG = 16, LEND_SMALL = 24 * 1024 * 1024 / 136 };
@@ -444,6 +447,25 @@ static void lend(void) {
   size_t lent = lent_now();
   printf("  L: %zu superslabs lent by the arena after the small phase\n", lent);
   CHECKF(lent > 0, "no superslab took the %d MiB of freed big blocks", LEND_BIG * 2);
+  /* a child forked while superslabs are lent: it checks and frees the
+   * small blocks, and big blocks take the pages back, there too */
+  fflush(stdout);
+  pid_t pid = fork();
+  CHECK_FATAL(pid >= 0);
+  if (pid == 0) {
+    size_t cbad = 0;
+    for (size_t k = 0; k < LEND_SMALL; k++) {
+      for (size_t x = 0; x < lend_size(k); x++) cbad += lend_obj[k][x] != (unsigned char)(k * 7 + 1);
+      free(lend_obj[k]);
+    }
+    unsigned char *cb[LEND_BIG];
+    lend_big(cb, 51);
+    for (int i = 0; i < LEND_BIG; i++) free(cb[i]);
+    _exit(cbad == 0 && check_failures() == 0 && lent_now() < lent ? 0 : 1);
+  }
+  int st = 0;
+  CHECK_FATAL(waitpid(pid, &st, 0) == pid);
+  CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child forked with superslabs lent failed (status %d)", st);
   size_t bad = 0;
   for (size_t k = 0; k < LEND_SMALL; k++) {
     for (size_t x = 0; x < lend_size(k); x++) bad += lend_obj[k][x] != (unsigned char)(k * 7 + 1);
