@@ -299,6 +299,25 @@ static void list_put_back(hk_lock_t *lock, hk_ss_list_t *lists, hk_superslab_t *
   hk_unlock(lock);
 }
 
+/* What a cached superslab's purge gives back: the slab area only (the
+ * header holds the list links, the all-list links and the stamp: issue
+ * 17). */
+static size_t cached_area(const hk_superslab_t *ss) { return hk_ss_used_bytes(ss->kind) - HK_SS_HDR_SIZE; }
+
+/* Purges a batch taken off the cache (OUT_CACHE, linked by next) with the
+ * lock dropped, and puts it back. Bytes purged. */
+static size_t purge_cached(hk_superslab_t *batch) {
+  size_t bytes = 0;
+  for (hk_superslab_t *ss = batch; ss; ss = ss->next) {
+    hk_os_purge(hk_ss_slab_area(ss, 0), cached_area(ss));
+    bytes += cached_area(ss);
+    ss->purged = true;
+    hk_ss_note(HK_SS_PURGES);
+  }
+  list_put_back(&cache_lock, &cache, batch, LIST_CACHE);
+  return bytes;
+}
+
 size_t hk_ss_collect(bool force) {
   uint64_t now = hk_os_now_ms();
   if (!force && now < atomic_load_explicit(&next_collect_ms, memory_order_relaxed)) return 0;
@@ -328,16 +347,7 @@ size_t hk_ss_collect(bool force) {
     }
   }
   hk_unlock(&cache_lock);
-  for (hk_superslab_t *ss = purge; ss; ss = ss->next) {
-    /* the slab area only: the header holds the list links, the all-list
-     * links and the stamp (issue 17) */
-    size_t used = hk_ss_used_bytes(ss->kind) - HK_SS_HDR_SIZE;
-    hk_os_purge(hk_ss_slab_area(ss, 0), used);
-    bytes += used;
-    ss->purged = true;
-    hk_ss_note(HK_SS_PURGES);
-  }
-  list_put_back(&cache_lock, &cache, purge, LIST_CACHE);
+  bytes += purge_cached(purge);
   while (victims) {
     hk_superslab_t *next = victims->next;
     if (!victims->purged) bytes += HK_SS_SIZE;
@@ -375,18 +385,10 @@ size_t hk_ss_shed(size_t bytes) {
     ss->list = OUT_CACHE;
     ss->next = purge;
     purge = ss;
-    want += hk_ss_used_bytes(ss->kind) - HK_SS_HDR_SIZE;
+    want += cached_area(ss);
   }
   hk_unlock(&cache_lock);
-  size_t done = 0;
-  for (ss = purge; ss; ss = ss->next) {
-    size_t used = hk_ss_used_bytes(ss->kind) - HK_SS_HDR_SIZE;
-    hk_os_purge(hk_ss_slab_area(ss, 0), used);
-    done += used;
-    ss->purged = true;
-    hk_ss_note(HK_SS_PURGES);
-  }
-  list_put_back(&cache_lock, &cache, purge, LIST_CACHE);
+  size_t done = purge_cached(purge);
   while (lent) {
     hk_superslab_t *next = lent->next;
     ss_unmap(lent);
