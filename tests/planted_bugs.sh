@@ -82,7 +82,7 @@ RND="$HERE/random.sh"
 PURGE1="HAKMEM_PURGE_DELAY_MS=1 HAKMEM_SS_CACHE=1 HAKMEM_HEAP_SPARE=0 HAKMEM_CARVE_KB=4 HAKMEM_LARGE_CACHE_COUNT=1"
 
 plant purge_range superslab.c \
-  's|hk_os_purge(hk_ss_slab_area(ss, 0), used);|hk_os_purge((uint8_t *)ss + HK_PAGE, HK_SS_SIZE - HK_PAGE);|' \
+  's|hk_os_purge(hk_ss_slab_area(ss, 0), cached_area(ss));|hk_os_purge((uint8_t *)ss + HK_PAGE, HK_SS_SIZE - HK_PAGE);|' \
   "$REL/tests/test_ss_purge" \
   "env $PURGE1 bash $RND $REL" \
   "$DBG/tests/test_ss_purge"
