@@ -143,6 +143,11 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
  * cap, when more; lowmem: the cap only): large_zeroed 12.7 s with the 64 MiB
  * cap alone, 4.3 s with 2, 3.1 s with 1, at the same peak RSS (BENCHMARKS.md) */
 #define HK_SPAN_LIVE_DIV 1
+/* The large tier counts as quiet (span.c, hk_span_idle: superslabs may be
+ * lent from it and shed its pages) after this many superslabs asked for in
+ * a row with no big block carved between: 1 lent thread_churn's pages
+ * while its big blocks churned; 8 measured (learner_phase 88 -> 75 MB) */
+#define HK_SPAN_QUIET_ASKS 8
 /* calloc's fresh span pages up to this many bytes are faulted in at once
  * (MADV_POPULATE_WRITE): past it a block may be a sparse table that is
  * never all touched: not measured */

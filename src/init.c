@@ -109,6 +109,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_heap_set_hooks(&hooks);
   if (learn) hk_large_set_alloc_hook(hk_learner_slow_tick);
   hk_mem_set_purge_hook(budget_purge);
+  hk_ss_set_grow_hook(hk_large_shed);  /* the tier swap, both ways */
   hk_large_set_grow_hook(tier_swap_large);
   if (hk_knobs.verbose || hk_knobs.stats) {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);

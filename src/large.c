@@ -480,6 +480,22 @@ static size_t span_cap(void) {
   return cap > share || cache_cap_mb() == 0 || hk_knobs.profile == HK_PROFILE_LOWMEM ? cap : share;
 }
 
+/* The tier swap's other half: the small tier is about to fault in `bytes`
+ * (a superslab from the OS, or a purged cached one); while the large tier
+ * is idle (span.c, hk_span_idle), its free resident pages give back as
+ * many, the oldest first. Not while big blocks stay live and churn: there
+ * their freed pages are what the next big blocks reuse (shedding at every
+ * superslab: big_heap's madvise calls went from 0 to 196 and its lock
+ * yields from 236 to 927, thread_churn faulted in 2.4 times the pages). */
+void hk_large_shed(size_t bytes) {
+  if (!hk_span_idle()) return;
+  size_t dirty = hk_span_bytes_dirty();
+  unsigned long calls;
+  size_t purged = hk_span_collect(false, UINT64_MAX, dirty > bytes ? dirty - bytes : 0, &calls);
+  while (calls--) note(HK_LARGE_EVICT_BYTES);
+  if (HK_LOAD_RELAXED(hk_knobs.learn)) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
+}
+
 static void span_free(void *p, unsigned kind, size_t size) {
   unsigned bk;
   size_t cap = span_cap();

@@ -48,6 +48,10 @@ void hk_large_set_alloc_hook(void (*fn)(unsigned weight));
 /* Called with the bytes of fresh pages a span block is about to fault in:
  * the other tiers shed as many idle bytes (init.c). */
 void hk_large_set_grow_hook(void (*fn)(size_t bytes));
+/* The small tier is about to fault in `bytes`: while the large tier is
+ * idle, as many of its free resident bytes go back (superslab.c's grow
+ * hook, set by init.c). */
+void hk_large_shed(size_t bytes);
 
 /* First-class heaps (heap_api.c) keep a table of their large blocks: forget
  * is told of every free and resize of a block before it happens (it

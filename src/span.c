@@ -103,6 +103,11 @@ static size_t quar_pages;  /* read without the lock by the stats */
  * every access is atomic (relaxed). */
 static size_t live_pages, dirty_pages;
 static size_t ss_pages;  /* lent to superslabs (not in live_pages) */
+/* Blocks carved so far; its value at the small tier's last ask for a
+ * superslab (hk_span_take_ss), and whether none was carved between that
+ * ask and the one before: the large tier is quiet (hk_span_idle) */
+static size_t carve_seq, quiet_seq;
+static unsigned quiet_asks;
 #define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
 #define SUB(x, v) __atomic_fetch_sub(&(x), (v), __ATOMIC_RELAXED)
 
@@ -709,6 +714,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   }
   bits_set(a, at, need, true);
   ADD(live_pages, need);
+  ADD(carve_seq, 1);
   uint8_t *p = page_addr(a, at);
   /* the block's pages open, its last page closed (it was the run's, closed
    * already, when nothing is left behind it): planned here, the calls made
@@ -775,15 +781,31 @@ static uint32_t find_lendable(hk_arena_t *a, uint32_t need, uint32_t al, uint32_
   return 0;
 }
 
+/* Idle: free resident pages at least four times the live ones (a phase of
+ * big blocks ended), or quiet: HK_SPAN_QUIET_ASKS superslabs asked for in
+ * a row with no block carved between. Where big blocks stay live and
+ * churn, their freed pages are theirs to reuse: lent to superslabs, the
+ * next big blocks faulted in fresh ones (thread_churn, 3 runs each, one
+ * batch: before 59 MB peak RSS and 19.3k faults, lent freely 84 MB and
+ * 29.4k, with the live share 61 MB and 21.5k). The live share alone
+ * stopped learner_phase's lending at 25 of its superslabs: the program's
+ * one live big block (its 3.7 MB table of pointers) against 13 MB left
+ * free, which then stayed resident beside the superslabs mapped new (88
+ * MB peak RSS; quiet after 8 asks, 75 MB and 19.0k faults against 22.7k;
+ * a single quiet ask lent thread_churn's pages again, 39.5k faults in one
+ * batch). */
+bool hk_span_idle(void) {
+  size_t dirty = HK_LOAD_RELAXED(dirty_pages);
+  return dirty != 0 && (HK_LOAD_RELAXED(quiet_asks) >= HK_SPAN_QUIET_ASKS ||
+                        HK_LOAD_RELAXED(live_pages) * 4 <= dirty);
+}
+
 void *hk_span_take_ss(void) {
+  size_t seq = HK_LOAD_RELAXED(carve_seq);
+  HK_STORE_RELAXED(quiet_asks, seq == HK_LOAD_RELAXED(quiet_seq) ? HK_LOAD_RELAXED(quiet_asks) + 1 : 0u);
+  HK_STORE_RELAXED(quiet_seq, seq);
   if (GUARD_PAGES || HK_TRACKING || !HK_LOAD_RELAXED(arena_count)) return NULL;
-  /* only from a tier gone mostly idle (free resident pages at least four
-   * times its live ones: a phase of big blocks ended). Where big blocks
-   * stay live and churn, their freed pages are theirs to reuse: lent to
-   * superslabs, the next big blocks faulted in fresh ones (thread_churn,
-   * 3 runs each, one batch: before 59 MB peak RSS and 19.3k faults, lent
-   * freely 84 MB and 29.4k, with this rule 61 MB and 21.5k) */
-  if (HK_LOAD_RELAXED(live_pages) * 4 > HK_LOAD_RELAXED(dirty_pages)) return NULL;
+  if (!hk_span_idle()) return NULL;  /* only from an idle tier */
   const uint32_t need = HUGE_PAGES;
   hk_lock(&span_lock);
   hk_arena_t *a;

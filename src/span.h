@@ -67,6 +67,12 @@ void hk_span_thp_info(size_t *plain_blocks, size_t *samples, unsigned *density_p
  * as a free run (its first `kept` bytes may be resident, the rest were
  * purged) and marks it a span chunk again. */
 void *hk_span_take_ss(void);
+/* The large tier has gone mostly idle (its free pages that may be resident
+ * are at least four times its live ones: a phase of big blocks ended), or
+ * quiet (HK_SPAN_QUIET_ASKS superslabs were asked for in a row with no
+ * block carved between). Lending and the small tier's shed (large.c,
+ * hk_large_shed) wait for it. */
+bool hk_span_idle(void);
 void hk_span_give_ss(void *p, size_t kept);
 size_t hk_span_bytes_ss(void);  /* lent to superslabs */
 

@@ -26,6 +26,8 @@ static _Atomic uint64_t next_collect_ms;
  * hint: hk_ss_shed returns at once when there are none) */
 static size_t cache_unpurged;
 #define UNPURGED(d) __atomic_fetch_add(&cache_unpurged, (size_t)(d), __ATOMIC_RELAXED)
+/* the tier swap's other half (hk_ss_set_grow_hook) */
+static void (*grow_hook)(size_t bytes);
 
 /* OUT_*: off that list while it is purged without the lock; a fork child,
  * where no thread is purging it, puts it back (hk_ss_orphan_foreign). */
@@ -152,6 +154,7 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   if (!ss && cls >= 0) return NULL;
   if (ss) hk_ss_note(HK_SS_CACHE_HITS);
   bool fresh = !ss;  /* new to the lists: lent by the span tier or mapped */
+  bool grows = false;  /* faults in memory no tier kept (below) */
   if (fresh && (ss = hk_span_take_ss()) != NULL) {  /* a free chunk of the span tier's */
     memset(ss, 0, sizeof *ss);  /* as fresh from the OS */
     ss->from_span = true;
@@ -159,6 +162,7 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   } else if (fresh) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!ss) return NULL;
+    grows = true;
     hk_ss_note(HK_SS_OS_MAPS);
     hk_os_advise_region(ss, HK_SS_SIZE, true);  /* HAKMEM_THP: huge pages, or (never) none */
     /* after the metadata, and the last page: an overflow running off the
@@ -180,6 +184,11 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
     if (all_head) all_head->all_prev = ss;
     all_head = ss;
     hk_unlock(&all_lock);
+  }
+  /* memory about to be faulted in: an idle large tier's pages go first */
+  if (grows || ss->purged) {
+    void (*grow)(size_t) = HK_LOAD_RELAXED(grow_hook);
+    if (grow) grow(HK_SS_SIZE);
   }
   if (ss->purged || ss->kind != kind) ss->warm = 0;
   ss_set_half_guard(ss, HK_SS_HALF_GUARD(kind));
@@ -396,6 +405,8 @@ size_t hk_ss_shed(size_t bytes) {
   }
   return done;
 }
+
+void hk_ss_set_grow_hook(void (*fn)(size_t bytes)) { HK_STORE_RELAXED(grow_hook, fn); }
 
 /* Abandoned superslabs: nobody owns them (their list lock does), so their
  * unused slabs can go: all (force) or those unused for a whole epoch

@@ -39,6 +39,7 @@
  *      the pages of the blocks it gave back (opened with span_lock dropped,
  *      and undone under it) serve the next ones, every byte written.
  *   L. (`test_span lend`) superslabs lent by an arena: lend() below.
+ *   M. (`test_span shed`) the tier swap while big blocks stay live: shed().
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
  * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
 #define _GNU_SOURCE
@@ -483,6 +484,67 @@ static void lend(void) {
   CHECKF(s.large_live == 0, "%zu large blocks live after all were freed", (size_t)s.large_live);
 }
 
+/* M. (`test_span shed`, HAKMEM_PURGE_DELAY_MS of 200-5000) the tier swap
+ * once big blocks stay live (span.c, hk_span_idle; large.c,
+ * hk_large_shed): 48 blocks of 1 MiB, every other one freed (24 MiB of
+ * holes no superslab fits in), and 8 of 2 MiB freed (a run superslabs
+ * can be lent from), while 24 MiB stay live: more than a quarter of the
+ * free pages, so the large tier is not idle by its live share. Then 48
+ * MiB of small blocks, each with a pattern of its own: once eight
+ * superslabs were asked for with no big block carved between, the large
+ * tier counts as quiet, the 2 MiB run is lent (superslabs_lent > 0) and
+ * each superslab then mapped from the OS first purges as many bytes of the
+ * holes (the free resident bytes fall by more than the lent ones). No byte
+ * of a small or big block changes. */
+enum { SHED_HOLES = 48, SHED_RUN = 8, SHED_SMALL = 48 * 1024 * 1024 / 136 };
+static void shed(void) {
+  if (!purge_delay_in("shed", 200, 5000)) return;
+  unsigned char *hole[SHED_HOLES], *run[SHED_RUN];
+  for (int i = 0; i < SHED_HOLES; i++) {
+    CHECK_FATAL((hole[i] = malloc(MiB)) != NULL);
+    memset(hole[i], 11 + i, MiB);
+  }
+  for (int i = 0; i < SHED_RUN; i++) {
+    CHECK_FATAL((run[i] = malloc(2 * MiB)) != NULL);
+    memset(run[i], 3, 2 * MiB);
+  }
+  for (int i = 1; i < SHED_HOLES; i += 2) free(hole[i]);
+  for (int i = 0; i < SHED_RUN; i++) free(run[i]);
+  struct hak_stats s0, s1;
+  CHECK(hak_stats_read(&s0, sizeof s0) == sizeof s0);
+  if (s0.large_cached_bytes < 32 * MiB) {  /* a small cap (lowmem) purged them at free */
+    printf("  M: skipped: %zu free resident span bytes after the frees (the cache cap purged them)\n",
+           (size_t)s0.large_cached_bytes);
+    for (int i = 0; i < SHED_HOLES; i += 2) free(hole[i]);
+    return;
+  }
+  unsigned char **obj = malloc(SHED_SMALL * sizeof *obj);
+  CHECK_FATAL(obj != NULL);
+  for (size_t k = 0; k < SHED_SMALL; k++) {
+    CHECK_FATAL((obj[k] = malloc(lend_size(k))) != NULL);
+    memset(obj[k], (int)(k * 7 + 1), lend_size(k));
+  }
+  CHECK(hak_stats_read(&s1, sizeof s1) == sizeof s1);
+  size_t lent = s1.superslabs_lent, fell = s0.large_cached_bytes - s1.large_cached_bytes;
+  printf("  M: %zu superslabs lent; free resident span bytes %zu -> %zu\n", lent,
+         (size_t)s0.large_cached_bytes, (size_t)s1.large_cached_bytes);
+  CHECKF(lent > 0, "no superslab lent from the freed 2 MiB blocks while 24 MiB of big blocks stayed live");
+  CHECKF(s1.large_cached_bytes < s0.large_cached_bytes && fell >= lent * 2 * MiB + 4 * MiB,
+         "the free resident span bytes fell by %zu, %zu superslabs lent: the superslabs from the OS shed nothing",
+         s1.large_cached_bytes < s0.large_cached_bytes ? fell : 0, lent);
+  size_t bad = 0;
+  for (size_t k = 0; k < SHED_SMALL; k++) {
+    for (size_t x = 0; x < lend_size(k); x++) bad += obj[k][x] != (unsigned char)(k * 7 + 1);
+    free(obj[k]);
+  }
+  free(obj);
+  for (int i = 0; i < SHED_HOLES; i += 2) {
+    for (size_t x = 0; x < MiB; x += 512) bad += hole[i][x] != (unsigned char)(11 + i);
+    free(hole[i]);
+  }
+  CHECKF(bad == 0, "%zu bytes of small or big blocks changed", bad);
+}
+
 /* Blocks H, I and J write: block i's first and last byte, set and checked */
 static void mark_ends(unsigned char *p, size_t size, int i) {
   p[0] = (unsigned char)i;
@@ -638,6 +700,10 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "lend") == 0) {
     lend();
     return check_done("test_span lend");
+  }
+  if (argc > 1 && strcmp(argv[1], "shed") == 0) {
+    shed();
+    return check_done("test_span shed");
   }
   if (argc > 1 && strcmp(argv[1], "aging") == 0) {
     aging();
