@@ -480,6 +480,17 @@ static size_t span_cap(void) {
   return cap > share || cache_cap_mb() == 0 || hk_knobs.profile == HK_PROFILE_LOWMEM ? cap : share;
 }
 
+/* Free span pages purged outside the purge clock (the cap at a free, the
+ * tier swap): those free for delay_ms, then the oldest until at most
+ * keep_bytes stay resident; counted as evictions, and for the learner as
+ * cap purges (a later fault on them is a ghost hit). */
+static void span_purge_to(uint64_t delay_ms, size_t keep_bytes) {
+  unsigned long calls;
+  size_t purged = hk_span_collect(false, delay_ms, keep_bytes, &calls);
+  while (calls--) note(HK_LARGE_EVICT_BYTES);
+  if (HK_LOAD_RELAXED(hk_knobs.learn)) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
+}
+
 /* The tier swap's other half: the small tier is about to fault in `bytes`
  * (a superslab from the OS, or a purged cached one); while the large tier
  * is idle (span.c, hk_span_idle), its free resident pages give back as
@@ -490,10 +501,7 @@ static size_t span_cap(void) {
 void hk_large_shed(size_t bytes) {
   if (!hk_span_idle()) return;
   size_t dirty = hk_span_bytes_dirty();
-  unsigned long calls;
-  size_t purged = hk_span_collect(false, UINT64_MAX, dirty > bytes ? dirty - bytes : 0, &calls);
-  while (calls--) note(HK_LARGE_EVICT_BYTES);
-  if (HK_LOAD_RELAXED(hk_knobs.learn)) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
+  span_purge_to(UINT64_MAX, dirty > bytes ? dirty - bytes : 0);
 }
 
 static void span_free(void *p, unsigned kind, size_t size) {
@@ -508,12 +516,7 @@ static void span_free(void *p, unsigned kind, size_t size) {
    * a heap of buffers reuses next, and faulted them back in at the next
    * malloc (large_cycles 55k ops/s, the mapping tier 130k; with this rule
    * and span.c's mincore check 165k). */
-  if (hk_span_bytes_dirty() > 2 * cap) {
-    unsigned long calls;
-    size_t purged = hk_span_collect(false, (uint64_t)purge_delay(), cap, &calls);
-    while (calls--) note(HK_LARGE_EVICT_BYTES);
-    if (HK_LOAD_RELAXED(hk_knobs.learn)) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
-  }
+  if (hk_span_bytes_dirty() > 2 * cap) span_purge_to((uint64_t)purge_delay(), cap);
   hk_large_collect(false);
 }
 

@@ -406,16 +406,25 @@ static void teardown(void) {
 enum { LEND_BIG = 16, LEND_SMALL = 24 * 1024 * 1024 / 136 };
 static unsigned char *lend_obj[LEND_SMALL];
 static size_t lend_size(size_t k) { return 16 + (k * 2654435761u) % 241; }
-static void lend_fill(size_t from, size_t to) {
+static void lend_fill(unsigned char **obj, size_t from, size_t to) {
   for (size_t k = from; k < to; k++) {
-    lend_obj[k] = malloc(lend_size(k));
-    CHECK_FATAL(lend_obj[k] != NULL);
-    memset(lend_obj[k], (int)(k * 7 + 1), lend_size(k));
+    obj[k] = malloc(lend_size(k));
+    CHECK_FATAL(obj[k] != NULL);
+    memset(obj[k], (int)(k * 7 + 1), lend_size(k));
   }
+}
+/* Checks each block's pattern and frees it: the bytes changed. */
+static size_t lend_check_free(unsigned char **obj, size_t n) {
+  size_t bad = 0;
+  for (size_t k = 0; k < n; k++) {
+    for (size_t x = 0; x < lend_size(k); x++) bad += obj[k][x] != (unsigned char)(k * 7 + 1);
+    free(obj[k]);
+  }
+  return bad;
 }
 static void *lend_thread(void *arg) {
   (void)arg;
-  lend_fill(LEND_SMALL / 2, LEND_SMALL);
+  lend_fill(lend_obj, LEND_SMALL / 2, LEND_SMALL);
   return NULL;
 }
 static size_t lent_now(void) {
@@ -441,7 +450,7 @@ static void lend(void) {
   unsigned char *big[LEND_BIG];
   lend_big(big, 1);
   for (int i = 0; i < LEND_BIG; i++) free(big[i]);
-  lend_fill(0, LEND_SMALL / 2);
+  lend_fill(lend_obj, 0, LEND_SMALL / 2);
   pthread_t t;
   CHECK_FATAL(pthread_create(&t, NULL, lend_thread, NULL) == 0);
   CHECK_FATAL(pthread_join(t, NULL) == 0);
@@ -454,11 +463,7 @@ static void lend(void) {
   pid_t pid = fork();
   CHECK_FATAL(pid >= 0);
   if (pid == 0) {
-    size_t cbad = 0;
-    for (size_t k = 0; k < LEND_SMALL; k++) {
-      for (size_t x = 0; x < lend_size(k); x++) cbad += lend_obj[k][x] != (unsigned char)(k * 7 + 1);
-      free(lend_obj[k]);
-    }
+    size_t cbad = lend_check_free(lend_obj, LEND_SMALL);
     unsigned char *cb[LEND_BIG];
     lend_big(cb, 51);
     for (int i = 0; i < LEND_BIG; i++) free(cb[i]);
@@ -467,11 +472,7 @@ static void lend(void) {
   int st = 0;
   CHECK_FATAL(waitpid(pid, &st, 0) == pid);
   CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child forked with superslabs lent failed (status %d)", st);
-  size_t bad = 0;
-  for (size_t k = 0; k < LEND_SMALL; k++) {
-    for (size_t x = 0; x < lend_size(k); x++) bad += lend_obj[k][x] != (unsigned char)(k * 7 + 1);
-    free(lend_obj[k]);
-  }
+  size_t bad = lend_check_free(lend_obj, LEND_SMALL);
   CHECKF(bad == 0, "%zu bytes of small blocks changed", bad);
   lend_big(big, 101);
   size_t back = lent_now();
@@ -520,10 +521,7 @@ static void shed(void) {
   }
   unsigned char **obj = malloc(SHED_SMALL * sizeof *obj);
   CHECK_FATAL(obj != NULL);
-  for (size_t k = 0; k < SHED_SMALL; k++) {
-    CHECK_FATAL((obj[k] = malloc(lend_size(k))) != NULL);
-    memset(obj[k], (int)(k * 7 + 1), lend_size(k));
-  }
+  lend_fill(obj, 0, SHED_SMALL);
   CHECK(hak_stats_read(&s1, sizeof s1) == sizeof s1);
   size_t lent = s1.superslabs_lent, fell = s0.large_cached_bytes - s1.large_cached_bytes;
   printf("  M: %zu superslabs lent; free resident span bytes %zu -> %zu\n", lent,
@@ -532,11 +530,7 @@ static void shed(void) {
   CHECKF(s1.large_cached_bytes < s0.large_cached_bytes && fell >= lent * 2 * MiB + 4 * MiB,
          "the free resident span bytes fell by %zu, %zu superslabs lent: the superslabs from the OS shed nothing",
          s1.large_cached_bytes < s0.large_cached_bytes ? fell : 0, lent);
-  size_t bad = 0;
-  for (size_t k = 0; k < SHED_SMALL; k++) {
-    for (size_t x = 0; x < lend_size(k); x++) bad += obj[k][x] != (unsigned char)(k * 7 + 1);
-    free(obj[k]);
-  }
+  size_t bad = lend_check_free(obj, SHED_SMALL);
   free(obj);
   for (int i = 0; i < SHED_HOLES; i += 2) {
     for (size_t x = 0; x < MiB; x += 512) bad += hole[i][x] != (unsigned char)(11 + i);
