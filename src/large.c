@@ -492,7 +492,7 @@ static void span_purge_to(uint64_t delay_ms, size_t keep_bytes) {
 }
 
 /* The tier swap's other half: the small tier is about to fault in `bytes`
- * (a superslab from the OS, or a purged cached one); while the large tier
+ * (a superslab mapped from the OS); while the large tier
  * is idle (span.c, hk_span_idle), its free resident pages give back as
  * many, the oldest first. Not while big blocks stay live and churn: there
  * their freed pages are what the next big blocks reuse (shedding at every

@@ -185,8 +185,11 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
     all_head = ss;
     hk_unlock(&all_lock);
   }
-  /* memory about to be faulted in: an idle large tier's pages go first */
-  if (grows || ss->purged) {
+  /* memory about to be faulted in: an idle large tier's pages go first.
+   * Not for a purged cached superslab: lowmem purges the cache soon, and
+   * shedding then purged the very span pages the next superslabs were
+   * lent from (test_span lend under lowmem: 0 lent, against 7) */
+  if (grows) {
     void (*grow)(size_t) = HK_LOAD_RELAXED(grow_hook);
     if (grow) grow(HK_SS_SIZE);
   }

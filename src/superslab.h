@@ -127,7 +127,7 @@ size_t hk_ss_collect(bool force);
  * superslabs not purged give back about `bytes` (another tier is about to
  * fault in as many). Bytes given back. */
 size_t hk_ss_shed(size_t bytes);
-/* Called with the bytes a superslab from the OS (or a purged cached one)
+/* Called with the bytes a superslab mapped from the OS
  * is about to fault in: the large tier sheds as many while it is idle.
  * Set once by init.c (docs/ARCHITECTURE.md, "Hooks"). */
 void hk_ss_set_grow_hook(void (*fn)(size_t bytes));
