@@ -10,7 +10,9 @@
 #       (libstdc++, libgcc_s: used only where the other machine lacks them)
 #       and this script into OUT.tar.gz (default hakmem-scaling.tar.gz),
 #       one top directory hakmem-scaling/, with MANIFEST (when, where, git)
-#       and SHA256SUMS, which `run` checks before it starts.
+#       and SHA256SUMS, which `run` checks before it starts. HAKMEM_EXTRA=
+#       "NAME=LIB ..." packs other hakmem builds too (libs/libhakmem-NAME.so),
+#       run as the allocator hakmem:NAME: a before and an after, interleaved.
 #   bench/scaling.sh run DIR [OUT_DIR]
 #       On the other machine (no packages needed: bash, coreutils, awk, ldd):
 #       DIR is the unpacked hakmem-scaling/ (or a build directory: its bench/
@@ -32,9 +34,12 @@
 #                  producer/consumer pairs: 2P threads; 1 thread runs 1 pair)
 #   mid            bench_mid T I                            (I = MID_ITERS, per thread)
 #   false_sharing  bench_false_sharing T 10 1000000 8
+#   big_heap       bench_bigheap T W 3000 7     (W = BIGHEAP_MIB: issue 40's big
+#                  blocks, 3000 steps per thread after the fill)
 # Environment: THREADS="1 2 4 8 16", RUNS=3, LARSON_SECONDS=1, MID_ITERS=1000000,
-# ALLOCATORS="glibc hakmem mimalloc jemalloc tcmalloc", BENCHES="larson_mid
-# larson_small xthread mid false_sharing", RUN_TIMEOUT=300 (s per run).
+# ALLOCATORS="glibc hakmem mimalloc jemalloc tcmalloc" (and hakmem:NAME, a
+# build packed with HAKMEM_EXTRA), BENCHES="larson_mid larson_small xthread mid
+# false_sharing" (big_heap on request), BIGHEAP_MIB=1024, RUN_TIMEOUT=300 (s per run).
 # Exit status: 0 when every run was accepted, 1 when some cell is FAIL, 2 on
 # usage errors.
 set -u
@@ -65,7 +70,12 @@ do_pack() {
         if [ -x "$f" ] || [[ "$f" == *.so ]]; then cp -L "$f" "$top/bin/"; n=$((n + 1)); fi
     done
     cp -L "$build/libhakmem.so" "$top/libs/libhakmem.so"
-    local libs="$build/libhakmem.so" p
+    local libs="$build/libhakmem.so" p x
+    for x in ${HAKMEM_EXTRA:-}; do   # NAME=LIB: another hakmem build, run as hakmem:NAME
+        [[ "$x" == ?*=?* && -e "${x#*=}" ]] || { echo "scaling.sh pack: HAKMEM_EXTRA entry $x is not NAME=an existing library" >&2; exit 2; }
+        cp -L "${x#*=}" "$top/libs/libhakmem-${x%%=*}.so"
+        echo "hakmem:${x%%=*}: $(cd "$(dirname "${x#*=}")" && pwd)/$(basename "${x#*=}") (git $(git -C "$(dirname "${x#*=}")" rev-parse --short HEAD 2>/dev/null || echo "?"))" >>"$PACK_TMP/extra"
+    done
     for p in $PEERS; do
         if [ -e "$PEER_DIR/$p" ]; then
             cp -L "$PEER_DIR/$p" "$top/libs/$p"; libs="$libs $PEER_DIR/$p"
@@ -87,6 +97,7 @@ do_pack() {
         echo "packed: $(date -u +%Y-%m-%dT%H:%M:%SZ) on $(uname -n) ($(uname -r))"
         echo "git: $(git -C "$(dirname "$0")/.." rev-parse --short HEAD 2>/dev/null || echo '?')"
         echo "build: $(cd "$build" && pwd)"
+        [ -e "$PACK_TMP/extra" ] && cat "$PACK_TMP/extra"
     } >"$top/MANIFEST"
     (cd "$top" && sha256sum bin/* libs/* deps/* >SHA256SUMS)
     case "$out" in /*) ;; *) out=$PWD/$out ;; esac
@@ -104,6 +115,7 @@ bench_cmd() {   # BENCH T -> the command line (programs in $BIN)
         xthread) echo "$BIN/bench_xthread $(( t / 2 > 0 ? t / 2 : 1 )) 2000000 16 512 7 64" ;;
         mid) echo "$BIN/bench_mid $t ${MID_ITERS:-1000000}" ;;
         false_sharing) echo "$BIN/bench_false_sharing $t 10 1000000 8" ;;
+        big_heap) echo "$BIN/bench_bigheap $t ${BIGHEAP_MIB:-1024} 3000 7" ;;
         *) return 1 ;;
     esac
 }
@@ -137,6 +149,7 @@ do_run() {
         case "$a" in
             glibc) ;;
             hakmem) lib=${libdir:+$libdir/libhakmem.so}; [ -n "$libdir" ] || lib=$dir/libhakmem.so ;;
+            hakmem:?*) lib=${libdir:-$dir}/libhakmem-${a#hakmem:}.so ;;
             mimalloc) lib=${libdir:-$PEER_DIR}/libmimalloc.so.2 ;;
             jemalloc) lib=${libdir:-$PEER_DIR}/libjemalloc.so.2 ;;
             tcmalloc) lib=${libdir:-$PEER_DIR}/libtcmalloc_minimal.so.4 ;;
@@ -187,7 +200,7 @@ do_run() {
                         [ $rc -eq 124 ] && why="timed out after $tmo s"
                     elif [ -z "$name" ]; then
                         status=rejected; why="the program printed no allocator: line"
-                    elif [ "$name" != "$a" ]; then
+                    elif [ "$name" != "${a%%:*}" ]; then
                         status=rejected; why="printed allocator $name ($path) but $a was requested"
                     elif [ -n "$lib" ] && [ "$(readlink -f "$path")" != "$(readlink -f "$lib")" ]; then
                         status=rejected; why="malloc is defined in $path, not in the preloaded $lib"

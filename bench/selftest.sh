@@ -495,9 +495,10 @@ fi
 # pack, unpack, a tiny run (mid, 1 and 2 threads, glibc and hakmem, 2 runs)
 # writes runs.csv, scaling.csv/.json/.svg with every run accepted; a library
 # swapped in the pack is refused; a "hakmem" that is not (libm preloaded, so
-# malloc is glibc's) is rejected and its cells are FAIL
+# malloc is glibc's) is rejected and its cells are FAIL, and so is such a
+# "hakmem:NAME"; a second build packed with HAKMEM_EXTRA runs as hakmem:two
 if [ -e "$BUILD/libhakmem.so" ]; then
-    mkdir -p "$TMP/sc" && (cd "$TMP/sc" && bash "$ROOT/bench/scaling.sh" pack "$BUILD" pack.tar.gz >pack.log 2>&1 \
+    mkdir -p "$TMP/sc" && (cd "$TMP/sc" && HAKMEM_EXTRA="two=$BUILD/libhakmem.so" bash "$ROOT/bench/scaling.sh" pack "$BUILD" pack.tar.gz >pack.log 2>&1 \
         && tar xzf pack.tar.gz)
     SC() { env THREADS="1 2" RUNS=2 BENCHES=mid MID_ITERS=100000 ALLOCATORS="glibc hakmem" "$@"; }
     SC bash "$TMP/sc/hakmem-scaling/scaling.sh" run "$TMP/sc/hakmem-scaling" "$TMP/sc/out" >"$TMP/sc/run.log" 2>&1
@@ -511,17 +512,26 @@ if [ -e "$BUILD/libhakmem.so" ]; then
     else
         bad "scaling.sh run (exit $rc): cells $cells"; tail -5 "$TMP/sc/run.log"; cat "$TMP/sc/pack.log"
     fi
+    SC THREADS=1 RUNS=1 ALLOCATORS="hakmem:two" bash "$TMP/sc/hakmem-scaling/scaling.sh" run "$TMP/sc/hakmem-scaling" "$TMP/sc/out4" >"$TMP/sc/run4.log" 2>&1
+    rc=$?
+    if [ $rc -eq 0 ] && grep -q "^mid,1,hakmem:two,1,ok,.*,hakmem .*/libs/libhakmem-two.so," "$TMP/sc/out4/runs.csv" \
+       && grep -q "^hakmem:two: " "$TMP/sc/hakmem-scaling/MANIFEST"; then
+        pass "scaling.sh: a build packed with HAKMEM_EXTRA runs as hakmem:two, proven by its own library path"
+    else
+        bad "scaling.sh hakmem:two (exit $rc)"; tail -3 "$TMP/sc/run4.log"; cat "$TMP/sc/out4/runs.csv"
+    fi
     cp -r "$TMP/sc/hakmem-scaling" "$TMP/sc/swapped" && cp -L "$(ls /lib/x86_64-linux-gnu/libm.so.6)" "$TMP/sc/swapped/libs/libhakmem.so"
     SC bash "$TMP/sc/swapped/scaling.sh" run "$TMP/sc/swapped" "$TMP/sc/out2" >"$TMP/sc/run2.log" 2>&1
     rc=$?
     mkdir -p "$TMP/sc/notbuild" && ln -s "$BUILD/bench" "$TMP/sc/notbuild/bench" \
-        && cp -L /lib/x86_64-linux-gnu/libm.so.6 "$TMP/sc/notbuild/libhakmem.so"
-    SC bash bench/scaling.sh run "$TMP/sc/notbuild" "$TMP/sc/out3" >"$TMP/sc/run3.log" 2>&1
+        && cp -L /lib/x86_64-linux-gnu/libm.so.6 "$TMP/sc/notbuild/libhakmem.so" \
+        && cp -L /lib/x86_64-linux-gnu/libm.so.6 "$TMP/sc/notbuild/libhakmem-fake.so"
+    SC ALLOCATORS="glibc hakmem hakmem:fake" bash bench/scaling.sh run "$TMP/sc/notbuild" "$TMP/sc/out3" >"$TMP/sc/run3.log" 2>&1
     rc3=$?
     v=$(json "sorted(set((x['allocator'], x['verdict']) for x in r['rows']))" "$TMP/sc/out3/scaling.json" 2>/dev/null)
     if [ $rc -eq 2 ] && grep -q "does not match its SHA256SUMS" "$TMP/sc/run2.log" && [ $rc3 -eq 1 ] \
-       && [ "$v" = "[('glibc', 'PASS'), ('hakmem', 'FAIL')]" ] && grep -q "REJECTED: printed allocator glibc" "$TMP/sc/run3.log"; then
-        pass "scaling.sh: a swapped library in the pack is refused (exit 2); a 'hakmem' served by glibc is REJECTED, its cells FAIL (exit 1)"
+       && [ "$v" = "[('glibc', 'PASS'), ('hakmem', 'FAIL'), ('hakmem:fake', 'FAIL')]" ] && grep -q "REJECTED: printed allocator glibc" "$TMP/sc/run3.log"; then
+        pass "scaling.sh: a swapped library in the pack is refused (exit 2); a 'hakmem' or 'hakmem:fake' served by glibc is REJECTED, its cells FAIL (exit 1)"
     else
         bad "scaling.sh mislabel checks: swapped exit $rc, mislabelled exit $rc3, cells $v"; tail -3 "$TMP/sc/run2.log" "$TMP/sc/run3.log"
     fi
