@@ -10,7 +10,7 @@
 #       (libstdc++, libgcc_s: used only where the other machine lacks them)
 #       and this script into OUT.tar.gz (default hakmem-scaling.tar.gz),
 #       one top directory hakmem-scaling/, with MANIFEST (when, where, git)
-#       and SHA256SUMS, which `run` checks before it starts. HAKMEM_EXTRA=
+#       and SHA256SUMS, which `run` checks before it starts. EXTRA_HAKMEM=
 #       "NAME=LIB ..." packs other hakmem builds too (libs/libhakmem-NAME.so),
 #       run as the allocator hakmem:NAME: a before and an after, interleaved.
 #   bench/scaling.sh run DIR [OUT_DIR]
@@ -38,7 +38,7 @@
 #                  blocks, 3000 steps per thread after the fill)
 # Environment: THREADS="1 2 4 8 16", RUNS=3, LARSON_SECONDS=1, MID_ITERS=1000000,
 # ALLOCATORS="glibc hakmem mimalloc jemalloc tcmalloc" (and hakmem:NAME, a
-# build packed with HAKMEM_EXTRA), BENCHES="larson_mid larson_small xthread mid
+# build packed with EXTRA_HAKMEM), BENCHES="larson_mid larson_small xthread mid
 # false_sharing" (big_heap on request), BIGHEAP_MIB=1024, RUN_TIMEOUT=300 (s per run).
 # Exit status: 0 when every run was accepted, 1 when some cell is FAIL, 2 on
 # usage errors.
@@ -71,8 +71,8 @@ do_pack() {
     done
     cp -L "$build/libhakmem.so" "$top/libs/libhakmem.so"
     local libs="$build/libhakmem.so" p x
-    for x in ${HAKMEM_EXTRA:-}; do   # NAME=LIB: another hakmem build, run as hakmem:NAME
-        [[ "$x" == ?*=?* && -e "${x#*=}" ]] || { echo "scaling.sh pack: HAKMEM_EXTRA entry $x is not NAME=an existing library" >&2; exit 2; }
+    for x in ${EXTRA_HAKMEM:-}; do   # NAME=LIB: another hakmem build, run as hakmem:NAME
+        [[ "$x" == ?*=?* && -e "${x#*=}" ]] || { echo "scaling.sh pack: EXTRA_HAKMEM entry $x is not NAME=an existing library" >&2; exit 2; }
         cp -L "${x#*=}" "$top/libs/libhakmem-${x%%=*}.so"
         echo "hakmem:${x%%=*}: $(cd "$(dirname "${x#*=}")" && pwd)/$(basename "${x#*=}") (git $(git -C "$(dirname "${x#*=}")" rev-parse --short HEAD 2>/dev/null || echo "?"))" >>"$PACK_TMP/extra"
     done

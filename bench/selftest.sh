@@ -496,9 +496,9 @@ fi
 # writes runs.csv, scaling.csv/.json/.svg with every run accepted; a library
 # swapped in the pack is refused; a "hakmem" that is not (libm preloaded, so
 # malloc is glibc's) is rejected and its cells are FAIL, and so is such a
-# "hakmem:NAME"; a second build packed with HAKMEM_EXTRA runs as hakmem:two
+# "hakmem:NAME"; a second build packed with EXTRA_HAKMEM runs as hakmem:two
 if [ -e "$BUILD/libhakmem.so" ]; then
-    mkdir -p "$TMP/sc" && (cd "$TMP/sc" && HAKMEM_EXTRA="two=$BUILD/libhakmem.so" bash "$ROOT/bench/scaling.sh" pack "$BUILD" pack.tar.gz >pack.log 2>&1 \
+    mkdir -p "$TMP/sc" && (cd "$TMP/sc" && EXTRA_HAKMEM="two=$BUILD/libhakmem.so" bash "$ROOT/bench/scaling.sh" pack "$BUILD" pack.tar.gz >pack.log 2>&1 \
         && tar xzf pack.tar.gz)
     SC() { env THREADS="1 2" RUNS=2 BENCHES=mid MID_ITERS=100000 ALLOCATORS="glibc hakmem" "$@"; }
     SC bash "$TMP/sc/hakmem-scaling/scaling.sh" run "$TMP/sc/hakmem-scaling" "$TMP/sc/out" >"$TMP/sc/run.log" 2>&1
@@ -516,7 +516,7 @@ if [ -e "$BUILD/libhakmem.so" ]; then
     rc=$?
     if [ $rc -eq 0 ] && grep -q "^mid,1,hakmem:two,1,ok,.*,hakmem .*/libs/libhakmem-two.so," "$TMP/sc/out4/runs.csv" \
        && grep -q "^hakmem:two: " "$TMP/sc/hakmem-scaling/MANIFEST"; then
-        pass "scaling.sh: a build packed with HAKMEM_EXTRA runs as hakmem:two, proven by its own library path"
+        pass "scaling.sh: a build packed with EXTRA_HAKMEM runs as hakmem:two, proven by its own library path"
     else
         bad "scaling.sh hakmem:two (exit $rc)"; tail -3 "$TMP/sc/run4.log"; cat "$TMP/sc/out4/runs.csv"
     fi
