@@ -102,6 +102,8 @@ struct hak_stats {
   unsigned long guard_calls;      /* guard markers put or taken (MADV_GUARD_INSTALL/REMOVE) */
   /* ---- unreleased too: the unified backend (docs/OBSERVABILITY.md, "Pages") ---- */
   size_t superslabs_lent;         /* of `superslabs`, chunks lent by span arenas */
+  /* ---- unreleased too: span shards (docs/OBSERVABILITY.md, "Pages") ---- */
+  int    span_shards;             /* span arena shards in use, each with its lock */
 };
 
 /* The ABI rule of struct hak_stats: fields are only ever appended at its

@@ -95,6 +95,7 @@ static const knob_row_t knob_table[] = {
   KEYWORD("HAKMEM_THP",               thp,                START(NONE), 0, 0, 0,
           { "auto", HK_THP_KNOB_AUTO }, { "never", HK_THP_KNOB_NEVER }, { "always", HK_THP_KNOB_ALWAYS },
           { "spans", HK_THP_KNOB_SPANS }),
+  NUMBER("HAKMEM_SPAN_SHARDS",        span_shards,        START(NONE), 0, 8, 0, 0, 1),
   /* the memory budget (mem_limit.c): 0 takes the cgroup's limits */
   SIZE("HAKMEM_MEMORY_LIMIT",         memory_limit,       START(NONE), 0, 1125899906842624, 0, 0, 0),
   KEYWORD("HAKMEM_MEMORY_LIMIT_ACTION", memory_limit_action, START(NONE), 0, 0, 0,

@@ -55,6 +55,7 @@ typedef struct hk_knobs {
   char prof_file[512];     /* HAKMEM_PROF_FILE                     */
   long background_purge;   /* HAKMEM_BACKGROUND_PURGE              */
   long thp;                /* HAKMEM_THP (HK_THP_KNOB_*)           */
+  long span_shards;        /* HAKMEM_SPAN_SHARDS (0: one per CPU)  */
   long memory_limit;       /* HAKMEM_MEMORY_LIMIT (bytes; 0: the cgroup's) */
   long memory_limit_action; /* HAKMEM_MEMORY_LIMIT_ACTION: 0 keep, 1 fail */
 } hk_knobs_t;

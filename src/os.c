@@ -436,6 +436,15 @@ size_t hk_os_peak_rss_bytes(size_t current) {
 
 int hk_os_thread_kid(void) { return (int)syscall(SYS_gettid); }
 
+unsigned hk_os_cpu_count(void) {
+  uint64_t mask[16] = { 0 };  /* 1024 CPUs; the kernel fills the bytes it has */
+  long n = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+  unsigned c = 0;
+  for (long w = 0; n > 0 && w < (long)(sizeof mask / 8); w++)
+    for (uint64_t x = mask[w]; x; x &= x - 1) c++;
+  return c ? c : 1;
+}
+
 /* Reads /proc/self/task/TID/NAME into buf (NUL-terminated); false on error. */
 static bool read_task(int ktid, const char *name, char *buf, size_t size) {
   char path[64];

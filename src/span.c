@@ -64,8 +64,9 @@ _Static_assert(HK_SPAN_MAX < ((size_t)1 << 32), "requested sizes fit 32 bits");
 
 typedef struct hk_arena {
   uint64_t magic;
-  struct hk_arena *next;
+  struct hk_arena *next;          /* in its shard */
   uint32_t first_page;           /* pages before it hold this descriptor */
+  uint32_t shard;                /* whose lock guards it */
   uint32_t bins[NBINS];          /* free runs by size (page index, 0: none) */
   uint32_t dirty_head, dirty_tail; /* free runs with resident pages, in order of freeing */
   uint32_t free_pages;
@@ -80,9 +81,7 @@ typedef struct hk_arena {
   entry_t e[ARENA_PAGES];
 } hk_arena_t;
 
-static hk_lock_t span_lock = HK_LOCK_INIT;
-static hk_arena_t *arenas;
-static size_t arena_count;  /* changed under span_lock; read without it (hk_span_take_ss) */
+static size_t arena_count;  /* changed under a shard's lock; read without it (hk_span_take_ss) */
 
 /* The quarantine (guard measure): the last QUAR_RUNS freed blocks (closed
  * when they are at most HAKMEM_CLOSE_FREED_KB), not yet free runs, so that no
@@ -91,16 +90,81 @@ static size_t arena_count;  /* changed under span_lock; read without it (hk_span
  * quarantine kept so many pages out of reuse that the cap's purges ran at
  * every free: bench_large 0.32 of the default build). Their pages are
  * purged on the purge clock like those of free runs; trim empties it.
- * Under span_lock. */
+ * One per shard (a block waits in its arena's), under the shard's lock. */
 #define QUAR_ON HK_M_GUARD
 #define QUAR_RUNS 16u
-#define QUAR_PAGES 2048u  /* 8 MiB: past it the oldest go (the newest always stays) */
+#define QUAR_PAGES 2048u  /* 8 MiB in all shards: past it the oldest go (the newest always stays) */
 typedef struct { hk_arena_t *a; uint32_t i; } quar_t;
-static quar_t quar[QUAR_ON ? QUAR_RUNS : 1];
-static unsigned quar_first, quar_n;
 static size_t quar_pages;  /* read without the lock by the stats */
-/* Changed under span_lock; read without it by the stats and the caps, so
- * every access is atomic (relaxed). */
+
+/* ---- shards ----
+ * Threads meet on a lock per shard rather than on one for all: with one
+ * lock, big_heap on 16 CPUs ran at 0.85 of tcmalloc at 16 threads while it
+ * led at 4. A shard is a list of arenas and their lock. A thread allocates
+ * from its own shard (threads take the shards in turn; a single thread's
+ * program uses the first only); a free, resize or check takes the lock of
+ * the block's arena's shard. How many (HAKMEM_SPAN_SHARDS): one per CPU
+ * the process may run on, at most HK_SPAN_SHARDS (lowmem: one). Shards
+ * keep their free runs apart, which costs memory, so a shard maps its
+ * first arena when its first block is asked for (address space: pages are
+ * touched as blocks are carved); where its own fit is mostly fresh pages
+ * it takes another shard's free run with as many resident pages as it
+ * needs half of, if there is one; and before it maps another arena it
+ * searches the other shards, one lock at a time. The purge clock, the cap,
+ * trim and fork take every shard's lock, in order. Measured on 16 CPUs,
+ * big_heap (1 GiB) at 16 threads, 5 interleaved runs: one shard 250k
+ * ops/s at 1413 MB peak RSS, 8 shards 324k at 1496 MB (tcmalloc 308k,
+ * 1422 MB); spreading from one shard to 8 only once the lock was found
+ * taken often cost more (1591 MB: the first shard's arena kept the holes
+ * and the others carved fresh pages) and was slower (295k). */
+typedef struct {
+  hk_lock_t lock;
+  hk_arena_t *arenas;  /* oldest first */
+  size_t dirty;        /* its free resident pages (atomic: others read it) */
+  quar_t quar[QUAR_ON ? QUAR_RUNS : 1];
+  unsigned quar_first, quar_n;
+} __attribute__((aligned(64))) shard_t;
+static shard_t shards[HK_SPAN_SHARDS];
+
+static shard_t *shard_of(const hk_arena_t *a) { return &shards[a->shard]; }
+
+/* One per CPU the process may run on, or HAKMEM_SPAN_SHARDS when set. */
+static unsigned shards_now(void) {
+  static unsigned used;  /* atomic; 0: not yet read (every thread reads the same) */
+  unsigned n = HK_LOAD_RELAXED(used);
+  if (HK_UNLIKELY(!n)) {
+    n = hk_knobs.span_shards > 0 ? (unsigned)hk_knobs.span_shards : hk_os_cpu_count();
+    if (n > HK_SPAN_SHARDS) n = HK_SPAN_SHARDS;
+    HK_STORE_RELAXED(used, n);
+  }
+  return n;
+}
+
+unsigned hk_span_shards(void) { return shards_now(); }
+
+static __thread unsigned home_seq;  /* the thread's turn + 1; 0: none yet */
+static unsigned home_next;
+static shard_t *home_shard(void) {
+  if (!home_seq) home_seq = 1 + __atomic_fetch_add(&home_next, 1, __ATOMIC_RELAXED);
+  return &shards[(home_seq - 1) % shards_now()];
+}
+
+static void lock_all(void) {
+  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_lock(&shards[k].lock);
+}
+static void unlock_all(void) {
+  for (unsigned k = HK_SPAN_SHARDS; k--;) hk_unlock(&shards[k].lock);
+}
+/* Every arena, shard by shard: next_arena(NULL) is the first (all locks held). */
+static hk_arena_t *next_arena(const hk_arena_t *a) {
+  if (a && a->next) return a->next;
+  for (unsigned k = a ? a->shard + 1 : 0; k < HK_SPAN_SHARDS; k++)
+    if (shards[k].arenas) return shards[k].arenas;
+  return NULL;
+}
+
+/* Changed under a shard's lock; read without it by the stats and the caps,
+ * so every access is atomic (relaxed). */
 static size_t live_pages, dirty_pages;
 static size_t ss_pages;  /* lent to superslabs (not in live_pages) */
 /* Blocks carved so far; its value at the small tier's last ask for a
@@ -121,7 +185,7 @@ static uint8_t *page_addr(hk_arena_t *a, uint32_t i) { return (uint8_t *)a + ((s
 
 /* ---- the resident-page bitmap ----
  * Its words are read and changed atomically (relaxed): a run taken off the
- * lists for a purge outside span_lock (see "purging") has its bits read
+ * lists for a purge outside the locks (see "purging") has its bits read
  * and cleared by the purging thread while others change the bits of their
  * runs, which may share a word, under the lock. */
 
@@ -227,6 +291,7 @@ static void free_insert(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t ndirty, 
   }
   a->free_pages += n;
   ADD(dirty_pages, ndirty);
+  ADD(shard_of(a)->dirty, ndirty);
 }
 
 /* Takes run i off its lists and clears its tags (they become interior or
@@ -239,6 +304,7 @@ static uint32_t free_remove(hk_arena_t *a, uint32_t i) {
   if (nd) dirty_unlink(a, i);
   a->free_pages -= n;
   SUB(dirty_pages, nd);
+  SUB(shard_of(a)->dirty, nd);
   a->e[i + n - 1].tag = 0;
   h->tag = 0;
   return nd;
@@ -247,16 +313,18 @@ static uint32_t free_remove(hk_arena_t *a, uint32_t i) {
 /* The free run of at least `want` pages at the lowest address, among the
  * first BIN_SCAN runs of each bin that can hold it. 0 when none. Lowest
  * address first keeps the arena compact: the holes low in it are the pages
- * that were touched (best fit: large_zeroed peak RSS 498 MB, this 476). */
-static uint32_t find_fit(hk_arena_t *a, uint32_t want) {
+ * that were touched (best fit: large_zeroed peak RSS 498 MB, this 476).
+ * resident: only runs with at least half of `want` pages resident. */
+static uint32_t find_fit_of(const hk_arena_t *a, uint32_t want, bool resident) {
   uint32_t best = 0;
   for (unsigned b = bin_of(want); b < NBINS; b++) {
     uint32_t seen = 0;
     for (uint32_t i = a->bins[b]; i && seen < BIN_SCAN; i = a->e[i].f.next, seen++)
-      if (a->e[i].npages >= want && (!best || i < best)) best = i;
+      if (a->e[i].npages >= want && (!best || i < best) && (!resident || a->e[i].f.ndirty >= want / 2)) best = i;
   }
   return best;
 }
+static uint32_t find_fit(hk_arena_t *a, uint32_t want) { return find_fit_of(a, want, false); }
 
 static uint32_t now_stamp(const hk_arena_t *a) { return (uint32_t)(hk_os_now_ms() - a->born_ms); }
 
@@ -298,7 +366,7 @@ static bool grains_aged(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t be
  * page up to `open_to` as blocks reach further (past it, pages are still
  * the reservation's PROT_NONE), and `closed` says which pages below it
  * carry a marker. A marker drops the page's contents: a freed block closed
- * whole is no longer resident, and comes back zero. Under span_lock. */
+ * whole is no longer resident, and comes back zero. Under the arena's shard's lock. */
 static bool markers(void) { return hk_os_guard_markers(); }
 
 /* A freed block closed whole by PROT_NONE is an island in open pages, two
@@ -307,7 +375,7 @@ static bool markers(void) { return hk_os_guard_markers(); }
  * islands (of all arenas) a freed block is closed by markers instead (its
  * pages dropped), or, without markers, left open (the quarantine still
  * keeps its address from the next malloc for a while). */
-static size_t shut_islands;  /* the arenas' islands summed */
+static size_t shut_islands;  /* the arenas' islands summed (atomic: arenas of all shards) */
 
 /* a sixteenth of vm.max_map_count (4,095 by default), at least 64 */
 static size_t shut_max(void) {
@@ -324,7 +392,7 @@ static void shut_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
   uint32_t beside = (i > 0 && shut_at(a, i - 1)) + shut_at(a, i + n);
   uint32_t before = a->islands;
   a->islands = on ? a->islands + 1 - beside : a->islands - 1 + beside;
-  shut_islands = shut_islands - before + a->islands;
+  ADD(shut_islands, (size_t)a->islands - before);  /* modulo 2^64 */
   bm_set(a->shut, i, n, on);
 }
 
@@ -337,7 +405,7 @@ enum { CLOSE_NONE, CLOSE_KEEP, CLOSE_GUARD };
  * the mprotect pair, bench_large 0.85) while shut_max() allows; past it,
  * markers, or nothing without them. Under the lock. */
 static unsigned close_how(void) {
-  if (shut_islands < shut_max()) return CLOSE_KEEP;
+  if (HK_LOAD_RELAXED(shut_islands) < shut_max()) return CLOSE_KEEP;
   return markers() ? CLOSE_GUARD : CLOSE_NONE;
 }
 
@@ -363,9 +431,9 @@ static bool close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
 }
 
 /* ---- opening a block's pages ----
- * The calls are made after span_lock is dropped (opening_calls): a block's
+ * The calls are made after the shard's lock is dropped (opening_calls): a block's
  * pages are its own once it is taken, and with four threads freeing and
- * allocating big blocks the calls made under span_lock kept the others
+ * allocating big blocks the calls made under the lock kept the others
  * spinning on it (bench_bigheap 4 256 2000 7, secure build: 100,113
  * yields). The shut pages' bits are cleared under the lock (opening_plan:
  * they count islands, which the neighbours' bits take part in); the
@@ -456,7 +524,7 @@ static bool open_run(hk_arena_t *a, uint32_t i, uint32_t n) {
   return false;
 }
 
-static hk_arena_t *arena_new(bool huge) {
+static hk_arena_t *arena_new(bool huge, shard_t *sh) {
   size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE);
   hk_arena_t *a = GUARD_PAGES ? hk_os_reserve_aligned(ARENA_SIZE, ARENA_SIZE) : hk_os_map_aligned(ARENA_SIZE, ARENA_SIZE);
   if (!a) return NULL;
@@ -470,6 +538,7 @@ static hk_arena_t *arena_new(bool huge) {
   if (huge) hk_os_advise_region((uint8_t *)a + huge_from, ARENA_SIZE - huge_from, false);
   else hk_os_advise_plain((uint8_t *)a + huge_from, ARENA_SIZE - huge_from);
   a->huge = huge;
+  a->shard = (uint32_t)(sh - shards);
   a->magic = ARENA_MAGIC;
   a->first_page = (uint32_t)(desc >> PAGE_SHIFT) + GUARD_PAGES;  /* the descriptor's guard */
   a->open_to = a->first_page;
@@ -483,7 +552,7 @@ static hk_arena_t *arena_new(bool huge) {
    * half of them went on faulting in fresh pages, and the secure build's
    * guards by mprotect ran out of mappings at half of the freed blocks:
    * test_span spent) */
-  hk_arena_t **pa = &arenas;
+  hk_arena_t **pa = &sh->arenas;
   while (*pa) pa = &(*pa)->next;
   a->next = NULL;
   *pa = a;
@@ -529,20 +598,21 @@ static uint32_t run_release(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t nd, 
 /* Quarantine (QUAR_ON): freed run i waits in a FIFO; the oldest is
  * released when the FIFO is full or holds too many pages. Its head keeps T_FREED (a
  * second free is a double free) and, in the union, the stamp of its free. */
-static void quar_release_oldest(void) {
-  quar_t q = quar[quar_first];
-  quar_first = (quar_first + 1) % QUAR_RUNS;
-  quar_n--;
+static void quar_release_oldest(shard_t *sh) {
+  quar_t q = sh->quar[sh->quar_first];
+  sh->quar_first = (sh->quar_first + 1) % QUAR_RUNS;
+  sh->quar_n--;
   entry_t *h = &q.a->e[q.i];
   uint32_t n = h->npages;
   SUB(quar_pages, n);
   run_release(q.a, q.i, n, bits_count(q.a, q.i, n), h->f.stamp);
 }
 static void quar_push(hk_arena_t *a, uint32_t i, uint32_t stamp) {
-  if (quar_n == QUAR_RUNS) quar_release_oldest();
-  while (quar_n && HK_LOAD_RELAXED(quar_pages) + a->e[i].npages > QUAR_PAGES) quar_release_oldest();
+  shard_t *sh = shard_of(a);
+  if (sh->quar_n == QUAR_RUNS) quar_release_oldest(sh);
+  while (sh->quar_n && HK_LOAD_RELAXED(quar_pages) + a->e[i].npages > QUAR_PAGES) quar_release_oldest(sh);
   a->e[i].f.stamp = stamp;
-  quar[(quar_first + quar_n++) % QUAR_RUNS] = (quar_t){ a, i };
+  sh->quar[(sh->quar_first + sh->quar_n++) % QUAR_RUNS] = (quar_t){ a, i };
   ADD(quar_pages, a->e[i].npages);
 }
 
@@ -572,7 +642,7 @@ static void fault_fresh(uint8_t *p, size_t bytes) {
  * at allocation (or growth) its `fresh` chunks: the whole 2 MiB chunks
  * none of whose pages may be resident (a chunk an earlier block touched is
  * resident whatever this one does). When it is freed they are asked
- * (mincore, before span_lock) what the program touched: in a huge-page
+ * (mincore, before the lock) what the program touched: in a huge-page
  * arena a touched chunk is resident whole, so the sample is the share of
  * fresh chunks touched; in a plain arena it is the share of their pages
  * resident (never more than the first: a program is not sent back to huge
@@ -660,6 +730,61 @@ void hk_span_thp_info(size_t *plain_blocks, size_t *samples, unsigned *density_p
   *density_pm = HK_LOAD_RELAXED(thp_density);
 }
 
+/* The first arena of the shard with a fit (its lock held): *i the run. */
+static hk_arena_t *shard_fit(shard_t *sh, bool huge, uint32_t want, uint32_t *i) {
+  for (hk_arena_t *a = sh->arenas; a; a = a->next)
+    if (a->huge == huge && (*i = find_fit(a, want)) != 0) return a;
+  return NULL;
+}
+
+/* Whether the other shards than sh hold `want` free resident pages. */
+static bool resident_beside(const shard_t *sh, uint32_t want) {
+  return shards_now() > 1 && HK_LOAD_RELAXED(dirty_pages) - HK_LOAD_RELAXED(sh->dirty) >= want;
+}
+
+/* The thread's shard has no fit, or one of mostly fresh pages: another
+ * shard's free run with at least half of `want` pages resident, one lock
+ * at a time (no lock held on entry).
+ * Returns with that shard's lock held (*sh that shard), or NULL with none. */
+static hk_arena_t *resident_elsewhere(shard_t **sh, bool huge, uint32_t want, uint32_t *i) {
+  unsigned n = shards_now(), h = (unsigned)(*sh - shards);
+  for (unsigned k = 1; k < n; k++) {
+    shard_t *o = &shards[(h + k) % n];
+    if (HK_LOAD_RELAXED(o->dirty) < want) continue;
+    hk_lock(&o->lock);
+    for (hk_arena_t *a = o->arenas; a; a = a->next)
+      if (a->huge == huge && (*i = find_fit_of(a, want, true)) != 0) {
+        *sh = o;
+        return a;
+      }
+    hk_unlock(&o->lock);
+  }
+  return NULL;
+}
+
+/* No fit in the thread's shard, which has an arena: the other shards',
+ * one lock at a time, then its own again (a run may have been freed
+ * meanwhile). Returns with the lock of the arena's shard held (*sh that
+ * shard), or NULL with the home shard's lock held again. */
+static hk_arena_t *fit_elsewhere(shard_t **sh, bool huge, uint32_t want, uint32_t *i) {
+  shard_t *home = *sh;
+  unsigned n = shards_now(), h = (unsigned)(home - shards);
+  if (n == 1) return NULL;
+  hk_unlock(&home->lock);
+  for (unsigned k = 1; k < n; k++) {
+    shard_t *o = &shards[(h + k) % n];
+    hk_lock(&o->lock);
+    hk_arena_t *a = shard_fit(o, huge, want, i);
+    if (a) {
+      *sh = o;
+      return a;
+    }
+    hk_unlock(&o->lock);
+  }
+  hk_lock(&home->lock);
+  return shard_fit(home, huge, want, i);
+}
+
 void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span_note_t *note) {
   if (size == 0 || size > HK_SPAN_MAX || align >= HK_SS_SIZE) { errno = ENOMEM; return NULL; }
   uint32_t need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT) + GUARD_PAGES;
@@ -670,16 +795,24 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   bool zero_all = false;
   bool huge = want_huge(need - GUARD_PAGES, zero);
 
-  hk_lock(&span_lock);
-  hk_arena_t *a;
+  shard_t *sh = home_shard();
+  hk_lock(&sh->lock);
   uint32_t i = 0;
-  for (a = arenas; a; a = a->next)
-    if (a->huge == huge && (i = find_fit(a, want)) != 0) break;
+  hk_arena_t *a = shard_fit(sh, huge, want, &i);
+  if ((!a || bits_count(a, i, want) < want / 2) && resident_beside(sh, want)) {
+    hk_unlock(&sh->lock);
+    a = resident_elsewhere(&sh, huge, want, &i);
+    if (!a) {
+      hk_lock(&sh->lock);
+      a = shard_fit(sh, huge, want, &i);  /* runs may have been freed meanwhile */
+    }
+  }
+  if (!a && sh->arenas) a = fit_elsewhere(&sh, huge, want, &i);
   if (!a) {
-    a = arena_new(huge);
+    a = arena_new(huge, sh);
     if (a) i = find_fit(a, want);
     if (!i) {
-      hk_unlock(&span_lock);
+      hk_unlock(&sh->lock);
       errno = ENOMEM;
       return NULL;
     }
@@ -722,9 +855,9 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   opening_t o;
   bool planned = !GUARD_PAGES || opening_plan(a, at, need - GUARD_PAGES, back, &o);
   if (planned) hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
-  hk_unlock(&span_lock);
+  hk_unlock(&sh->lock);
   if (GUARD_PAGES && (!planned || !opening_calls(a, &o))) {
-    hk_lock(&span_lock);  /* no mapping to spare (vm.max_map_count): give the run back */
+    hk_lock(&sh->lock);  /* no mapping to spare (vm.max_map_count): give the run back */
     if (planned) {
       opening_undo(a, &o);
       hk_track_free(p);
@@ -734,7 +867,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
     t->tag = 0;
     SUB(live_pages, need);
     run_release(a, at, need, need, stamp);  /* bits_set marked them all */
-    hk_unlock(&span_lock);
+    hk_unlock(&sh->lock);
     errno = ENOMEM;
     return NULL;
   }
@@ -807,15 +940,17 @@ void *hk_span_take_ss(void) {
   if (GUARD_PAGES || HK_TRACKING || !HK_LOAD_RELAXED(arena_count)) return NULL;
   if (!hk_span_idle()) return NULL;  /* only from an idle tier */
   const uint32_t need = HUGE_PAGES;
-  hk_lock(&span_lock);
-  hk_arena_t *a;
+  hk_arena_t *a = NULL;
   uint32_t i = 0, at = 0;
-  for (a = arenas; a; a = a->next)
-    if ((i = find_lendable(a, need, HUGE_PAGES, &at)) != 0) break;
-  if (!a) {
-    hk_unlock(&span_lock);
-    return NULL;
+  shard_t *sh = NULL;
+  for (unsigned k = 0; k < HK_SPAN_SHARDS && !a; k++) {
+    sh = &shards[k];
+    hk_lock(&sh->lock);
+    for (a = sh->arenas; a; a = a->next)
+      if ((i = find_lendable(a, need, HUGE_PAGES, &at)) != 0) break;
+    if (!a) hk_unlock(&sh->lock);
   }
+  if (!a) return NULL;
   uint32_t n = a->e[i].npages, stamp = a->e[i].f.stamp;
   uint32_t nd = free_remove(a, i);
   uint32_t front = at - i, back = i + n - (at + need);
@@ -832,14 +967,15 @@ void *hk_span_take_ss(void) {
   h->l.fresh = 0;
   bits_set(a, at, need, true);
   ADD(ss_pages, need);
-  hk_unlock(&span_lock);
+  hk_unlock(&sh->lock);
   return page_addr(a, at);
 }
 
 void hk_span_give_ss(void *p, size_t kept) {
   hk_arena_t *a = arena_of(p);
   uint32_t i = page_of(a, p);
-  hk_lock(&span_lock);
+  shard_t *sh = shard_of(a);
+  hk_lock(&sh->lock);
   entry_t *h = &a->e[i];
   HK_ASSERT(a->magic == ARENA_MAGIC && (h->tag & (T_HEAD | T_LIVE)) == (T_HEAD | T_LIVE) && h->kind == KIND_SS);
   uint32_t n = h->npages, stamp = now_stamp(a);
@@ -853,12 +989,20 @@ void hk_span_give_ss(void *p, size_t kept) {
   bits_set(a, i + nd, n - nd, false);
   run_release(a, i, n, nd, stamp);
   hk_chunk_set(p, HK_CHUNK_SPAN);
-  hk_unlock(&span_lock);
+  hk_unlock(&sh->lock);
 }
 
 size_t hk_span_bytes_ss(void) { return HK_LOAD_RELAXED(ss_pages) << PAGE_SHIFT; }
 
 /* ---- checks ---- */
+
+/* The shard whose lock guards p's arena; NULL when p is in no arena. p is
+ * in a chunk the chunk map calls a span's, so its arena is mapped, and an
+ * arena's descriptor never changes but under the lock. */
+static shard_t *shard_at(const void *p) {
+  const hk_arena_t *a = arena_of(p);
+  return a->magic == ARENA_MAGIC && a->shard < HK_SPAN_SHARDS ? shard_of(a) : NULL;
+}
 
 /* The head entry of the live block at p, or NULL with *why set. Under the lock. */
 static entry_t *live_head(const void *p, hk_arena_t **ap, const char **why) {
@@ -877,14 +1021,18 @@ static entry_t *live_head(const void *p, hk_arena_t **ap, const char **why) {
 
 bool hk_span_check(const char *what, const void *p, size_t *usable, size_t *requested) {
   hk_arena_t *a;
-  const char *why = NULL;
-  hk_lock(&span_lock);
-  entry_t *h = live_head(p, &a, &why);
-  if (h) {
-    if (usable) *usable = (size_t)(h->npages - GUARD_PAGES) << PAGE_SHIFT;
-    if (requested) *requested = h->l.requested;
+  const char *why = HK_WHY_NOT_START;
+  shard_t *sh = shard_at(p);
+  entry_t *h = NULL;
+  if (sh) {
+    hk_lock(&sh->lock);
+    h = live_head(p, &a, &why);
+    if (h) {
+      if (usable) *usable = (size_t)(h->npages - GUARD_PAGES) << PAGE_SHIFT;
+      if (requested) *requested = h->l.requested;
+    }
+    hk_unlock(&sh->lock);
   }
-  hk_unlock(&span_lock);
   if (!h && what) hk_report_invalid(what, p, why);
   return h != NULL;
 }
@@ -939,11 +1087,16 @@ found:
 size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested) {
   hk_arena_t *a;
   const char *why = NULL;
+  shard_t *sh = shard_at(p);
+  if (!sh) {
+    hk_report_invalid(what, p, HK_WHY_NOT_START);
+    return 0;
+  }
   thp_sample(arena_of(p), page_of(arena_of(p), p), p);
-  hk_lock(&span_lock);
+  hk_lock(&sh->lock);
   entry_t *h = live_head(p, &a, &why);
   if (!h) {
-    hk_unlock(&span_lock);
+    hk_unlock(&sh->lock);
     hk_report_invalid(what, p, why);
     return 0;
   }
@@ -962,15 +1115,15 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
      * else's meanwhile (a second free of it is a double free); it joins
      * the quarantine once closed, so that no malloc can open it first */
     unsigned how = close_how();
-    hk_unlock(&span_lock);
+    hk_unlock(&sh->lock);
     bool closed = close_call(a, i, n - 1, how);
-    hk_lock(&span_lock);
+    hk_lock(&sh->lock);
     if (closed) close_done(a, i, n - 1, how);
   }
   if (QUAR_ON) quar_push(a, i, stamp);
   else run_release(a, i, n, n, stamp);  /* a live block's pages are all marked */
   hk_track_free(p);  /* before another thread can get these pages */
-  hk_unlock(&span_lock);
+  hk_unlock(&sh->lock);
   return (size_t)n << PAGE_SHIFT;
 }
 
@@ -978,7 +1131,8 @@ size_t hk_span_resize(void *p, size_t size) {
   if (size == 0 || size > HK_SPAN_MAX) return 0;
   hk_arena_t *a = arena_of(p);
   uint32_t i = page_of(a, p), need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT) + GUARD_PAGES;
-  hk_lock(&span_lock);
+  shard_t *sh = shard_of(a);  /* p passed hk_span_check */
+  hk_lock(&sh->lock);
   entry_t *h = &a->e[i];
   uint32_t n = h->npages, j = i + n;
   size_t ok = 0;
@@ -994,13 +1148,13 @@ size_t hk_span_resize(void *p, size_t size) {
   } else if (need > n) {  /* take the head of the free run after it */
     uint32_t extra = need - n;
     if (j >= ARENA_PAGES || (a->e[j].tag & (T_HEAD | T_FREE)) != (T_HEAD | T_FREE) || a->e[j].npages < extra) {
-      hk_unlock(&span_lock);
+      hk_unlock(&sh->lock);
       return 0;
     }
     /* the old last page and all but the last of the new ones open, the new last closes */
     if (GUARD_PAGES && (!open_run(a, j - 1, extra) || (a->e[j].npages > extra && !close_run(a, j + extra - 1, 1, false)))) {
       close_run(a, j - 1, 1, false);
-      hk_unlock(&span_lock);
+      hk_unlock(&sh->lock);
       return 0;
     }
     uint32_t fn = a->e[j].npages, stamp = a->e[j].f.stamp;
@@ -1020,14 +1174,14 @@ size_t hk_span_resize(void *p, size_t size) {
   }
   h->l.requested = (uint32_t)size;
   ok = (size_t)(need - GUARD_PAGES) << PAGE_SHIFT;
-  hk_unlock(&span_lock);
+  hk_unlock(&sh->lock);
   hk_track_resize(p, (size_t)(n - GUARD_PAGES) << PAGE_SHIFT, ok);
   return ok;
 }
 
 /* ---- purging ----
- * No system call is made under span_lock (but the secure build's
- * quarantine's): a purge takes the range it will madvise (or ask mincore
+ * Under every shard's lock (lock_all). No system call is made under the
+ * locks (but the secure build's quarantine's): a purge takes the range it will madvise (or ask mincore
  * about) off the lists under the lock, as a "job": its head tagged T_FREED
  * (a free of its start is still a double free), its tail untagged, so that
  * no allocation, resize or neighbouring free can take it or join it. The
@@ -1154,13 +1308,13 @@ static uint32_t job_run(job_t *j, unsigned how, unsigned long *calls) {
 /* Runs the jobs (lock dropped) and gives their ranges back (lock taken
  * again): bytes purged. A checked range whose run, joined to its
  * neighbours, has no other resident page is marked checked, so that the
- * cap does not ask the kernel about it again. Called and returns with span_lock held. */
+ * cap does not ask the kernel about it again. Called and returns with every lock held. */
 static size_t jobs_run(job_t *jobs, unsigned n, unsigned how, unsigned long *calls) {
   if (!n) return 0;
   size_t pages = 0;
-  hk_unlock(&span_lock);
+  unlock_all();
   for (unsigned k = 0; k < n; k++) pages += job_run(&jobs[k], how, calls);
-  hk_lock(&span_lock);
+  lock_all();
   for (unsigned k = 0; k < n; k++) {
     job_t *j = &jobs[k];
     uint32_t nd = bits_count(j->a, j->at, j->n);
@@ -1188,7 +1342,7 @@ static uint32_t purge_marked(hk_arena_t *a, uint32_t i, uint32_t n, unsigned lon
 static hk_arena_t *oldest(uint32_t *run) {
   hk_arena_t *old = NULL;
   uint64_t old_ms = UINT64_MAX;
-  for (hk_arena_t *a = arenas; a; a = a->next)
+  for (hk_arena_t *a = next_arena(NULL); a; a = next_arena(a))
     if (a->dirty_head && a->born_ms + a->e[a->dirty_head].f.stamp < old_ms) {
       old = a;
       old_ms = a->born_ms + a->e[a->dirty_head].f.stamp;
@@ -1210,7 +1364,7 @@ static void cap_check(size_t cap_bytes) {
   for (unsigned round = 0; round < 8 && (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) > cap_bytes; round++) {
     unsigned n = 0;
     size_t over = (HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT) - cap_bytes, taken = 0;
-    for (hk_arena_t *a = arenas; a && n < HK_SPAN_PURGE_BATCH && taken < over; a = a->next)
+    for (hk_arena_t *a = next_arena(NULL); a && n < HK_SPAN_PURGE_BATCH && taken < over; a = next_arena(a))
       for (uint32_t i = a->dirty_head, next; i && n < HK_SPAN_PURGE_BATCH && taken < over; i = next) {
         next = a->e[i].f.dnext;
         uint32_t lo, hi;
@@ -1236,12 +1390,14 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
    * only; the cap and trim purge what they must */
   unsigned clock_how = hk_os_thp() != HK_THP_NONE && !force ? JOB_PURGE_HUGE : JOB_PURGE;
   job_t jobs[HK_SPAN_PURGE_BATCH];
-  hk_lock(&span_lock);
-  while (force && quar_n) quar_release_oldest();  /* trim: the quarantine too */
-  for (unsigned k = 0; k < quar_n; k++) {  /* quarantined runs keep their address, not their pages */
-    quar_t q = quar[(quar_first + k) % QUAR_RUNS];
-    entry_t *h = &q.a->e[q.i];
-    if (now_stamp(q.a) - h->f.stamp >= delay_ms) bytes += (size_t)purge_marked(q.a, q.i, h->npages, &calls) << PAGE_SHIFT;
+  lock_all();
+  for (shard_t *sh = shards; QUAR_ON && sh < shards + HK_SPAN_SHARDS; sh++) {
+    while (force && sh->quar_n) quar_release_oldest(sh);  /* trim: the quarantine too */
+    for (unsigned k = 0; k < sh->quar_n; k++) {  /* quarantined runs keep their address, not their pages */
+      quar_t q = sh->quar[(sh->quar_first + k) % QUAR_RUNS];
+      entry_t *h = &q.a->e[q.i];
+      if (now_stamp(q.a) - h->f.stamp >= delay_ms) bytes += (size_t)purge_marked(q.a, q.i, h->npages, &calls) << PAGE_SHIFT;
+    }
   }
   /* the clock: runs free for delay_ms or more (all when force); joined runs
    * keep old stamps, so the dirty lists are not in order: each is walked
@@ -1249,7 +1405,7 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
    * has nothing left to purge) */
   for (unsigned round = 0, n = 1; n && round < 64; round++) {
     n = 0;
-    for (hk_arena_t *a = arenas; a && n < HK_SPAN_PURGE_BATCH; a = a->next) {
+    for (hk_arena_t *a = next_arena(NULL); a && n < HK_SPAN_PURGE_BATCH; a = next_arena(a)) {
       uint32_t now = now_stamp(a);
       for (uint32_t i = a->dirty_head, next; i && n < HK_SPAN_PURGE_BATCH; i = next) {
         next = a->e[i].f.dnext;
@@ -1281,20 +1437,20 @@ size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned
     bytes += jobs_run(jobs, n, JOB_PURGE, &calls);
   }
   hk_arena_t *gone = NULL;
-  if (force)  /* arenas with nothing live go back to the OS */
-    for (hk_arena_t **pa = &arenas; *pa;) {
+  for (unsigned k = 0; force && k < HK_SPAN_SHARDS; k++)  /* arenas with nothing live go back to the OS */
+    for (hk_arena_t **pa = &shards[k].arenas; *pa;) {
       hk_arena_t *a = *pa;
       if (a->free_pages == ARENA_PAGES - a->first_page) {
         *pa = a->next;
         SUB(arena_count, 1);
-        shut_islands -= a->islands;
+        SUB(shut_islands, a->islands);
         a->next = gone;
         gone = a;
       } else {
         pa = &a->next;
       }
     }
-  hk_unlock(&span_lock);
+  unlock_all();
   while (gone) {
     hk_arena_t *next = gone->next;
     arena_unmap(gone);
@@ -1308,6 +1464,8 @@ size_t hk_span_bytes_live(void) { return HK_LOAD_RELAXED(live_pages) << PAGE_SHI
 size_t hk_span_bytes_dirty(void) { return HK_LOAD_RELAXED(dirty_pages) << PAGE_SHIFT; }
 size_t hk_span_bytes_cached(void) { return (HK_LOAD_RELAXED(dirty_pages) + HK_LOAD_RELAXED(quar_pages)) << PAGE_SHIFT; }
 
-void hk_span_fork_prepare(void) { hk_lock(&span_lock); }
-void hk_span_fork_parent(void) { hk_unlock(&span_lock); }
-void hk_span_fork_child(void) { hk_lock_reset(&span_lock); }
+void hk_span_fork_prepare(void) { lock_all(); }
+void hk_span_fork_parent(void) { unlock_all(); }
+void hk_span_fork_child(void) {
+  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_lock_reset(&shards[k].lock);
+}

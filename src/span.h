@@ -73,6 +73,8 @@ void *hk_span_take_ss(void);
  * block carved between). Lending and the small tier's shed (large.c,
  * hk_large_shed) wait for it. */
 bool hk_span_idle(void);
+/* Span shards in use (HAKMEM_SPAN_SHARDS; span.c, "shards"). */
+unsigned hk_span_shards(void);
 void hk_span_give_ss(void *p, size_t kept);
 size_t hk_span_bytes_ss(void);  /* lent to superslabs */
 

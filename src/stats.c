@@ -200,6 +200,7 @@ void hk_stats_collect(struct hak_stats *o) {
   o->populate_bytes = atomic_load(&hk_os_stats.populate_bytes);
   o->lock_waits = atomic_load(&hk_lock_counts.waits);
   o->lock_yields = atomic_load(&hk_lock_counts.yields);
+  o->span_shards = (int)hk_span_shards();
   hk_mem_info_t m;
   hk_mem_info(&m);
   o->mem_limit = m.hard;
@@ -337,9 +338,10 @@ static void print_text(sink_t *k, const struct hak_stats *s) {
       s->mmap_calls, s->mmap_bytes, s->munmap_calls, s->munmap_bytes, s->madvise_calls,
       s->madvise_bytes, s->mremap_calls, s->mprotect_calls, s->guard_calls);
   out(k, "  pages: huge pages for %s (HAKMEM_THP %s, system %s%s), %zu bytes huge-page backed; "
-         "populate %lu (%zu bytes); lock waits %lu (%lu yields)\n",
+         "populate %lu (%zu bytes); lock waits %lu (%lu yields); span shards %d\n",
       thp_regions(s->thp), thp_knob(), hk_os_thp_system()[0] ? hk_os_thp_system() : "unknown",
-      hk_os_page_reporting() >= 0 ? ", free pages reported to the hypervisor" : "", s->huge_bytes, s->populate_calls, s->populate_bytes, s->lock_waits, s->lock_yields);
+      hk_os_page_reporting() >= 0 ? ", free pages reported to the hypervisor" : "", s->huge_bytes, s->populate_calls, s->populate_bytes, s->lock_waits, s->lock_yields,
+      s->span_shards);
   out(k, "  big blocks: %zu placed without huge pages; %zu freed sampled, %d per mille of their 2 MiB chunks touched\n",
       s->thp_plain_blocks, s->thp_samples, s->thp_density);
   print_budget_text(k, s);
@@ -385,9 +387,9 @@ static void print_json(sink_t *k, const struct hak_stats *s, uint64_t t_ms) {
       s->munmap_bytes, s->madvise_bytes, s->mprotect_calls, s->guard_calls);
   out(k, "\"pages\": {\"thp\": \"%s\", \"thp_system\": \"%s\", \"page_reporting\": %d, \"huge_regions\": %d, "
          "\"huge_bytes\": %zu, \"populate\": %lu, \"populate_bytes\": %zu, \"lock_waits\": %lu, \"lock_yields\": %lu, "
-         "\"plain_blocks\": %zu, \"samples\": %zu, \"density\": %d}, ",
+         "\"span_shards\": %d, \"plain_blocks\": %zu, \"samples\": %zu, \"density\": %d}, ",
       thp_knob(), hk_os_thp_system(), hk_os_page_reporting(), s->thp, s->huge_bytes, s->populate_calls, s->populate_bytes,
-      s->lock_waits, s->lock_yields, s->thp_plain_blocks, s->thp_samples, s->thp_density);
+      s->lock_waits, s->lock_yields, s->span_shards, s->thp_plain_blocks, s->thp_samples, s->thp_density);
   out(k, "\"budget\": {\"limit\": %zu, \"soft\": %zu, \"source\": \"%s\", \"action\": \"%s\", "
          "\"resident\": %zu, \"headroom\": %zu, \"pressure\": %d, \"reliefs\": %lu, \"over\": %lu, "
          "\"refused\": %lu}, ",

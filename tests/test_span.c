@@ -40,6 +40,8 @@
  *      and undone under it) serve the next ones, every byte written.
  *   L. (`test_span lend`) superslabs lent by an arena: lend() below.
  *   M. (`test_span shed`) the tier swap while big blocks stay live: shed().
+ *   N. (`test_span shards`, with HAKMEM_SPAN_SHARDS of 4 or more) span
+ *      shards: shards() below.
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
  * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
 #define _GNU_SOURCE
@@ -187,10 +189,10 @@ static void *hand(void *arg) {
   return NULL;
 }
 
-static void two_threads(void) {
-  pthread_t t[2];
-  for (uintptr_t i = 0; i < 2; i++) CHECK(pthread_create(&t[i], NULL, hand, (void *)(i + 1)) == 0);
-  for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+static void hand_threads(int n) {
+  pthread_t t[8];
+  for (uintptr_t i = 0; i < (uintptr_t)n; i++) CHECK(pthread_create(&t[i], NULL, hand, (void *)(i + 1)) == 0);
+  for (int i = 0; i < n; i++) pthread_join(t[i], NULL);
   for (int k = 0; k < HANDS; k++)
     if (box[k]) {
       CHECK(check(box[k], box_len[k], (unsigned)box_len[k]));
@@ -669,6 +671,79 @@ static void spent(void) {
   free(b);
 }
 
+/* N. Shards (span.c, "shards"), forced on by HAKMEM_SPAN_SHARDS (S >= 4):
+ *  - the stats say S shards are in use;
+ *  - the resident rule: a block freed (its pages written, so resident) by
+ *    a thread of one shard is what the next thread, of the next shard,
+ *    gets for the same size, not fresh pages of an arena of its own;
+ *  - after malloc_trim(0) (no arena left), four threads that each hold a
+ *    block at once, one per shard, hold them in four arenas;
+ *  - four threads hand blocks to each other: frees into other shards'
+ *    arenas, every byte checked. Neither the purge clock nor the cache
+ *    cap may purge the freed block in between: HAKMEM_PURGE_DELAY_MS=1000
+ *    (ctest), and not HAKMEM_LARGE_CACHE_MB=0. */
+static unsigned char *shard_block;
+static pthread_barrier_t shard_bar;
+static void *shard_free_one(void *arg) {
+  (void)arg;
+  shard_block = malloc(MiB);
+  CHECK_FATAL(shard_block);
+  memset(shard_block, 0x5a, MiB);
+  free(shard_block);
+  return NULL;
+}
+static void *shard_take_one(void *arg) {
+  unsigned char **out = arg;
+  *out = malloc(MiB);
+  return NULL;
+}
+static void *shard_hold(void *arg) {
+  unsigned char **out = arg;
+  *out = malloc(64 * KiB);
+  CHECK_FATAL(*out);
+  pthread_barrier_wait(&shard_bar);  /* all held at once */
+  return NULL;
+}
+static void shards(void) {
+  const char *e = getenv("HAKMEM_SPAN_SHARDS");
+  long want = e ? atol(e) : 0;
+  CHECKF(want >= 4 && want <= 8, "test_span shards wants HAKMEM_SPAN_SHARDS of 4 to 8 (got %s)", e ? e : "none");
+  if (want < 4 || want > 8) return;
+  struct hak_stats st;
+  CHECK(hak_stats_read(&st, sizeof st) == sizeof st);
+  CHECKF(st.span_shards == (int)want, "stats say %d span shards, HAKMEM_SPAN_SHARDS=%ld", st.span_shards, want);
+
+  pthread_t t;
+  unsigned char *got = NULL;
+  CHECK(pthread_create(&t, NULL, shard_free_one, NULL) == 0);
+  pthread_join(t, NULL);
+  CHECK(pthread_create(&t, NULL, shard_take_one, &got) == 0);
+  pthread_join(t, NULL);
+  CHECK_FATAL(got);
+  CHECKF(got == shard_block, "a thread of the next shard got %p for 1 MiB, not the resident run freed at %p",
+         (void *)got, (void *)shard_block);
+  free(got);
+
+  malloc_trim(0);
+  unsigned char *held[4] = { NULL };
+  pthread_t h[4];
+  CHECK_FATAL(pthread_barrier_init(&shard_bar, NULL, 4) == 0);
+  for (int k = 0; k < 4; k++) CHECK(pthread_create(&h[k], NULL, shard_hold, &held[k]) == 0);
+  for (int k = 0; k < 4; k++) pthread_join(h[k], NULL);
+  pthread_barrier_destroy(&shard_bar);
+  for (int a = 0; a < 4; a++)
+    for (int b = a + 1; b < 4; b++)
+      CHECKF((uintptr_t)held[a] >> 30 != (uintptr_t)held[b] >> 30,
+             "threads %d and %d, of different shards, hold blocks in one arena (%p, %p)", a, b,
+             (void *)held[a], (void *)held[b]);
+  for (int k = 0; k < 4; k++) free(held[k]);
+
+  hand_ops = 2000;
+  hand_threads(4);
+  CHECK(hak_stats_read(&st, sizeof st) == sizeof st);
+  CHECKF(st.large_live == 0, "%zu large blocks live after all were freed", (size_t)st.large_live);
+}
+
 int main(int argc, char **argv) {
   CHECK(hak_is_active());
   if (argc > 1 && strcmp(argv[1], "spent") == 0) {
@@ -699,6 +774,10 @@ int main(int argc, char **argv) {
     shed();
     return check_done("test_span shed");
   }
+  if (argc > 1 && strcmp(argv[1], "shards") == 0) {
+    shards();
+    return check_done("test_span shards");
+  }
   if (argc > 1 && strcmp(argv[1], "aging") == 0) {
     aging();
     return check_done("test_span aging");
@@ -711,7 +790,7 @@ int main(int argc, char **argv) {
   hand_ops = ops / 5;
   model(ops);
   calloc_on_resident();
-  two_threads();
+  hand_threads(2);
   struct hak_stats s;
   CHECK(hak_stats_get(&s) == 0);
   CHECKF(s.large_live == 0, "%zu large blocks live after all were freed", (size_t)s.large_live);
