@@ -438,7 +438,9 @@ int hk_os_thread_kid(void) { return (int)syscall(SYS_gettid); }
 
 unsigned hk_os_cpu_count(void) {
   uint64_t mask[16] = { 0 };  /* 1024 CPUs; the kernel fills the bytes it has */
-  long n = syscall(SYS_sched_getaffinity, 0, sizeof mask, mask);
+  /* the process's first thread's: the calling one may have been pinned to
+   * one CPU by a program that spreads its threads (bench_soak, PIN=1) */
+  long n = syscall(SYS_sched_getaffinity, getpid(), sizeof mask, mask);
   unsigned c = 0;
   for (long w = 0; n > 0 && w < (long)(sizeof mask / 8); w++)
     for (uint64_t x = mask[w]; x; x &= x - 1) c++;

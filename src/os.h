@@ -93,8 +93,8 @@ size_t hk_os_peak_rss_bytes(size_t current);
 
 /* The calling thread's kernel id (gettid). */
 int hk_os_thread_kid(void);
-/* The CPUs this process may run on (its affinity mask, one system call,
- * no allocation); at least 1. */
+/* The CPUs this process may run on (its first thread's affinity mask, one
+ * system call, no allocation); at least 1. */
 unsigned hk_os_cpu_count(void);
 /* Thread ktid of this process (/proc/self/task): blocked in a system call
  * now? False when it is not, or /proc cannot be read. */

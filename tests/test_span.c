@@ -41,13 +41,16 @@
  *   L. (`test_span lend`) superslabs lent by an arena: lend() below.
  *   M. (`test_span shed`) the tier swap while big blocks stay live: shed().
  *   N. (`test_span shards`, with HAKMEM_SPAN_SHARDS of 4 or more) span
- *      shards: shards() below.
+ *      shards: shards() below. (`test_span pinned`) their default count
+ *      comes from the process's CPUs, not from those of the thread that
+ *      asks first: pinned() below.
  * Run by ctest also with the purge clock at 0 ms and the cache cap at 0, so
  * every free purges (HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <malloc.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -744,6 +747,34 @@ static void shards(void) {
   CHECKF(st.large_live == 0, "%zu large blocks live after all were freed", (size_t)st.large_live);
 }
 
+/* A thread pinned to one CPU asks for the first big block: the shards in
+ * use are still one per CPU of the process (at most 8). With the calling
+ * thread's mask (ed64701) a program that pins its workers, as bench_soak
+ * does, got one shard. Cannot fail on a 1-CPU machine. */
+static void *pinned_first(void *arg) {
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu() >= 0 ? sched_getcpu() : 0, &one);
+  CHECK(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0);
+  void *p = malloc(MiB);
+  CHECK_FATAL(p);
+  free(p);
+  struct hak_stats *st = arg;
+  CHECK(hak_stats_read(st, sizeof *st) == sizeof *st);
+  return NULL;
+}
+static void pinned(void) {
+  cpu_set_t all;
+  CHECK_FATAL(sched_getaffinity(0, sizeof all, &all) == 0);
+  int want = CPU_COUNT(&all) < 8 ? CPU_COUNT(&all) : 8;
+  struct hak_stats st;
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, pinned_first, &st) == 0);
+  pthread_join(t, NULL);
+  CHECKF(st.span_shards == want, "a pinned thread's first big block: %d span shards, the process has %d CPUs (want %d)",
+         st.span_shards, CPU_COUNT(&all), want);
+}
+
 int main(int argc, char **argv) {
   CHECK(hak_is_active());
   if (argc > 1 && strcmp(argv[1], "spent") == 0) {
@@ -773,6 +804,10 @@ int main(int argc, char **argv) {
   if (argc > 1 && strcmp(argv[1], "shed") == 0) {
     shed();
     return check_done("test_span shed");
+  }
+  if (argc > 1 && strcmp(argv[1], "pinned") == 0) {
+    pinned();
+    return check_done("test_span pinned");
   }
   if (argc > 1 && strcmp(argv[1], "shards") == 0) {
     shards();
