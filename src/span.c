@@ -315,7 +315,7 @@ static uint32_t free_remove(hk_arena_t *a, uint32_t i) {
  * address first keeps the arena compact: the holes low in it are the pages
  * that were touched (best fit: large_zeroed peak RSS 498 MB, this 476).
  * resident: only runs with at least half of `want` pages resident. */
-static uint32_t find_fit_of(const hk_arena_t *a, uint32_t want, bool resident) {
+static uint32_t find_fit(const hk_arena_t *a, uint32_t want, bool resident) {
   uint32_t best = 0;
   for (unsigned b = bin_of(want); b < NBINS; b++) {
     uint32_t seen = 0;
@@ -324,7 +324,6 @@ static uint32_t find_fit_of(const hk_arena_t *a, uint32_t want, bool resident) {
   }
   return best;
 }
-static uint32_t find_fit(hk_arena_t *a, uint32_t want) { return find_fit_of(a, want, false); }
 
 static uint32_t now_stamp(const hk_arena_t *a) { return (uint32_t)(hk_os_now_ms() - a->born_ms); }
 
@@ -730,10 +729,11 @@ void hk_span_thp_info(size_t *plain_blocks, size_t *samples, unsigned *density_p
   *density_pm = HK_LOAD_RELAXED(thp_density);
 }
 
-/* The first arena of the shard with a fit (its lock held): *i the run. */
-static hk_arena_t *shard_fit(shard_t *sh, bool huge, uint32_t want, uint32_t *i) {
+/* The first arena of the shard with a fit (its lock held): *i the run;
+ * resident: a run with at least half of `want` pages resident (find_fit). */
+static hk_arena_t *shard_fit(shard_t *sh, bool huge, uint32_t want, bool resident, uint32_t *i) {
   for (hk_arena_t *a = sh->arenas; a; a = a->next)
-    if (a->huge == huge && (*i = find_fit(a, want)) != 0) return a;
+    if (a->huge == huge && (*i = find_fit(a, want, resident)) != 0) return a;
   return NULL;
 }
 
@@ -742,39 +742,22 @@ static bool resident_beside(const shard_t *sh, uint32_t want) {
   return shards_now() > 1 && HK_LOAD_RELAXED(dirty_pages) - HK_LOAD_RELAXED(sh->dirty) >= want;
 }
 
-/* The thread's shard has no fit, or one of mostly fresh pages: another
- * shard's free run with at least half of `want` pages resident, one lock
- * at a time (no lock held on entry).
- * Returns with that shard's lock held (*sh that shard), or NULL with none. */
-static hk_arena_t *resident_elsewhere(shard_t **sh, bool huge, uint32_t want, uint32_t *i) {
-  unsigned n = shards_now(), h = (unsigned)(*sh - shards);
-  for (unsigned k = 1; k < n; k++) {
-    shard_t *o = &shards[(h + k) % n];
-    if (HK_LOAD_RELAXED(o->dirty) < want) continue;
-    hk_lock(&o->lock);
-    for (hk_arena_t *a = o->arenas; a; a = a->next)
-      if (a->huge == huge && (*i = find_fit_of(a, want, true)) != 0) {
-        *sh = o;
-        return a;
-      }
-    hk_unlock(&o->lock);
-  }
-  return NULL;
-}
-
-/* No fit in the thread's shard, which has an arena: the other shards',
- * one lock at a time, then its own again (a run may have been freed
- * meanwhile). Returns with the lock of the arena's shard held (*sh that
- * shard), or NULL with the home shard's lock held again. */
-static hk_arena_t *fit_elsewhere(shard_t **sh, bool huge, uint32_t want, uint32_t *i) {
+/* The thread's shard (its lock held) has no fit, or (resident) one of
+ * mostly fresh pages: a fit in the other shards, one lock at a time
+ * (resident: only shards with `want` free resident pages), then in its
+ * own again (a run may have been freed meanwhile). Returns with the lock
+ * of the arena's shard held (*sh that shard), or NULL with the home
+ * shard's lock held again. */
+static hk_arena_t *fit_elsewhere(shard_t **sh, bool huge, uint32_t want, bool resident, uint32_t *i) {
   shard_t *home = *sh;
   unsigned n = shards_now(), h = (unsigned)(home - shards);
   if (n == 1) return NULL;
   hk_unlock(&home->lock);
   for (unsigned k = 1; k < n; k++) {
     shard_t *o = &shards[(h + k) % n];
+    if (resident && HK_LOAD_RELAXED(o->dirty) < want) continue;
     hk_lock(&o->lock);
-    hk_arena_t *a = shard_fit(o, huge, want, i);
+    hk_arena_t *a = shard_fit(o, huge, want, resident, i);
     if (a) {
       *sh = o;
       return a;
@@ -782,7 +765,7 @@ static hk_arena_t *fit_elsewhere(shard_t **sh, bool huge, uint32_t want, uint32_
     hk_unlock(&o->lock);
   }
   hk_lock(&home->lock);
-  return shard_fit(home, huge, want, i);
+  return shard_fit(home, huge, want, false, i);
 }
 
 void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span_note_t *note) {
@@ -798,19 +781,13 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   shard_t *sh = home_shard();
   hk_lock(&sh->lock);
   uint32_t i = 0;
-  hk_arena_t *a = shard_fit(sh, huge, want, &i);
-  if ((!a || bits_count(a, i, want) < want / 2) && resident_beside(sh, want)) {
-    hk_unlock(&sh->lock);
-    a = resident_elsewhere(&sh, huge, want, &i);
-    if (!a) {
-      hk_lock(&sh->lock);
-      a = shard_fit(sh, huge, want, &i);  /* runs may have been freed meanwhile */
-    }
-  }
-  if (!a && sh->arenas) a = fit_elsewhere(&sh, huge, want, &i);
+  hk_arena_t *a = shard_fit(sh, huge, want, false, &i);
+  if ((!a || bits_count(a, i, want) < want / 2) && resident_beside(sh, want))
+    a = fit_elsewhere(&sh, huge, want, true, &i);
+  if (!a && sh->arenas) a = fit_elsewhere(&sh, huge, want, false, &i);
   if (!a) {
     a = arena_new(huge, sh);
-    if (a) i = find_fit(a, want);
+    if (a) i = find_fit(a, want, false);
     if (!i) {
       hk_unlock(&sh->lock);
       errno = ENOMEM;
