@@ -154,7 +154,6 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   if (!ss && cls >= 0) return NULL;
   if (ss) hk_ss_note(HK_SS_CACHE_HITS);
   bool fresh = !ss;  /* new to the lists: lent by the span tier or mapped */
-  bool grows = false;  /* faults in memory no tier kept (below) */
   if (fresh && (ss = hk_span_take_ss()) != NULL) {  /* a free chunk of the span tier's */
     memset(ss, 0, sizeof *ss);  /* as fresh from the OS */
     ss->from_span = true;
@@ -162,8 +161,13 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   } else if (fresh) {
     ss = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!ss) return NULL;
-    grows = true;
     hk_ss_note(HK_SS_OS_MAPS);
+    /* memory about to be faulted in: an idle large tier's pages go first.
+     * Not for a purged cached superslab: lowmem purges the cache soon, and
+     * shedding then purged the very span pages the next superslabs were
+     * lent from (test_span lend under lowmem: 0 lent, against 7) */
+    void (*grow)(size_t) = HK_LOAD_RELAXED(grow_hook);
+    if (grow) grow(HK_SS_SIZE);
     hk_os_advise_region(ss, HK_SS_SIZE, true);  /* HAKMEM_THP: huge pages, or (never) none */
     /* after the metadata, and the last page: an overflow running off the
      * end. Guard markers split no mapping: with PROT_NONE a secure
@@ -184,14 +188,6 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
     if (all_head) all_head->all_prev = ss;
     all_head = ss;
     hk_unlock(&all_lock);
-  }
-  /* memory about to be faulted in: an idle large tier's pages go first.
-   * Not for a purged cached superslab: lowmem purges the cache soon, and
-   * shedding then purged the very span pages the next superslabs were
-   * lent from (test_span lend under lowmem: 0 lent, against 7) */
-  if (grows) {
-    void (*grow)(size_t) = HK_LOAD_RELAXED(grow_hook);
-    if (grow) grow(HK_SS_SIZE);
   }
   if (ss->purged || ss->kind != kind) ss->warm = 0;
   ss_set_half_guard(ss, HK_SS_HALF_GUARD(kind));
