@@ -777,48 +777,23 @@ static void pinned(void) {
 
 int main(int argc, char **argv) {
   CHECK(hak_is_active());
-  if (argc > 1 && strcmp(argv[1], "spent") == 0) {
-    spent();
-    return check_done("test_span spent");
-  }
+  static const struct { const char *name; void (*run)(void); } cases[] = {
+    { "spent", spent }, { "freed", freed }, { "joined", joined }, { "teardown", teardown },
+    { "lend", lend }, { "shed", shed }, { "pinned", pinned }, { "shards", shards }, { "aging", aging },
+  };
+  char done[64];
   if (argc > 1 && strcmp(argv[1], "many") == 0) {
     many(argc > 2 && strcmp(argv[2], "markers") == 0);
     return check_done("test_span many");
   }
-  if (argc > 1 && strcmp(argv[1], "freed") == 0) {
-    freed();
-    return check_done("test_span freed");
-  }
-  if (argc > 1 && strcmp(argv[1], "joined") == 0) {
-    joined();
-    return check_done("test_span joined");
-  }
-  if (argc > 1 && strcmp(argv[1], "teardown") == 0) {
-    teardown();
-    return check_done("test_span teardown");
-  }
-  if (argc > 1 && strcmp(argv[1], "lend") == 0) {
-    lend();
-    return check_done("test_span lend");
-  }
-  if (argc > 1 && strcmp(argv[1], "shed") == 0) {
-    shed();
-    return check_done("test_span shed");
-  }
-  if (argc > 1 && strcmp(argv[1], "pinned") == 0) {
-    pinned();
-    return check_done("test_span pinned");
-  }
-  if (argc > 1 && strcmp(argv[1], "shards") == 0) {
-    shards();
-    return check_done("test_span shards");
-  }
-  if (argc > 1 && strcmp(argv[1], "aging") == 0) {
-    aging();
-    return check_done("test_span aging");
-  }
+  for (size_t k = 0; argc > 1 && k < sizeof cases / sizeof cases[0]; k++)
+    if (strcmp(argv[1], cases[k].name) == 0) {
+      cases[k].run();
+      snprintf(done, sizeof done, "test_span %s", cases[k].name);
+      return check_done(done);
+    }
   /* test_span [OPS]: the first model's operations (default 20000), and a
-   * fifth of them for each thread of two_threads; the purge0 torture
+   * fifth of them for each thread of hand_threads; the purge0 torture
    * configuration passes fewer: every free purges there */
   int ops = argc > 1 ? atoi(argv[1]) : 20000;
   CHECK_FATAL(ops >= 5);
