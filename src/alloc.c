@@ -29,9 +29,9 @@ void *hk_malloc_mid(size_t n, unsigned kind) {
  * (heap_slabs.h, the mid pool), before the slow path carves. */
 static HK_NOINLINE void *alloc_mid_refill(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
   unsigned i = cls - HK_NCLASS_SMALL;
-  if (HK_LOAD_RACY(hk_midp[i].n) != 0 && h != &hk_heap_empty) {
+  if (HK_MIDC_SHARED && HK_LOAD_RACY(hk_midp[i].n) != 0 && h != &hk_heap_empty) {
     unsigned k = hk_heap_midp_refill(h, i);
-    if (k != 0) return hk_alloc_mid_pop(h, cls, k);
+    if (k != 0) return hk_alloc_mid_pop(h, cls, k, n, kind);
   }
   return hk_alloc_from(h, h->cur[cls], cls, n, kind);
 }

@@ -157,26 +157,31 @@ HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
   return hk_alloc_from(h, h->cur[cls], cls, n, kind);
 }
 
-/* The top of h's stack of mid class cls (k blocks on it, k > 0). */
-HK_INLINE void *hk_alloc_mid_pop(hk_heap_t *h, unsigned cls, unsigned k) {
+/* A block of h's stack of mid class cls (k blocks on it, k > HK_MIDC_HOLD)
+ * for a request of n bytes: the top of a stack, the oldest of a queue
+ * (heap.h); canary: its trailer checked "freed" and made "live", as a
+ * slab pop does. */
+HK_INLINE void *hk_alloc_mid_pop(hk_heap_t *h, unsigned cls, unsigned k, size_t n, unsigned kind) {
   unsigned i = cls - HK_NCLASS_SMALL;
-  hk_block_t *b = h->midc[i][--k];
-  h->midc_n[i] = (uint8_t)k;
-  hk_mark_store(b, 0);  /* live: no free mark */
+  hk_block_t *b = *hk_midc_slot(h, i, HK_MIDC_FIFO ? 0 : k - 1);
+  if (HK_MIDC_FIFO) h->midc_head[i] = (uint8_t)((h->midc_head[i] + 1) & (HK_MIDC_SLOTS - 1));
+  h->midc_n[i] = (uint8_t)(k - 1);
+  if (!HK_M_CANARY) hk_mark_store(b, 0);  /* live: no free mark */
   if (HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting))) h->st.handed[cls]++;
   hk_hook_alloc(b, cls);
+  if (HK_M_CANARY) return hk_sec_on_alloc(hk_slab_at(b, hk_chunk_slab_shift(HK_CHUNK_SS_MID)), b, n, kind);
   return b;
 }
 
-/* A mid class (HK_NCLASS_SMALL <= cls): the block its owner freed last,
- * from the mid cache (heap.h); an empty stack goes out of line
- * (hk_alloc_mid_miss: the mid pool, else the class's current slab), so
- * this path needs no stack frame. */
+/* A mid class (HK_NCLASS_SMALL <= cls): the block its owner freed last
+ * (a queue: the oldest but HK_MIDC_HOLD), from the mid cache (heap.h);
+ * otherwise out of line (hk_alloc_mid_miss: the mid pool, else the
+ * class's current slab), so this path needs no stack frame. */
 HK_INLINE void *hk_alloc_mid_class(unsigned cls, size_t n, unsigned kind) {
   hk_heap_t *h = hk_tls_heap;
   if (HK_MIDC_ON) {
     unsigned k = h->midc_n[cls - HK_NCLASS_SMALL];
-    if (HK_LIKELY(k != 0)) return hk_alloc_mid_pop(h, cls, k);
+    if (HK_LIKELY(k > HK_MIDC_HOLD)) return hk_alloc_mid_pop(h, cls, k, n, kind);
     return hk_alloc_mid_miss(h, cls, n, kind);
   }
   return hk_alloc_from(h, h->cur[cls], cls, n, kind);
@@ -191,10 +196,17 @@ HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
   unsigned i = s->cls - HK_NCLASS_SMALL, k = h->midc_n[i];
   if (HK_LIKELY(k < HK_LOAD_RACY(hk_midc_cap[i]))) {
-    h->midc[i][k] = b;
+    *hk_midc_slot(h, i, k) = b;
     h->midc_n[i] = (uint8_t)(k + 1);
     if (HK_UNLIKELY(--h->midc_ticks == 0)) hk_heap_midc_tick(h);
     return;
+  }
+  if (HK_MIDC_FIFO && k != 0) {  /* a full queue: the oldest leaves, b joins as the newest */
+    hk_block_t *old = *hk_midc_slot(h, i, 0);
+    h->midc_head[i] = (uint8_t)((h->midc_head[i] + 1) & (HK_MIDC_SLOTS - 1));
+    *hk_midc_slot(h, i, k - 1) = b;
+    b = old;
+    s = hk_slab_at(old, hk_chunk_slab_shift(HK_CHUNK_SS_MID));
   }
   hk_free_local(s, b);
 }
@@ -285,6 +297,14 @@ HK_INLINE void hk_free_in_mid_slab(void *p, hk_slab_t *s, unsigned kind, size_t 
   hk_hook_free(p, s);
   if (HK_UNLIKELY(!hk_slab_is_block(s, p))) { hk_free_invalid(p, s); return; }
   hk_block_t *b = (hk_block_t *)p;
+  if (HK_M_CANARY) {  /* as hk_free_in_slab, the owner's free onto the cache */
+    if (hk_slab_owner(s) == hk_thread_id()) {
+      if (HK_LIKELY(hk_sec_on_free_owner(s, p, kind, size))) hk_free_mid_local(s, b);
+    } else if (HK_LIKELY(hk_sec_on_free_remote(s, p, kind, size))) {
+      hk_free_remote_checked(s, p);
+    }
+    return;
+  }
   uintptr_t mark = hk_free_mark;
   if (HK_UNLIKELY(hk_mark_load(b) == mark)) {  /* freed already (maybe cached), or never handed out? */
     hk_free_marked(s, p);
@@ -292,7 +312,8 @@ HK_INLINE void hk_free_in_mid_slab(void *p, hk_slab_t *s, unsigned kind, size_t 
   }
   hk_mark_store(b, mark);
   if (HK_LIKELY(hk_slab_owner(s) == hk_thread_id())) hk_free_mid_local(s, b);
-  else hk_free_mid_foreign_call(s, b);
+  else if (HK_MIDC_SHARED) hk_free_mid_foreign_call(s, b);
+  else hk_free_remote_checked(s, p);
 }
 
 /* A small block's slab is found by a constant shift, so the CPU reads the
@@ -305,10 +326,10 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
   size_t chunk = hk_chunk_index((uintptr_t)p);
   if (HK_UNLIKELY(HK_LOAD_RACY(hk_chunk_map[chunk]) != HK_CHUNK_SS_SMALL)) {
     /* a mid block straight to its own leaf (no frame, no second dispatch,
-     * no arguments: kind and size are the canary's, which has no mid
-     * cache); the byte is compared again off the small path, which stays
-     * one compare */
-    if (HK_MIDC_ON && HK_LOAD_RELAXED(hk_chunk_map[chunk]) == HK_CHUNK_SS_MID) hk_free_mid(p);
+     * no arguments: kind and size are the canary's, whose mid frees take
+     * hk_free_other); the byte is compared again off the small path,
+     * which stays one compare */
+    if (HK_MIDC_ON && !HK_M_CANARY && HK_LOAD_RELAXED(hk_chunk_map[chunk]) == HK_CHUNK_SS_MID) hk_free_mid(p);
     else hk_free_other(p, kind, size);
     return;
   }

@@ -23,6 +23,8 @@ hk_heap_hooks_t hk_heap_hooks;  /* set once at start-up by init.c */
 uint8_t hk_midc_cap[HK_NCLASS_MID];
 
 void hk_midc_set_cap(unsigned i, unsigned cap) {
+  unsigned least = 2 * HK_MIDC_HOLD;  /* a queue: one that never hands out is no cache */
+  if (cap != 0 && cap < least) cap = least;
   if (i < HK_NCLASS_MID) HK_STORE_RELAXED(hk_midc_cap[i], (uint8_t)(cap < HK_MIDC_SLOTS ? cap : HK_MIDC_SLOTS));
 }
 
@@ -240,13 +242,13 @@ void hk_heap_fork_child(void) {
     for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
       unsigned n = h->midc_n[i] < HK_MIDC_SLOTS ? h->midc_n[i] : HK_MIDC_SLOTS;
       for (unsigned k = 0; k < n; k++) {
-        hk_block_t *c = h->midc[i][k];
+        hk_block_t *c = *hk_midc_slot(h, i, k);
         if (!hk_chunk_is_ss(hk_chunk_kind(c))) continue;
         hk_slab_t *s = hk_slab_of(hk_ss_of(c), c);
         if (hk_ss_of(c)->forked && HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && hk_slab_is_block(s, c))
           hk_slab_push_aside(s, c);
       }
-      h->midc_n[i] = 0;
+      h->midc_n[i] = h->midc_head[i] = 0;
     }
     registry_release_locked(h);
   }

@@ -27,11 +27,28 @@
  * hk_free_mid_foreign). Cached blocks count as out in their slab and
  * carry the free mark: a second free of one finds the mark, and the
  * owner's confirmation walk (hk_heap_block_is_free) looks in every
- * heap's stacks too. Not in builds that check
- * a trailer (canary) or delay reuse, nor under memcheck. */
+ * heap's stacks too. Not under memcheck.
+ *
+ * Builds that check a trailer (measure canary) or delay reuse (delay)
+ * cache the owner's frees only: another thread's free goes through the
+ * trailer's compare-and-swap to the slab's remote list, and there is no
+ * pool. Blocks wait on the stack in the trailer's "freed" state, and a pop
+ * checks the canary as a slab pop does. With delay the stack is a queue
+ * (HK_MIDC_FIFO): malloc takes the oldest block, and only while more than
+ * HK_MIDC_HOLD wait, so a block is handed out again only after that many
+ * of its class were freed after it; a free onto a full queue sends the
+ * oldest to its slab, where it waits as delay says. (The secure build's
+ * bench_mid ran at 0.60 of the default's without a cache: every block came
+ * back cold, through the slab's lists.) */
 #define HK_NCLASS_MID (HK_NCLASS - HK_NCLASS_SMALL)
 #define HK_MIDC_SLOTS 32
-#define HK_MIDC_ON (!HK_M_CANARY && !HK_M_DELAY && !HK_TRACKING)
+#define HK_MIDC_ON (!HK_TRACKING)
+#define HK_MIDC_FIFO (HK_M_DELAY != 0)
+#define HK_MIDC_HOLD (HK_MIDC_FIFO ? 8u : 0u)
+/* other threads' frees onto the stacks, and the pool (heap_slabs.h) */
+#define HK_MIDC_SHARED (!HK_M_CANARY && !HK_M_DELAY)
+_Static_assert((HK_MIDC_SLOTS & (HK_MIDC_SLOTS - 1)) == 0, "the queue's ring wraps by a mask");
+_Static_assert(2 * HK_MIDC_HOLD <= HK_MIDC_SLOTS, "a queue holds more than it keeps back");
 /* A thread whose mid mallocs all hit its cache makes no slow call, which
  * is where the purge clock is read: every 256 pushes it is read there
  * (hk_heap_midc_tick), counted down by a byte that wraps (one subtract in
@@ -52,6 +69,7 @@ typedef struct hk_heap {
   hk_slab_t *direct[HK_DIRECT_N];
   hk_slab_t *cur[HK_NCLASS];           /* never NULL: &hk_slab_empty if none */
   uint8_t midc_n[HK_NCLASS_MID];        /* blocks in each mid class's stack   */
+  uint8_t midc_head[HK_NCLASS_MID];     /* HK_MIDC_FIFO: the oldest's slot (else 0) */
   uint8_t midc_ticks;                   /* pushes left to the clock's check (wraps: every 256) */
   uintptr_t tid;                        /* owner thread id                    */
   _Atomic(hk_block_t *) delayed;        /* remote frees into full slabs       */
@@ -87,6 +105,12 @@ typedef struct hk_heap {
  * Read racily by the free path; written by the start-up and the setter. */
 extern uint8_t hk_midc_cap[HK_NCLASS_MID] HK_HIDDEN;
 void hk_midc_set_cap(unsigned i, unsigned cap);
+
+/* The k-th oldest block of mid class i's stack (k < midc_n[i]): a ring
+ * from midc_head in a queue (HK_MIDC_FIFO), from the bottom in a stack. */
+HK_INLINE hk_block_t **hk_midc_slot(hk_heap_t *h, unsigned i, unsigned k) {
+  return &h->midc[i][HK_MIDC_FIFO ? (h->midc_head[i] + k) & (HK_MIDC_SLOTS - 1) : k];
+}
 
 extern __thread hk_heap_t *hk_tls_heap __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
 extern hk_heap_t hk_heap_empty HK_HIDDEN;   /* every thread starts here: all cur[] empty */

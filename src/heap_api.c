@@ -290,6 +290,7 @@ static void release_slabs(hk_heap_t *h) {
   }
   atomic_store_explicit(&h->delayed, NULL, memory_order_relaxed);
   memset(h->midc_n, 0, sizeof h->midc_n);
+  memset(h->midc_head, 0, sizeof h->midc_head);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
     hk_ss_list_t *lists[2] = { &h->ss_full[k], &h->ss_avail[k] };
     for (int l = 0; l < 2; l++) {

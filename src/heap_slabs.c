@@ -101,6 +101,7 @@ bool hk_heap_midp_put(unsigned i, hk_block_t *b) {
 }
 
 unsigned hk_heap_midp_refill(hk_heap_t *h, unsigned i) {
+  HK_ASSERT(HK_MIDC_SHARED && h->midc_n[i] == 0);  /* an empty stack, from its bottom */
   hk_midp_t *p = &hk_midp[i];
   unsigned want = HK_LOAD_RACY(hk_midc_cap[i]) / 2 + 1, k = 0;
   hk_lock(&p->lock);
@@ -162,15 +163,19 @@ void hk_heap_midp_fork_child(void) {
  * first (the blocks copied out, the count set), then the blocks pushed:
  * fork() stopping the owner halfway loses blocks (a leak), or lists one in
  * two places, which the fork child's rebuild merges (hk_heap_fork_child). */
-static void midc_drop(hk_heap_t *h, unsigned i) {
+static void midc_drop(hk_heap_t *h, unsigned i, unsigned keep) {
   hk_block_t *out[HK_MIDC_SLOTS];
   unsigned n = h->midc_n[i] < HK_MIDC_SLOTS ? h->midc_n[i] : HK_MIDC_SLOTS;
-  for (unsigned k = 0; k < n; k++) out[k] = h->midc[i][k];
-  h->midc_n[i] = 0;
+  if (n <= keep) return;
+  n -= keep;  /* the oldest go; a queue's newest `keep` stay */
+  for (unsigned k = 0; k < n; k++) out[k] = *hk_midc_slot(h, i, k);
+  h->midc_head[i] = keep ? (uint8_t)((h->midc_head[i] + n) & (HK_MIDC_SLOTS - 1)) : 0;
+  h->midc_n[i] = (uint8_t)keep;
   for (unsigned k = 0; k < n; k++) {
     hk_block_t *b = out[k];
     hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
     if (hk_slab_owner(s) != h->tid) {  /* another owner's block: a remote free */
+      HK_ASSERT(HK_MIDC_SHARED);  /* else only the owner's frees are cached */
       if (hk_heap_midp_wants(s) && hk_heap_midp_put(i, b)) continue;
       if (!hk_remote_push(s, b)) hk_heap_notify(s, b);
       continue;
@@ -188,11 +193,11 @@ void hk_heap_aside_current(hk_heap_t *h) {
   }
 }
 
-void hk_heap_midc_flush(hk_heap_t *h) {
+void hk_heap_midc_flush(hk_heap_t *h, bool hold) {
   if (!HK_MIDC_ON || h == &hk_heap_empty) return;
   hk_heap_enter(h);
   for (unsigned i = 0; i < HK_NCLASS_MID; i++)
-    if (h->midc_n[i]) midc_drop(h, i);
+    if (h->midc_n[i]) midc_drop(h, i, hold ? HK_MIDC_HOLD : 0);
   hk_heap_leave(h);
 }
 
@@ -241,8 +246,9 @@ typedef struct { unsigned i; const hk_block_t *b; bool found; } midc_find_t;
 static void midc_find_in(hk_heap_t *h, void *arg) {
   midc_find_t *f = arg;
   unsigned n = HK_LOAD_RACY(h->midc_n[f->i]);
+  unsigned head = HK_MIDC_FIFO ? HK_LOAD_RACY(h->midc_head[f->i]) : 0;
   for (unsigned k = 0; k < n && k < HK_MIDC_SLOTS && !f->found; k++)
-    f->found = HK_LOAD_RACY(h->midc[f->i][k]) == f->b;
+    f->found = HK_LOAD_RACY(h->midc[f->i][(head + k) & (HK_MIDC_SLOTS - 1)]) == f->b;
 }
 
 bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
@@ -265,7 +271,7 @@ bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
   if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
     unsigned i = s->cls - HK_NCLASS_SMALL;
     for (unsigned k = 0; k < h->midc_n[i]; k++)
-      if (h->midc[i][k] == b) return true;
+      if (*hk_midc_slot(h, i, k) == b) return true;
   }
   /* only the owner takes the delayed list; others push in front of it */
   for (const hk_block_t *d = atomic_load_explicit(&h->delayed, memory_order_acquire); d; d = hk_gblock_next(d))
@@ -412,7 +418,9 @@ size_t hk_heap_purge_unused(hk_heap_t *h, bool force) {
 
 void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
   h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
-  hk_heap_midc_flush(h);  /* so that slabs whose blocks wait there can empty */
+  /* so that slabs whose blocks wait there can empty; a queue keeps the
+   * blocks it holds back (purge delay 0: alloc_order reuse_mid) */
+  hk_heap_midc_flush(h, true);
   if (HK_MIDC_ON) hk_heap_midp_drain(false);
   hk_heap_release_empty(h);
   hk_heap_purge_unused(h, false);
@@ -453,7 +461,7 @@ size_t hk_heap_trim(hk_heap_t *h) {
   if (h != &hk_heap_empty) {
     hk_heap_enter(h);
     hk_heap_drain_delayed(h);
-    hk_heap_midc_flush(h);
+    hk_heap_midc_flush(h, false);
     if (HK_MIDC_ON) hk_heap_midp_drain(true);
     hk_heap_drain_delayed(h);  /* what the drain handed back to us */
     hk_heap_release_empty(h);
@@ -499,7 +507,7 @@ static void unhand_free_list(hk_heap_t *h, hk_slab_t *s) {
 }
 
 void hk_heap_abandon(hk_heap_t *h) {
-  hk_heap_midc_flush(h);
+  hk_heap_midc_flush(h, false);
   hk_heap_release_empty(h);
   /* 1. stop notifications: afterwards nobody reads h through a superslab */
   for (unsigned k = 0; k < HK_SS_NKINDS; k++) {

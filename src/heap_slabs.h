@@ -57,8 +57,9 @@ void hk_heap_free_local_slow(hk_slab_t *s);
 /* The purge clock, read from the mid cache's pushes (every 256th):
  * what the slow path's check does (heap_maybe_purge), delayed frees too. */
 void hk_heap_midc_tick(hk_heap_t *h) HK_NOINLINE;
-/* Every block of h's mid cache back to its slab (purge, trim, thread exit). */
-void hk_heap_midc_flush(hk_heap_t *h);
+/* Every block of h's mid cache back to its slab (purge, trim, thread exit);
+ * hold (the purge epoch): a queue keeps its HK_MIDC_HOLD newest. */
+void hk_heap_midc_flush(hk_heap_t *h, bool hold);
 /* The owner's frees into h's current slabs go aside (HK_OWNER_ASIDE)
  * until each changes state: counting just began (ctl.c), and the counts
  * are taken per batch that the slow path hands the fast one (refill.c).

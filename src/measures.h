@@ -18,7 +18,9 @@
  *                           free: a one-byte overflow, whatever the slack
  *   shuffle  HK_M_SHUFFLE   fresh blocks are handed out in a random order
  *   delay    HK_M_DELAY     a freed block waits until its slab's free list
- *                           has run dry twice before reuse (src/slab.c)
+ *                           has run dry twice before reuse (src/slab.c);
+ *                           a mid block first waits behind 8 others in the
+ *                           mid cache's queue (src/heap.h)
  *   guard    HK_M_GUARD     a PROT_NONE page after each large block and
  *                           between each superslab's metadata and blocks
  *   kind     HK_M_KIND      delete of new[] memory (and the reverse), and

@@ -29,9 +29,18 @@
  *   warmtrim a thread that took a cached superslab for one warm slab (of
  *            an exited thread's eight classes) gives the other slabs'
  *            pages back at malloc_trim(0)
+ *   overflow 40 blocks of one class freed, more than its stack holds (the
+ *            oldest leave for their slab, in a queue), then 40 allocated
+ *            and written, while 40 others stay live: no block twice,
+ *            none lost, the live ones' bytes unchanged
  *
  * With HAKMEM_MID_CACHE_KB=0 (the cache off) every check but `reuse` holds
- * as well; `reuse` is skipped then. */
+ * as well; `reuse` is skipped then. MIDCACHE_QUEUE=1: the library's cache
+ * is a queue that caches the owner's frees only (the builds with measure
+ * delay: the secure build): `reuse` checks the queue's order and hold (8
+ * blocks), and `idle` and `pool`, which need other threads' frees in the
+ * cache and the pool, are skipped; MIDCACHE_OWNER_ONLY=1 skips those two
+ * alone (measure canary without delay: a stack of the owner's frees). */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -90,16 +99,71 @@ static int cache_on(void) {
   return !(e && atol(e) == 0);
 }
 
+static int queue(void) {
+  const char *e = getenv("MIDCACHE_QUEUE");
+  return e && atol(e) != 0;
+}
+
+static int owner_only(void) {
+  const char *e = getenv("MIDCACHE_OWNER_ONLY");
+  return queue() || (e && atol(e) != 0);
+}
+
 static void test_reuse(void) {
   if (!cache_on()) return;
   enum { M = 200 };  /* 4000-byte blocks: several 256 KiB slabs */
   void *v[M];
   for (int i = 0; i < M; i++) v[i] = malloc(4000);
-  free(v[5]);  /* in the first slab, not the current one */
-  void *q = malloc(4000);
-  CHECKF(q == v[5], "the block freed last (%p) is the next malloc of its class, got %p", v[5], q);
-  v[5] = q;
+  if (queue()) {
+    /* ten freed: the two oldest come back in order, then none of the
+     * eight the queue holds back */
+    for (int i = 5; i < 15; i++) free(v[i]);
+    void *q[3] = { malloc(4000), malloc(4000), malloc(4000) };
+    CHECKF(q[0] == v[5] && q[1] == v[6], "the oldest freed (%p, %p) come first, got %p, %p", v[5], v[6], q[0], q[1]);
+    for (int i = 7; i < 15; i++)
+      CHECKF(q[2] != v[i], "block %p, one of the last 8 freed, handed out again", v[i]);
+    for (int i = 5; i < 15; i++) v[i] = NULL;
+    v[5] = q[0], v[6] = q[1], v[7] = q[2];
+  } else {
+    free(v[5]);  /* in the first slab, not the current one */
+    void *q = malloc(4000);
+    CHECKF(q == v[5], "the block freed last (%p) is the next malloc of its class, got %p", v[5], q);
+    v[5] = q;
+  }
   for (int i = 0; i < M; i++) free(v[i]);
+}
+
+/* ---- overflow: a class's stack overflows, then is drawn down ----------- */
+
+static void test_overflow(void) {
+  enum { M = 40, SIZE = 16000 };  /* a class whose stack holds fewer than M */
+  void *live[M], *v[M];
+  size_t len[2 * M];
+  void *all[2 * M];
+  for (int i = 0; i < M; i++) {
+    live[i] = malloc(SIZE);
+    v[i] = malloc(SIZE);
+    CHECK_FATAL(live[i] && v[i]);
+    fill(live[i], SIZE, (unsigned char)(100 + i));
+  }
+  for (int round = 0; round < 4; round++) {
+    for (int i = 0; i < M; i++) free(v[i]);
+    for (int i = 0; i < M; i++) {
+      v[i] = malloc(SIZE);
+      CHECK_FATAL(v[i] != NULL);
+      fill(v[i], SIZE, (unsigned char)i);
+    }
+    for (int i = 0; i < M; i++) {
+      all[i] = v[i], all[M + i] = live[i];
+      len[i] = len[M + i] = SIZE;
+    }
+    check_distinct(all, len, 2 * M);
+    for (int i = 0; i < M; i++) {
+      CHECKF(intact(v[i], SIZE, (unsigned char)i), "block %p changed", v[i]);
+      CHECKF(intact(live[i], SIZE, (unsigned char)(100 + i)), "live block %p changed", live[i]);
+    }
+  }
+  for (int i = 0; i < M; i++) free(v[i]), free(live[i]);
 }
 
 /* ---- remote: the owner and another thread free at once ---------------- */
@@ -327,7 +391,7 @@ static void *idle_consumer(void *arg) {
 }
 
 static void test_idle(void) {
-  if (!cache_on()) return;
+  if (!cache_on() || owner_only()) return;
   pthread_t owner, consumer;
   pthread_barrier_init(&idle_bar, NULL, 2);
   pthread_create(&owner, NULL, idle_owner, NULL);
@@ -376,7 +440,7 @@ static void *pool_taker(void *arg) {
 }
 
 static void test_pool(void) {
-  if (!cache_on()) return;
+  if (!cache_on() || owner_only()) return;
   static void *freed[IDLE_N];
   pthread_t owner, freer, taker;
   pthread_barrier_init(&idle_bar, NULL, 2);
@@ -532,5 +596,6 @@ int main(int argc, char **argv) {
   RUN(trim);
   RUN(idle);
   RUN(pool);
+  RUN(overflow);
   return check_done("midcache");
 }

@@ -3,7 +3,8 @@
  * not handed out again at once, so a dangling pointer does not alias the
  * next allocation of its size. Exits 0 when both hold, or the one asked
  * for: `alloc_order order` (measure shuffle), `alloc_order reuse` (measure
- * delay). */
+ * delay). `alloc_order reuse_mid`: the reuse check alone, for 4000-byte
+ * blocks (the mid cache's queue, src/heap.h). */
 #include "common.h"
 
 #define N 256
@@ -11,12 +12,14 @@
 int main(int argc, char **argv) {
   require_hakmem();
   int fails = 0;
+  int mid = argc > 1 && strcmp(argv[1], "reuse_mid") == 0;
   int order = argc < 2 || strcmp(argv[1], "order") == 0;
-  int reuse = argc < 2 || strcmp(argv[1], "reuse") == 0;
+  int reuse = argc < 2 || strcmp(argv[1], "reuse") == 0 || mid;
+  size_t size = mid ? 4000 : 40;
   /* 1. consecutive mallocs of one size: how often is the next one the
    * neighbouring block? Sequential carving gives ~N; shuffled, a few. */
   char *p[N];
-  for (int i = 0; i < N; i++) p[i] = malloc(40);
+  for (int i = 0; i < N; i++) p[i] = malloc(size);
   size_t step = 0;  /* most common positive distance = the block size */
   int adjacent = 0;
   for (int i = 1; i < N; i++) {
@@ -37,7 +40,7 @@ int main(int argc, char **argv) {
     int k = i % N;
     free(p[k]);
     recent[i % 8] = p[k];
-    char *q = malloc(40);
+    char *q = malloc(size);
     if (q == p[k]) reused++;
     for (int j = 0; j < 8; j++)
       if (q == recent[j]) soon++;

@@ -3,8 +3,8 @@
  * per class in the thread heap, heap.h), on no slab list: the second free
  * finds the free mark, and the owner's confirmation must look in the
  * cache, or the block would be cached twice and handed out twice. Caught:
- * default (the mark and the cache walk), secure (the trailer's state; no
- * mid cache there). */
+ * default (the mark and the cache walk), secure (the trailer's state: the
+ * block waits in the cache's queue as "freed"). */
 #include "common.h"
 
 int main(void) {
