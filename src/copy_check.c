@@ -19,9 +19,10 @@
  *
  * Cost (callgrind, bench/copy_loop.c, docs/SECURITY.md): a range outside
  * hakmem memory, two chunk-map reads; memcpy onto the stack 22 instructions
- * more than glibc's alone, into a small or mid block 100 (the slab's slot,
- * its trailer's canary and size), into a span block 163 (its head entry,
- * found from the page, span.c).
+ * more than glibc's alone, into a small or mid block 93 (the slab's slot,
+ * its trailer's canary and size), into a span block 144 (its head entry,
+ * found from the page or the thread's last one, span.c). The interposer
+ * reads the chunk map once; its heap path gets the kinds it read.
  *
  * hakmem's own copies (realloc, calloc, fill on free) never come here:
  * libc.h renames them to glibc's. Copies the compiler inlines (a constant
@@ -32,6 +33,7 @@
 #include "libc.h"
 
 #include "alloc.h"
+#include "span.h"
 
 #if HK_COPY_CHECKS
 
@@ -40,10 +42,12 @@ void __chk_fail(void) __attribute__((noreturn));  /* glibc's: "buffer overflow d
 enum { WRITE, READ };
 
 /* The live block holding address p of chunk kind ck: its start and
- * requested size; false when p is in none. Slab memory inline, the rest by
- * its tier's row (alloc.h). */
+ * requested size; false when p is in none. Slab memory inline, span blocks
+ * by one call (a string builder's buffer: the common large case), the rest
+ * by its tier's row (alloc.h). */
 HK_INLINE bool block_of(const uint8_t *p, unsigned ck, const uint8_t **start, size_t *size) {
   if (HK_LIKELY(hk_chunk_is_ss(ck))) return hk_slab_extent(p, ck, start, size);
+  if (ck == HK_CHUNK_SPAN) return hk_span_block_of(p, (uint8_t **)start, size);
   return hk_tier_of(ck)->extent(p, ck, start, size);
 }
 
@@ -95,23 +99,28 @@ HK_INLINE bool copy_ok(const char *fn, const void *d, const void *s, size_t n) {
   return range_ok(fn, WRITE, d, n) && range_ok(fn, READ, s, n);
 }
 
-/* The heap paths' look at one range (n > 0), without a report: OK outside
+/* The heap paths' look at one range (n > 0; ck: the chunk kind of its
+ * first byte, as the interposer read it), without a report: OK outside
  * hakmem memory or inside a live small or mid block (no call), BAD outside
- * any live one, LARGE when it starts in the large tier (a call to look). */
+ * any live one (a range that starts outside hakmem memory and ends in it
+ * too), LARGE when it starts in the large tier (a call to look). */
 enum { R_OK = 0, R_BAD = 1, R_LARGE = 2 };
-HK_INLINE int quick(const void *p, size_t n) {
-  unsigned ck = hk_chunk_kind(p);
-  if ((ck | hk_chunk_kind((const void *)((uintptr_t)p + n - 1))) == 0) return R_OK;
+HK_INLINE int quick(const void *p, size_t n, unsigned ck) {
+  if (ck == 0) return hk_chunk_kind((const void *)((uintptr_t)p + n - 1)) == 0 ? R_OK : R_BAD;
   if (HK_LIKELY(hk_chunk_is_ss(ck))) return in_block(p, n, ck) ? R_OK : R_BAD;
   return hk_chunk_is_large(ck) ? R_LARGE : R_BAD;
 }
+/* The chunk kinds of a range's two ends, read once by the interposer; its
+ * heap path gets the first byte's (k0), so that the test of the fast path
+ * can or the others into k1 and copy no register */
+#define ENDS(p, n, k0, k1) \
+  unsigned k0 = hk_chunk_kind(p), k1 = hk_chunk_kind((const void *)((uintptr_t)(p) + (n) - 1))
 /* Each interposer: both ranges outside hakmem memory, then a tail jump to
  * glibc's function (the fast path: two chunk-map reads per range, no
- * register saved); else FN_heap, out of line, which saves no register
- * either for small and mid blocks; else FN_large (a large block: the call
- * to find it) or FN_full (every check again, and the report). */
-#define FOREIGN1(d, n) HK_LIKELY(ends_kind(d, n) == 0)
-#define FOREIGN2(d, s, n) HK_LIKELY((ends_kind(d, n) | ends_kind(s, n)) == 0)
+ * register saved); else FN_heap, out of line, given the kinds it read,
+ * which saves no register either for small and mid blocks; else FN_large
+ * (a large block: the call to find it) or FN_full (every check again, and
+ * the report). */
 
 /* ---- the interposers ------------------------------------------------------- */
 
@@ -122,56 +131,63 @@ HK_INLINE int quick(const void *p, size_t n) {
   static HK_NOINLINE void *fn##_full(void *d, const void *s, size_t n) {         \
     return copy_ok(name, d, s, n) ? hk_libc.fn(d, s, n) : d;                     \
   }                                                                               \
-  static HK_NOINLINE void *fn##_large(void *d, const void *s, size_t n, int q) { \
-    if (HK_LIKELY((!(q & R_LARGE) || in_block(d, n, hk_chunk_kind(d))) &&        \
-                  (!(q & (R_LARGE << 2)) || in_block(s, n, hk_chunk_kind(s)))))   \
-      return hk_libc.fn(d, s, n);                                                 \
-    return fn##_full(d, s, n);                                                    \
-  }                                                                               \
-  static HK_NOINLINE void *fn##_heap(void *d, const void *s, size_t n) {         \
-    if (n == 0) return hk_libc.fn(d, s, n);                                       \
-    int q = quick(d, n) | quick(s, n) << 2;                                       \
-    if (HK_LIKELY(q == R_OK)) return hk_libc.fn(d, s, n);                         \
-    if (q & (R_BAD | R_BAD << 2)) return fn##_full(d, s, n);                      \
-    return fn##_large(d, s, n, q);                                                \
+  static HK_NOINLINE void *fn##_large(void *d, const void *s, size_t n, int q,    \
+                                      unsigned kd, unsigned ks) {                   \
+    if (HK_LIKELY((!(q & R_LARGE) || in_block(d, n, kd)) &&                        \
+                  (!(q & (R_LARGE << 2)) || in_block(s, n, ks))))                  \
+      return hk_libc.fn(d, s, n);                                                  \
+    return fn##_full(d, s, n);                                                     \
+  }                                                                                \
+  static HK_NOINLINE void *fn##_heap(void *d, const void *s, size_t n, unsigned kd, \
+                                     unsigned ks) {                                 \
+    if (n == 0) return hk_libc.fn(d, s, n);                                        \
+    int q = quick(d, n, kd) | quick(s, n, ks) << 2;                                \
+    if (HK_LIKELY(q == R_OK)) return hk_libc.fn(d, s, n);                          \
+    if (q & (R_BAD | R_BAD << 2)) return fn##_full(d, s, n);                       \
+    return fn##_large(d, s, n, q, kd, ks);                                         \
   }
 COPY_PATHS(memcpy, "memcpy")
 COPY_PATHS(memmove, "memmove")
 
 HK_EXPORT void *memcpy(void *restrict d, const void *restrict s, size_t n) {
-  if (FOREIGN2(d, s, n)) return hk_libc.memcpy(d, s, n);
-  return memcpy_heap(d, s, n);
+  ENDS(d, n, d0, d1);
+  ENDS(s, n, s0, s1);
+  if (HK_LIKELY((d0 | d1 | s0 | s1) == 0)) return hk_libc.memcpy(d, s, n);
+  return memcpy_heap(d, s, n, d0, s0);
 }
 
 HK_EXPORT void *memmove(void *d, const void *s, size_t n) {
-  if (FOREIGN2(d, s, n)) return hk_libc.memmove(d, s, n);
-  return memmove_heap(d, s, n);
+  ENDS(d, n, d0, d1);
+  ENDS(s, n, s0, s1);
+  if (HK_LIKELY((d0 | d1 | s0 | s1) == 0)) return hk_libc.memmove(d, s, n);
+  return memmove_heap(d, s, n, d0, s0);
 }
 
 static HK_NOINLINE void *memset_full(void *d, int c, size_t n) {
   return range_ok("memset", WRITE, d, n) ? hk_libc.memset(d, c, n) : d;
 }
-static HK_NOINLINE void *memset_large(void *d, int c, size_t n) {
-  if (HK_LIKELY(in_block(d, n, hk_chunk_kind(d)))) return hk_libc.memset(d, c, n);
+static HK_NOINLINE void *memset_large(void *d, int c, size_t n, unsigned kd) {
+  if (HK_LIKELY(in_block(d, n, kd))) return hk_libc.memset(d, c, n);
   return memset_full(d, c, n);
 }
-static HK_NOINLINE void *memset_heap(void *d, int c, size_t n) {
+static HK_NOINLINE void *memset_heap(void *d, int c, size_t n, unsigned kd) {
   if (n == 0) return hk_libc.memset(d, c, n);
-  int q = quick(d, n);
+  int q = quick(d, n, kd);
   if (HK_LIKELY(q == R_OK)) return hk_libc.memset(d, c, n);
   if (q & R_BAD) return memset_full(d, c, n);
-  return memset_large(d, c, n);
+  return memset_large(d, c, n, kd);
 }
 HK_EXPORT void *memset(void *d, int c, size_t n) {
-  if (FOREIGN1(d, n)) return hk_libc.memset(d, c, n);
-  return memset_heap(d, c, n);
+  ENDS(d, n, d0, d1);
+  if (HK_LIKELY((d0 | d1) == 0)) return hk_libc.memset(d, c, n);
+  return memset_heap(d, c, n, d0);
 }
 
 static HK_NOINLINE void *mempcpy_full(void *d, const void *s, size_t n) {
   return copy_ok("mempcpy", d, s, n) ? hk_libc.mempcpy(d, s, n) : (uint8_t *)d + n;
 }
 HK_EXPORT void *mempcpy(void *restrict d, const void *restrict s, size_t n) {
-  if (FOREIGN2(d, s, n)) return hk_libc.mempcpy(d, s, n);
+  if (HK_LIKELY((ends_kind(d, n) | ends_kind(s, n)) == 0)) return hk_libc.mempcpy(d, s, n);
   return mempcpy_full(d, s, n);
 }
 

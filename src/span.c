@@ -1033,14 +1033,14 @@ static bool live_run_holds(const hk_arena_t *a, uint32_t h, uint32_t i) {
 bool hk_span_block_of(const void *p, uint8_t **start, size_t *requested) {
   hk_arena_t *a = arena_of(p);
   uint32_t i = page_of(a, p);
+  uint32_t h = copy_hint.head;
+  /* the hint first: its arena was checked when it was set, and p's chunk
+   * is a span arena's (the caller read the chunk map), so `a` is mapped */
+  if (copy_hint.a == a && live_run_holds(a, h, i)) goto found;
   if (a->magic != ARENA_MAGIC || i < a->first_page) return false;
-  uint32_t h = i;
+  h = i;
   uint8_t tag = HK_LOAD_RACY(a->e[i].tag);
   if (!(tag & T_HEAD)) {
-    if (copy_hint.a == a && live_run_holds(a, copy_hint.head, i)) {
-      h = copy_hint.head;
-      goto found;
-    }
     if (tag & T_TAIL) {
       h = i + 1 - HK_LOAD_RACY(a->e[i].npages);  /* npages == 0 or > i + 1: fails below */
     } else {
