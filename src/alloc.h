@@ -259,6 +259,21 @@ HK_INLINE void *hk_malloc_kind(size_t n, unsigned kind) {
 }
 HK_INLINE void *hk_malloc_inline(size_t n) { return hk_malloc_kind(n, HK_KIND_MALLOC); }
 
+/* canary: a free of block p of slab s, checked by its trailer, whose state
+ * catches every double free: the owner's onto its slab, or (mid) the mid
+ * cache; another thread's to the remote list. */
+HK_INLINE void hk_free_in_slab_canary(void *p, hk_slab_t *s, unsigned kind, size_t size, bool mid) {
+  hk_block_t *b = (hk_block_t *)p;
+  if (hk_slab_owner(s) == hk_thread_id()) {
+    if (HK_LIKELY(hk_sec_on_free_owner(s, p, kind, size))) {
+      if (mid) hk_free_mid_local(s, b);
+      else hk_free_local(s, b);
+    }
+  } else if (HK_LIKELY(hk_sec_on_free_remote(s, p, kind, size))) {
+    hk_free_remote_checked(s, p);
+  }
+}
+
 /* The rest of a free of p, in superslab memory: s is the slab p is in.
  * kind: what the caller expects the block to be (HK_KIND_ANY for free());
  * size: the size the caller says it asked for, 0 when unknown. Both are
@@ -269,13 +284,7 @@ HK_INLINE void hk_free_in_slab(void *p, hk_slab_t *s, unsigned kind, size_t size
   hk_block_t *b = (hk_block_t *)p;
   hk_track_free(p);
   if (HK_M_CANARY) {
-    bool owner = hk_slab_owner(s) == hk_thread_id();
-    /* the trailer's state catches every double free */
-    if (owner) {
-      if (HK_LIKELY(hk_sec_on_free_owner(s, p, kind, size))) hk_free_local(s, b);
-    } else if (HK_LIKELY(hk_sec_on_free_remote(s, p, kind, size))) {
-      hk_free_remote_checked(s, p);
-    }
+    hk_free_in_slab_canary(p, s, kind, size, false);
     return;
   }
   uintptr_t mark = hk_free_mark;
@@ -296,15 +305,11 @@ HK_INLINE void hk_free_in_mid_slab(void *p, hk_slab_t *s, unsigned kind, size_t 
   if (!HK_MIDC_ON) { hk_free_in_slab(p, s, kind, size); return; }
   hk_hook_free(p, s);
   if (HK_UNLIKELY(!hk_slab_is_block(s, p))) { hk_free_invalid(p, s); return; }
-  hk_block_t *b = (hk_block_t *)p;
-  if (HK_M_CANARY) {  /* as hk_free_in_slab, the owner's free onto the cache */
-    if (hk_slab_owner(s) == hk_thread_id()) {
-      if (HK_LIKELY(hk_sec_on_free_owner(s, p, kind, size))) hk_free_mid_local(s, b);
-    } else if (HK_LIKELY(hk_sec_on_free_remote(s, p, kind, size))) {
-      hk_free_remote_checked(s, p);
-    }
+  if (HK_M_CANARY) {
+    hk_free_in_slab_canary(p, s, kind, size, true);
     return;
   }
+  hk_block_t *b = (hk_block_t *)p;
   uintptr_t mark = hk_free_mark;
   if (HK_UNLIKELY(hk_mark_load(b) == mark)) {  /* freed already (maybe cached), or never handed out? */
     hk_free_marked(s, p);
