@@ -77,6 +77,11 @@ foreach(_t IN LISTS _hk_targets)
   endif()
 endforeach()
 
+# libhakmem.a is joined from these objects (CMakeLists.txt): -g here.
+if(TARGET hakmem-objects AND HAKMEM_DEBUGINFO)
+  target_compile_options(hakmem-objects PRIVATE -g)
+endif()
+
 # Debug info for the hardened build too (not exported: it is for preloading).
 if(TARGET hakmem-secure AND HAKMEM_DEBUGINFO)
   target_compile_options(hakmem-secure PRIVATE -g)
