@@ -7,7 +7,7 @@
  *
  * No freed buffer ever fits a later request, so a large-block cache only
  * holds memory: with a fixed cache (by default 128 entries / 64 MiB,
- * src/knobs.c) the process carries up to 64 MiB of dead buffers next to its
+ * src/base/knobs.c) the process carries up to 64 MiB of dead buffers next to its
  * live set. The learner
  * (HAKMEM_LEARN=1) should see the cache serve nothing and shrink it. One op
  * = one malloc or free. */

@@ -7,7 +7,7 @@
  *
  * With a fixed large-block cache smaller than a round (hakmem's default, the
  * balanced profile's 128 entries / 64 MiB, holds about half of one; lowmem's
- * 8 / 8 MiB almost nothing; fast's 256 / 256 MiB all of it: src/knobs.c)
+ * 8 / 8 MiB almost nothing; fast's 256 / 256 MiB all of it: src/base/knobs.c)
  * the other buffers are fresh mappings every round: mmap, munmap and a page
  * fault per page. The learner (HAKMEM_LEARN=1) should grow
  * the cache to hold a round. One op = one malloc or free. */

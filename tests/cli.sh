@@ -10,7 +10,7 @@
 #                  `make test` prints no "unknown variable" line
 #   verbose        HAKMEM_VERBOSE=1: one line at start with the profile and the
 #                  knobs off their default; 2: every knob
-#   config         `hakmem config`: every knob of src/knobs.c once, its value,
+#   config         `hakmem config`: every knob of src/base/knobs.c once, its value,
 #                  default or set, for the environment it runs in; its probe
 #                  (and `hakmem version`'s) writes no report, timeline or
 #                  profile of the caller's, yet shows the caller's knobs
@@ -30,7 +30,7 @@
 #                  executed, and warn about one hakmem cannot be preloaded into
 #                  (static, set-user-ID)
 #   docs           docs/ENV_VARS.md and docs/hakmem.1 list exactly the knobs of
-#                  src/knobs.c, and the same non-knob names as the library
+#                  src/base/knobs.c, and the same non-knob names as the library
 #   man_install    `cmake --install` puts the man page in share/man/man1
 set -u
 B=$(cd "${1:?usage: cli.sh BUILD CASE}" && pwd)
@@ -55,12 +55,12 @@ ok() { echo "ok: $*"; }
 # the rows of the knob table: "KIND NAME WHEN" (NUMBER HAKMEM_SS_CACHE RUN)
 KINDS='NUMBER\|SIZE\|KEYWORD\|STRING\|PATH'
 knob_rows() {
-  sed -n "s/^ *\($KINDS\)(\"\(HAKMEM_[A-Z0-9_]*\)\", *[a-z_]*, *\(START\|RUN\)(.*/\1 \2 \3/p" "$ROOT/src/knobs.c"
+  sed -n "s/^ *\($KINDS\)(\"\(HAKMEM_[A-Z0-9_]*\)\", *[a-z_]*, *\(START\|RUN\)(.*/\1 \2 \3/p" "$ROOT/src/base/knobs.c"
 }
 all_knobs() { knob_rows | awk '{ print $2 }'; }
 # the library's list of names that are not knobs (and its prefix)
 non_knob_names() {
-  sed -n '/^static const char \*const non_knob_names\[\]/,/^};/p' "$ROOT/src/knobs.c" |
+  sed -n '/^static const char \*const non_knob_names\[\]/,/^};/p' "$ROOT/src/base/knobs.c" |
     sed -n 's/^ *"\(HAKMEM_[A-Z0-9_]*\)".*/\1/p'
 }
 
@@ -118,7 +118,7 @@ case_script_names() {
   # HAKMEM_STATS_FILE=0 would name a file: empty is "unset"
   err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= HAKMEM_PROF_FILE= LD_PRELOAD="$LIB" "$TRUE" 2>&1)
   bad=$(printf '%s\n' "$err" | sed -n 's/^hakmem: unknown variable \([A-Z0-9_]*\).*/\1/p')
-  [ -z "$bad" ] || fail "names the scripts use that the library warns about (rename them out of HAKMEM_, or list them in src/knobs.c non_knob_names and docs/ENV_VARS.md): $(echo $bad)"
+  [ -z "$bad" ] || fail "names the scripts use that the library warns about (rename them out of HAKMEM_, or list them in src/base/knobs.c non_knob_names and docs/ENV_VARS.md): $(echo $bad)"
   # the check is alive: one planted name among them is warned about
   err=$(cd "$W" && env "${envs[@]}" HAKMEM_STATS_FILE= HAKMEM_PROF_FILE= HAKMEM_PLANTED_UNKNOWN=1 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
   printf '%s\n' "$err" | grep -q 'unknown variable HAKMEM_PLANTED_UNKNOWN' || fail "the planted name was not warned about"
@@ -480,8 +480,8 @@ case_docs() {
   # (the knob tables: everything before the list of names that are not knobs)
   in_doc=$(sed '/^## Variables that are not knobs/q' "$doc" | sed -n 's/^| `\(HAKMEM_[A-Z0-9_]*\)` |.*/\1/p' | sort -u)
   in_man=$(sed -n '/^\.SH KNOBS/,/^\.SH [^K]/p' "$man" | sed -n 's/^\.B \(HAKMEM_[A-Z0-9_]*\)$/\1/p' | sort -u)
-  [ "$in_code" = "$in_doc" ] || fail "ENV_VARS.md knob rows differ from src/knobs.c: $(diff <(echo "$in_code") <(echo "$in_doc") | grep '^[<>]' | tr '\n' ' ')"
-  [ "$in_code" = "$in_man" ] || fail "hakmem.1 KNOBS differ from src/knobs.c: $(diff <(echo "$in_code") <(echo "$in_man") | grep '^[<>]' | tr '\n' ' ')"
+  [ "$in_code" = "$in_doc" ] || fail "ENV_VARS.md knob rows differ from src/base/knobs.c: $(diff <(echo "$in_code") <(echo "$in_doc") | grep '^[<>]' | tr '\n' ' ')"
+  [ "$in_code" = "$in_man" ] || fail "hakmem.1 KNOBS differ from src/base/knobs.c: $(diff <(echo "$in_code") <(echo "$in_man") | grep '^[<>]' | tr '\n' ' ')"
   # defaults and ranges of the number and size rows, in both
   local line name lo hi f b l kind when rt nums=0
   while read -r name lo hi f b l; do
@@ -490,9 +490,9 @@ case_docs() {
       fail "ENV_VARS.md: $name is not '| $f | $b | $l | $lo – $hi |'"
     sed -n "/^\.B $name\$/,/^\.TP/p" "$man" | grep -q "fast $f, balanced $b, lowmem $l; range $lo to $hi" ||
       fail "hakmem.1: $name is not 'fast $f, balanced $b, lowmem $l; range $lo to $hi'"
-  done < <(sed -n 's/^ *\(NUMBER\|SIZE\)("\(HAKMEM_[A-Z0-9_]*\)", *[a-z_]*, *[A-Z]*([A-Z_]*), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\)).*/\2 \3 \4 \5 \6 \7/p' "$ROOT/src/knobs.c")
+  done < <(sed -n 's/^ *\(NUMBER\|SIZE\)("\(HAKMEM_[A-Z0-9_]*\)", *[a-z_]*, *[A-Z]*([A-Z_]*), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\), *\([0-9]*\)).*/\2 \3 \4 \5 \6 \7/p' "$ROOT/src/base/knobs.c")
   [ "$nums" = "$(knob_rows | grep -c '^\(NUMBER\|SIZE\) ')" ] ||
-    fail "only $nums number and size rows of src/knobs.c read: a row the pattern above misses"
+    fail "only $nums number and size rows of src/base/knobs.c read: a row the pattern above misses"
   # each row's kind and whether it may change at run time: ENV_VARS.md's
   # kind and run time columns, hakmem.1's Kind line
   while read -r kind name when; do
@@ -519,8 +519,8 @@ case_docs() {
   lib_nk=$( (non_knob_names; echo 'HAKMEM_TEST_*') | sort -u)
   doc_nk=$(sed -n '/^## Variables that are not knobs/,/^## /p' "$doc" | sed -n 's/^| `\(HAKMEM_[A-Z0-9_*]*\)` |.*/\1/p' | sort -u)
   man_nk=$(sed -n '/^\.SS Variables that are not knobs/,/^\.S[SH] [^V]/p' "$man" | sed -n 's/^\.B \(HAKMEM_[A-Z0-9_*]*\)$/\1/p' | sort -u)
-  [ "$lib_nk" = "$doc_nk" ] || fail "ENV_VARS.md non-knob list differs from src/knobs.c: $(echo $doc_nk) vs $(echo $lib_nk)"
-  [ "$lib_nk" = "$man_nk" ] || fail "hakmem.1 non-knob list differs from src/knobs.c: $(echo $man_nk) vs $(echo $lib_nk)"
+  [ "$lib_nk" = "$doc_nk" ] || fail "ENV_VARS.md non-knob list differs from src/base/knobs.c: $(echo $doc_nk) vs $(echo $lib_nk)"
+  [ "$lib_nk" = "$man_nk" ] || fail "hakmem.1 non-knob list differs from src/base/knobs.c: $(echo $man_nk) vs $(echo $lib_nk)"
   # every verb of the launcher's usage is in SYNOPSIS and COMMANDS, and every
   # one but help in EXIT STATUS
   local verbs v sect
@@ -543,7 +543,7 @@ case_docs() {
     printf '%s\n' "$accepted" | grep -qx "$n" || fail "build.rs names HAKMEM_LINK=$n but does not accept it"
     grep '^| `HAKMEM_LINK`' "$doc" | grep -q "\`$n\`" || fail "ENV_VARS.md: HAKMEM_LINK does not give $n"
     sed -n '/^\.B HAKMEM_LINK$/,/^\.TP/p' "$man" | grep -q "\\\\fB$n\\\\fR" || fail "hakmem.1: HAKMEM_LINK does not give $n"
-    grep -q "\"HAKMEM_LINK\",.*static or dylib" "$ROOT/src/knobs.c" || fail "src/knobs.c: HAKMEM_LINK's comment is not 'static or dylib'"
+    grep -q "\"HAKMEM_LINK\",.*static or dylib" "$ROOT/src/base/knobs.c" || fail "src/base/knobs.c: HAKMEM_LINK's comment is not 'static or dylib'"
     grep -q "HAKMEM_LINK=$n" "$ROOT/docs/RUST.md" || fail "RUST.md does not show HAKMEM_LINK=$n"
   done
   # the man page has its sections and is well-formed roff
@@ -555,7 +555,7 @@ case_docs() {
     warn=$(groff -man -Tutf8 -ww -z "$man" 2>&1)
     [ -z "$warn" ] || fail "groff warns: $warn"
   fi
-  [ $fails = 0 ] && ok "ENV_VARS.md and hakmem.1 agree with src/knobs.c"
+  [ $fails = 0 ] && ok "ENV_VARS.md and hakmem.1 agree with src/base/knobs.c"
 }
 
 case_man_install() {

@@ -13,6 +13,12 @@ Dependencies are of two kinds:
   symbol   compiled with the project's flags under each configuration,
            an undefined symbol of A.o that B.o defines is an edge A.c -> B.c
 
+The folders of src/ are bands of ranks, listed in order on the doc's
+`<!-- layer-folders: base pal ... -->` line: every file lives in one of
+them, and every dependency stays in its folder or goes to an earlier one
+(a FOLDER line otherwise). With --includes-only no file is compiled: the
+include edges alone, a check quick enough for `make check`.
+
 Exit 0 and `layers: OK (N files, M edges)` when the tree follows the table;
 exit 1 on any violation, table error or file that does not compile.
 """
@@ -36,8 +42,8 @@ CONFIGS = {
     "valgrind": ["-DNDEBUG", "-DHK_VALGRIND"],
 }
 # each hardening measure alone, as BUILD/measures/ has them (the names: the
-# X(name, HK_M_...) entries of src/measures.h's list)
-_MEASURES_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "measures.h")
+# X(name, HK_M_...) entries of src/base/measures.h's list)
+_MEASURES_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src", "base", "measures.h")
 for _m in re.findall(r"X\(([a-z]+), HK_M_", open(_MEASURES_H, encoding="utf-8").read()):
     CONFIGS["m-" + _m] = ["-DNDEBUG", "-DHK_M_%s=1" % _m.upper()]
 DEFINED = set("TDBRVWGSCui")   # nm types of a global defined symbol
@@ -95,6 +101,19 @@ def read_table(doc, src):
     return ranks
 
 
+def read_folders(doc):
+    """The folders of src/ in their order, from the doc's layer-folders line."""
+    try:
+        text = open(doc, encoding="utf-8").read()
+    except OSError:
+        return []              # read_table has said so
+    m = re.findall(r"^<!-- layer-folders:([^>]*)-->", text, re.M)
+    if len(m) != 1:
+        error("%s: no single <!-- layer-folders: ... --> line" % doc)
+        return []
+    return m[0].split()
+
+
 def include_edges(files, src, include_dir):
     """{(A, B): [line numbers]}: the quoted includes, searched where cc
     searches them (the file's own folder, then -Iinclude, then -Isrc)."""
@@ -147,7 +166,7 @@ def symbol_edges(cc, configs, c_files, root):
             for cfg in configs:
                 obj = os.path.join(tmp, cfg + "." + os.path.basename(c) + ".o")
                 flags = ["-I" + os.path.join(root, "include"),
-                         "-I" + os.path.dirname(c)] + CONFIGS[cfg]
+                         "-I" + os.path.join(root, "src")] + CONFIGS[cfg]
                 jobs[cfg, c] = pool.submit(compile_one, cc, flags, c, obj)
         broken = {}            # (file, first error line): [configs]
         for cfg in configs:
@@ -192,6 +211,8 @@ def main():
     ap.add_argument("--doc", default=None,
                     help="default: docs/ARCHITECTURE.md next to --src")
     ap.add_argument("--configs", default=",".join(CONFIGS))
+    ap.add_argument("--includes-only", action="store_true",
+                    help="compile nothing: the include edges only")
     ap.add_argument("--dot", action="store_true",
                     help="print the graph in graphviz dot on stdout")
     args = ap.parse_args()
@@ -202,11 +223,13 @@ def main():
     doc = args.doc or os.path.join(root, "docs", "ARCHITECTURE.md")
     cc = shlex.split(os.environ.get("CC") or "cc")
     configs = [c for c in args.configs.split(",") if c]
+    if args.includes_only:
+        configs = []
     for c in configs:
         if c not in CONFIGS:
             ap.error("unknown configuration %r (known: %s)" %
                      (c, ",".join(CONFIGS)))
-    if "valgrind" in configs and not have_valgrind_header(cc):
+    if "valgrind" in configs and not args.includes_only and not have_valgrind_header(cc):
         say("note: <valgrind/valgrind.h> not installed, valgrind configuration "
             "skipped")
         configs.remove("valgrind")
@@ -216,8 +239,8 @@ def main():
     if not ranks:              # no table: every file would be "not in it"
         say("FAILED (no table of ranks)")
         return 1
-    src_files = sorted(os.path.join(src, f) for f in os.listdir(src)
-                       if f.endswith((".c", ".h")))
+    src_files = sorted(os.path.join(d, f) for d, _, fs in os.walk(src)
+                       for f in fs if f.endswith((".c", ".h")))
     for f in src_files:
         if f not in ranks:
             error("%s is in src/ but not in the table of %s" %
@@ -265,6 +288,31 @@ def main():
         kind = "UP" if ranks[b][0] > ranks[a][0] else "SIDEWAYS"
         error("%s %s -> %s %s" % (kind, where(a), where(b), what))
 
+    # rule 4: the folders are bands, in order; an edge stays in its folder
+    # or goes to an earlier one (include/hakmem.h is below them all)
+    folders = read_folders(doc)
+    order = {f: i for i, f in enumerate(folders)}
+    for f in folders:
+        if not os.path.isdir(os.path.join(src, f)):
+            error("folder %s/ of the layer-folders line does not exist" % f)
+
+    def folder(f):
+        r = rel(f, src)
+        if r.startswith(".." + os.sep):
+            return -1, r.split(os.sep)[1]   # outside src/: include/
+        top = r.split(os.sep)[0] if os.sep in r else ""
+        return order.get(top), top
+
+    for f in src_files:
+        if folder(f)[0] is None:
+            error("%s is not in a folder of the layer-folders line (%s)" %
+                  (rel(f, src), " ".join(folders)))
+    for (a, b) in sorted(all_edges_of(inc, sym)):
+        fa, fb = folder(a), folder(b)
+        if fa[0] is not None and fb[0] is not None and fb[0] > fa[0]:
+            error("FOLDER %s (%s/) -> %s (%s/): a later folder" %
+                  (rel(a, src), fa[1], rel(b, src), fb[1]))
+
     all_edges = set(inc)
     for cfg in configs:
         all_edges |= set(sym[cfg])
@@ -275,6 +323,13 @@ def main():
         return 1
     say("OK (%d files, %d edges)" % (len(files), len(all_edges)))
     return 0
+
+
+def all_edges_of(inc, sym):
+    edges = set(inc)
+    for e in sym.values():
+        edges |= set(e)
+    return edges
 
 
 def print_dot(ranks, files, inc, sym, allowed, src):

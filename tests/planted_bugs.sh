@@ -81,7 +81,7 @@ plant() {
 RND="$HERE/random.sh"
 PURGE1="HAKMEM_PURGE_DELAY_MS=1 HAKMEM_SS_CACHE=1 HAKMEM_HEAP_SPARE=0 HAKMEM_CARVE_KB=4 HAKMEM_LARGE_CACHE_COUNT=1"
 
-plant purge_range superslab.c \
+plant purge_range backend/superslab.c \
   's|hk_os_purge(hk_ss_slab_area(ss, 0), cached_area(ss));|hk_os_purge((uint8_t *)ss + HK_PAGE, HK_SS_SIZE - HK_PAGE);|' \
   "$REL/tests/test_ss_purge" \
   "env $PURGE1 bash $RND $REL" \
@@ -90,14 +90,14 @@ plant purge_range superslab.c \
 # one thread, a check at every slow path: deterministic (8 threads alone
 # missed this fault once in CI)
 CHECK1="HAKMEM_CHECK_EVERY=1 HAKMEM_PURGE_DELAY_MS=0"
-plant partial_unlink heap_slabs.h \
+plant partial_unlink heap/heap_slabs.h \
   '/^static inline void hk_partial_remove/,/^}/s|if (s->next) s->next->prev = s->prev;|if (s->next) (void)0;  /* planted */|' \
   "env $CHECK1 $DBG/tests/test_stress 1" \
   "$DBG/tests/test_stress 8" \
   "bash $RND $DBG" \
   "$REL/tests/test_stress 8"
 
-plant cache_unlink superslab.c \
+plant cache_unlink backend/superslab.c \
   '/^void hk_ss_list_remove/,/^}/{/if (ss->next) ss->next->prev = ss->prev;/d}' \
   "env $PURGE1 $DBG/tests/test_stress 8" \
   "env $PURGE1 bash $RND $DBG" \

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Heap profiling (HAKMEM_PROF, src/prof.c, docs/PROFILING.md).
+# Heap profiling (HAKMEM_PROF, src/mem/prof.c, docs/PROFILING.md).
 #   prof.sh BUILD sites     three sites, fixed seed, default rate: each
 #                           site's scaled total within 10% of the truth;
 #                           google-pprof --text ranks them in order (live
@@ -22,7 +22,7 @@ fail() { echo "prof.sh $mode: FAIL: $*" >&2; exit 1; }
 
 if [ "$mode" = fastpath ]; then
   noprof=$3
-  shipped=$B/CMakeFiles/hakmem.dir/src/override.c.o
+  shipped=$B/CMakeFiles/hakmem.dir/src/override/override.c.o
   command -v objdump >/dev/null || { echo "no objdump: skipped"; exit 77; }
   for f in malloc free _Znwm _ZdlPv; do
     body=$(objdump -d --no-show-raw-insn --disassemble="$f" "$lib" | sed -n "/<$f>:/,/^\$/p")

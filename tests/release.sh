@@ -9,7 +9,7 @@
 #             X.Y" of hakmem.h and no find_package(hakmem X.Y) of examples/
 #             names a version above it
 #   measures  the number of hardening measures that README, docs/TESTING.md
-#             and docs/SECURITY.md give is the number of src/measures.h's
+#             and docs/SECURITY.md give is the number of src/base/measures.h's
 #             list
 #   counts    docs/TESTING.md's test counts are ctest's: the quick tests and
 #             the release build's (BUILD), the debug build's (a scratch
@@ -72,13 +72,13 @@ check_version() {
 # ------------------------------------------------------------------ measures
 check_measures() {
   local R=$1 n w
-  n=$(grep -o 'X([a-z]*, HK_M_' "$R/src/measures.h" | wc -l)  # as CMakeLists.txt reads them
-  [ "$n" -gt 0 ] || { fail "src/measures.h: no X(name, HK_M_...) entries"; return; }
+  n=$(grep -o 'X([a-z]*, HK_M_' "$R/src/base/measures.h" | wc -l)  # as CMakeLists.txt reads them
+  [ "$n" -gt 0 ] || { fail "src/base/measures.h: no X(name, HK_M_...) entries"; return; }
   w=$(word "$n")
   grep -q "It is $w$" "$R/README.md" || grep -q "It is $w named measures" "$R/README.md" ||
-    fail "README does not say 'It is $w named measures' (src/measures.h has $n)"
+    fail "README does not say 'It is $w named measures' (src/base/measures.h has $n)"
   grep -q "with the $w measure libraries" "$R/docs/TESTING.md" ||
-    fail "docs/TESTING.md does not say 'the $w measure libraries' (src/measures.h has $n)"
+    fail "docs/TESTING.md does not say 'the $w measure libraries' (src/base/measures.h has $n)"
   grep -q "The secure build is $w measures" "$R/docs/SECURITY.md" ||
     fail "docs/SECURITY.md does not say 'The secure build is $w measures'"
   grep -q "with all $w\.$" "$R/docs/SECURITY.md" || fail "docs/SECURITY.md does not say 'with all $w.'"
@@ -157,7 +157,7 @@ check_torture() {
 copy_tree() {
   local f
   for f in CMakeLists.txt include/hakmem.h docs/hakmem.1 CHANGELOG.md README.md examples/CMakeLists.txt \
-           src/measures.h docs/TESTING.md docs/SECURITY.md docs/RELIABILITY.md tests/CMakeLists.txt; do
+           src/base/measures.h docs/TESTING.md docs/SECURITY.md docs/RELIABILITY.md tests/CMakeLists.txt; do
     mkdir -p "$W/r/$(dirname "$f")" && cp "$ROOT/$f" "$W/r/$f"
   done
 }
@@ -187,7 +187,7 @@ plant_version() {
   plant examples/CMakeLists.txt 's/find_package(hakmem [0-9.]*/find_package(hakmem 7.0/' "examples asking for a later version"
 }
 plant_measures() {
-  plant src/measures.h 's/X(keys, HK_M_KEYS)/X(keys, HK_M_KEYS) X(extra, HK_M_EXTRA)/' "a new measure"
+  plant src/base/measures.h 's/X(keys, HK_M_KEYS)/X(keys, HK_M_KEYS) X(extra, HK_M_EXTRA)/' "a new measure"
   plant README.md 's/It is \([a-z]*\)$/It is nine/' "README's count"
   plant docs/TESTING.md 's/with the [a-z]* measure libraries/with the nine measure libraries/' "TESTING.md's count"
   plant docs/SECURITY.md 's/with all \([a-z]*\)\.$/with all eleven./' "SECURITY.md's 'all' count"

@@ -1,4 +1,4 @@
-/* test_bits — src/bits.h's helpers against the obvious loops:
+/* test_bits — src/base/bits.h's helpers against the obvious loops:
  *
  *   - hk_popcount64(x) is the number of bits set in x: for 0, ~0, every
  *     single bit, every pair of bits and a million random words;
@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "../src/bits.h"
+#include "../src/base/bits.h"
 #include "check.h"
 
 static unsigned naive_popcount(uint64_t x) {

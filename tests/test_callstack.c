@@ -1,4 +1,4 @@
-/* The profiler's cached stack walker (src/callstack.c) against libgcc's
+/* The profiler's cached stack walker (src/base/callstack.c) against libgcc's
  * _Unwind_Backtrace, on the frame shapes compilers make: plain frames, frame
  * pointers, alloca (CFA on rbp), realigned stacks (gcc's CFA = *(rbp-8)),
  * deep recursion past the depth limit, a signal handler (given to libgcc),
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <ucontext.h>
 
-#include "../src/callstack.h"
+#include "../src/base/callstack.h"
 
 #define MAXD 64
 static int failures, compared;

@@ -1,4 +1,4 @@
-/* test_keys — the library's one source of randomness (src/random.c) and
+/* test_keys — the library's one source of randomness (src/base/random.c) and
  * what is drawn from it.
  *
  *   test_keys
@@ -24,8 +24,8 @@
 
 #include "check.h"
 #include "hakmem.h"
-#include "../src/freelist.h"
-#include "../src/random.h"
+#include "../src/mem/freelist.h"
+#include "../src/base/random.h"
 
 #define HINT_LOW ((uintptr_t)16 << 40)
 #define HINT_HIGH ((uintptr_t)48 << 40)

@@ -1,4 +1,4 @@
-/* test_knobs — the knob table (src/knobs.c) and how it is read.
+/* test_knobs — the knob table (src/base/knobs.c) and how it is read.
  *
  *   test_knobs
  *
@@ -26,7 +26,7 @@
 
 #include "check.h"
 #include "hakmem.h"
-#include "../src/knobs.h"
+#include "../src/base/knobs.h"
 
 /* the table's index of a knob */
 static size_t row(const char *name) {

@@ -1,13 +1,13 @@
-/* test_learner — drives the learner's decision function (src/learner.c,
+/* test_learner — drives the learner's decision function (src/policy/learner.c,
  * hk_learn_step) with synthetic counters: it must converge, respect every
  * bound, back off when a change does not help, and release memory when a
  * cache only holds it. Linked statically so the internal symbol is there. */
 #include <string.h>
 
 #include "check.h"
-#include "../src/learner.h"
-#include "../src/large.h"
-#include "../src/superslab.h"
+#include "../src/policy/learner.h"
+#include "../src/mem/large.h"
+#include "../src/backend/superslab.h"
 
 static hk_learn_bounds_t B = {
   .target_hit_large = 0.9, .step_large = 8, .min_large = 2, .max_large = 64,

@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "check.h"
-#include "../src/mem_limit.h"
+#include "../src/backend/mem_limit.h"
 
 static char top[256];
 

@@ -1,4 +1,4 @@
-/* test_pages — the page layer under big blocks (src/os.c, src/span.c,
+/* test_pages — the page layer under big blocks (src/pal/os.c, src/backend/span.c,
  * docs/ARCHITECTURE.md "Pages"): huge pages, faults, purges outside the lock.
  *
  *   A. calloc's fresh pages are faulted in at once: a 4 MiB calloc read

@@ -3,7 +3,7 @@
  * blocks are freed and replaced (bench_random_mixed with a fixed size).
  * When every slab holds only one or two freed blocks, switching slabs on
  * each slow call would make every malloc a slow call; the heap carves more
- * instead (heap_min_batch in src/refill.c). This counts slow calls with the
+ * instead (heap_min_batch in src/heap/refill.c). This counts slow calls with the
  * stats counters (a count, not a time): at most 0.3 per malloc in every
  * case. The library before heap_min_batch failed 10 of these 17 cases (up
  * to 1.00 slow calls per malloc: 512 B with 400 live). For 256 and 512 B the

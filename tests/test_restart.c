@@ -1,5 +1,5 @@
 /* test_restart — a small-class slab whose every block came back starts over
- * and carves again in address order (hk_slab_take_local in src/slab.h).
+ * and carves again in address order (hk_slab_take_local in src/mem/slab.h).
  * Each round allocates N blocks of one size, fills each with its own
  * pattern, checks that no two overlap and that every pattern survived, then
  * frees them all in random order: by the owner thread in even rounds, by

@@ -1,4 +1,4 @@
-/* test_size_class — the size-class tables of src/size_class.c against what
+/* test_size_class — the size-class tables of src/base/size_class.c against what
  * its header comment and docs/ARCHITECTURE.md promise:
  *
  *   - 72 classes, sizes strictly increasing, each a multiple of 16 (every
@@ -22,15 +22,15 @@
  *     capacity before and past them (2 MiB either side, and far away).
  *
  * Standalone: the tables and inline functions only, no allocator. Build:
- *   cc -std=gnu11 -O2 -Wall -Wextra tests/test_size_class.c src/size_class.c
- * (or link libhakmem.a instead of src/size_class.c: the tables are in it).
+ *   cc -std=gnu11 -O2 -Wall -Wextra tests/test_size_class.c src/base/size_class.c
+ * (or link libhakmem.a instead of src/base/size_class.c: the tables are in it).
  * Prints "size_class: OK (N sizes, M classes)" and exits 0, or prints each
  * failure (the first 100, then a count) and exits 1. */
 #include <stdarg.h>
 #include <stdio.h>
 
-#include "../src/freelist.h"
-#include "../src/size_class.h"
+#include "../src/mem/freelist.h"
+#include "../src/base/size_class.h"
 
 #define MAX_PRINT 100
 

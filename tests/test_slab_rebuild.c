@@ -1,5 +1,5 @@
 /* test_slab_rebuild — a slab whose owner fork() stopped halfway through a
- * list update, made sound again by hk_slab_rebuild (src/slab.c).
+ * list update, made sound again by hk_slab_rebuild (src/mem/slab.c).
  *
  * fork() copies one thread; every other thread stops wherever it was, maybe
  * between two stores of a list update on a slab it owns. The child adopts
@@ -22,8 +22,8 @@
 #include <sys/mman.h>
 
 #include "check.h"
-#include "../src/size_class.h"
-#include "../src/slab.h"
+#include "../src/base/size_class.h"
+#include "../src/mem/slab.h"
 
 #define CLS_BYTES 48
 

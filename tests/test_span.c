@@ -1,4 +1,4 @@
-/* test_span — the span tier (src/span.c): blocks of 32 KiB to 128 MiB carved
+/* test_span — the span tier (src/backend/span.c): blocks of 32 KiB to 128 MiB carved
  * from arenas, freed runs joined to their neighbours and reused at other
  * sizes with their pages still resident.
  *

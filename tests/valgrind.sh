@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # valgrind.sh BUILD_DIR — memcheck on programs running on the valgrind build
-# of hakmem (libhakmem-valgrind.so, client requests in src/track.h):
+# of hakmem (libhakmem-valgrind.so, client requests in src/base/track.h):
 #   planted.c  a leak, a use-after-free of a small and of a large block:
 #              memcheck must report all three, in blocks hakmem served;
 #   clean.c    correct multi-threaded use: no error, no leak.

@@ -4,7 +4,7 @@
  * next allocation of its size. Exits 0 when both hold, or the one asked
  * for: `alloc_order order` (measure shuffle), `alloc_order reuse` (measure
  * delay). `alloc_order reuse_mid`: the reuse check alone, for 4000-byte
- * blocks (the mid cache's queue, src/heap.h). */
+ * blocks (the mid cache's queue, src/heap/heap.h). */
 #include "common.h"
 
 #define N 256

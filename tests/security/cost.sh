@@ -23,7 +23,7 @@
 # the library that serves malloc), and its median ops/s and its ratio to the
 # default build are printed beside hakmem's, with a geomean of that ratio.
 # COST_MEASURES="canary shuffle" (or all): the library of each hardening
-# measure alone (BUILD_DIR/measures/libhakmem-NAME.so, src/measures.h) runs
+# measure alone (BUILD_DIR/measures/libhakmem-NAME.so, src/base/measures.h) runs
 # interleaved with them too, and a second table gives each one's ratio to
 # the default build, with its callgrind rows: the cost of one measure.
 # Not part of the test suite (it takes a few minutes).
@@ -51,7 +51,7 @@ if [ -n "$SCUDO" ]; then
 fi
 MEASURES=${COST_MEASURES:-}
 [ "$MEASURES" = all ] &&
-  MEASURES=$(grep -oE 'X\([a-z]+, HK_M_' "$ROOT/src/measures.h" | sed -E 's/X\(([a-z]+), HK_M_/\1/' | tr '\n' ' ')
+  MEASURES=$(grep -oE 'X\([a-z]+, HK_M_' "$ROOT/src/base/measures.h" | sed -E 's/X\(([a-z]+), HK_M_/\1/' | tr '\n' ' ')
 for m in $MEASURES; do
   [ -f "$B/measures/libhakmem-$m.so" ] || { echo "$B/measures/libhakmem-$m.so not built: make measures" >&2; exit 2; }
   LIBS+=("m_$m" "$B/measures/libhakmem-$m.so")

@@ -9,7 +9,7 @@
  * from the non-block pointer, out of bounds (SIGSEGV, or a silent bit flip
  * nearby). Secure links must now be blocks of the same slab. The default
  * build refuses it too (its key is not stored in the superslab).
- * The descriptor layout is the secure build's (src/superslab.h): slabs[] at
+ * The descriptor layout is the secure build's (src/backend/superslab.h): slabs[] at
  * the start of the 2 MiB superslab, 128 bytes each, key at +56; small slabs
  * are 64 KiB. If it changes this test only tests a link to some metadata. */
 #include "common.h"

@@ -2,7 +2,7 @@
 # matrix.sh BUILD [--write] [COLUMN...]
 #
 # The attack matrix: every line of attacks.txt run on one library per
-# hardening measure (src/measures.h), beside the default library (none) and
+# hardening measure (src/base/measures.h), beside the default library (none) and
 # the secure one (all), and compared with tests/security/matrix.txt, the
 # expected result of each cell:
 #
@@ -30,7 +30,7 @@ build=$(cd "$1" && pwd) || exit 2
 shift
 write=0
 if [ "${1:-}" = --write ]; then write=1; shift; fi
-measures=$(grep -oE 'X\([a-z]+, HK_M_' "$here/../../src/measures.h" | sed -E 's/X\(([a-z]+), HK_M_/\1/' | tr '\n' ' ')
+measures=$(grep -oE 'X\([a-z]+, HK_M_' "$here/../../src/base/measures.h" | sed -E 's/X\(([a-z]+), HK_M_/\1/' | tr '\n' ' ')
 all_columns="none $measures all"
 columns=${*:-$all_columns}
 
@@ -125,7 +125,7 @@ if [ $write = 1 ]; then
   done
   {
     echo "# The attack matrix (tests/security/matrix.sh, docs/SECURITY.md): each line of"
-    echo "# attacks.txt run on the library of one measure (src/measures.h), beside the"
+    echo "# attacks.txt run on the library of one measure (src/base/measures.h), beside the"
     echo "# default library (none) and the secure one (all). + the line passes (the"
     echo "# attack is caught as expected; for an ok line, the program runs clean);"
     echo "# - it does not. Written by: bash tests/security/matrix.sh BUILD --write"

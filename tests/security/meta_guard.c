@@ -1,6 +1,6 @@
 /* Underflow from the first block of a superslab into the allocator's
  * metadata. In the secure build a superslab is [metadata 8 KiB][guard page
- * 4 KiB][blocks] (src/superslab.h: HK_SS_META_SIZE, HK_SS_HDR_SIZE): the byte
+ * 4 KiB][blocks] (src/backend/superslab.h: HK_SS_META_SIZE, HK_SS_HDR_SIZE): the byte
  * before the first block is in the guard page. Caught: secure (SIGSEGV). */
 #include "common.h"
 

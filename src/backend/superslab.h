@@ -1,0 +1,183 @@
+/* Superslab layer: 2 MiB-aligned regions from the OS, each holding a header
+ * (this struct, with one descriptor per slab) followed by equal-sized slabs.
+ * Any block address finds its slab by masking and shifting.
+ *
+ *   small superslab: 32 slabs of 64 KiB  (classes <= 1 KiB)
+ *   mid   superslab:  8 slabs of 256 KiB (classes <= 32 KiB)
+ *   (measure guard: small ones hold 16, in their first MiB: HK_SS_HALF_GUARD)
+ *
+ * Slab 0 starts after the 8 KiB header. A superslab belongs to one thread
+ * heap at a time; when that thread exits it is abandoned and the next heap
+ * that needs memory adopts it. Empty superslabs go to a small global cache
+ * and are purged after a delay. */
+#ifndef HK_SUPERSLAB_H
+#define HK_SUPERSLAB_H
+
+#include <stdatomic.h>
+#include "base/config.h"
+#include "base/knobs.h"
+#include "base/measures.h"
+#include "backend/slab_desc.h"
+
+enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
+
+#define HK_SS_MAX_SLABS 32
+/* descriptors, then (guard pages) a PROT_NONE page, then the slabs */
+#define HK_SS_META_SIZE ((size_t)8192)
+#define HK_SS_GUARD_SIZE ((size_t)(HK_M_GUARD ? 4096 : 0))
+#define HK_SS_HDR_SIZE  (HK_SS_META_SIZE + HK_SS_GUARD_SIZE)
+/* guard: a small superslab's slabs fill its first MiB and the second is
+ * PROT_NONE, so a stray write 1 MiB past any small block (a wrong stride,
+ * an index gone bad), or a contiguous overflow that leaves the slabs,
+ * faults there: address space, no memory. Not for mid superslabs: half of
+ * their 256 KiB slabs a superslab cost bench_mid 8% (issue 42); they keep
+ * one guard page at the end. */
+#define HK_SS_HALF_GUARD(kind) (HK_M_GUARD && (kind) == HK_SS_KIND_SMALL)
+#define HK_SS_HALF (HK_SS_SIZE / 2)
+
+struct hk_heap;
+
+typedef struct hk_superslab {
+  /* first, so that &slabs[i] is the superslab address plus i * 128 */
+  hk_slab_t slabs[HK_SS_MAX_SLABS];
+  uint8_t kind, slab_shift, nslabs, list;  /* list: which list it is on   */
+  uint32_t free_mask;       /* bit i: slab i unused                        */
+  uint32_t dirty_new, dirty_old;  /* unused slabs not yet purged (2 epochs) */
+  uint32_t purged_mask;     /* unused slabs purged since (refault count)   */
+  uint32_t warm;            /* slabs used and not purged since: their pages
+                               are resident (hk_heap_fresh_slab)           */
+  uint64_t warm_cls[2];     /* cached: the classes its warm slabs served  */
+  uint32_t nused;           /* slabs in use                                */
+  bool purged;              /* whole superslab purged while cached         */
+  bool half_guard;          /* guard: its second MiB is PROT_NONE (small) */
+  bool forked;              /* its heap vanished in fork(): the adopter
+                               rebuilds its slabs (hk_slab_rebuild)       */
+  bool from_span;           /* a chunk lent by the span tier (span.c, "the
+                               unified backend"): goes back there, not to
+                               the OS */
+  _Atomic(struct hk_heap *) heap;  /* owner; NULL when abandoned/cached    */
+  struct hk_superslab *next, *prev;
+  struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
+  uint64_t stamp_ms;        /* when it entered the cache                   */
+} hk_superslab_t;
+
+_Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
+_Static_assert(HK_NCLASS <= 128, "warm_cls holds a bit a class");
+
+HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {
+  return (hk_superslab_t *)((uintptr_t)p & ~(uintptr_t)HK_SS_MASK);
+}
+HK_INLINE hk_slab_t *hk_slab_of(hk_superslab_t *ss, const void *p) {
+  return &ss->slabs[((uintptr_t)p & HK_SS_MASK) >> ss->slab_shift];
+}
+HK_INLINE hk_superslab_t *hk_slab_ss(hk_slab_t *s) { return hk_ss_of(s); }
+/* An unused slab of ss that last served class cls and kept its pages
+ * (hk_heap_fresh_slab): its index, or -1. */
+HK_INLINE int hk_ss_warm_slab(const hk_superslab_t *ss, unsigned cls) {
+  for (uint32_t m = ss->free_mask & ss->warm; m; m &= m - 1) {
+    unsigned i = (unsigned)__builtin_ctz(m);
+    if (ss->slabs[i].cls == cls) return (int)i;
+  }
+  return -1;
+}
+/* Slab of p given its slab shift (from the chunk map): no header read. */
+HK_INLINE hk_slab_t *hk_slab_at(const void *p, unsigned shift) {
+  return &hk_ss_of(p)->slabs[((uintptr_t)p & HK_SS_MASK) >> shift];
+}
+
+HK_INLINE unsigned hk_kind_of_class(unsigned cls) {
+  return cls < HK_NCLASS_SMALL ? HK_SS_KIND_SMALL : HK_SS_KIND_MID;
+}
+HK_INLINE size_t hk_ss_slab_bytes(const hk_superslab_t *ss) { return (size_t)1 << ss->slab_shift; }
+HK_INLINE uint8_t *hk_ss_slab_area(hk_superslab_t *ss, unsigned idx) {
+  return (uint8_t *)ss + ((size_t)idx << ss->slab_shift) + (idx == 0 ? HK_SS_HDR_SIZE : 0);
+}
+/* The bytes of a superslab of this kind that hold slabs. */
+HK_INLINE size_t hk_ss_used_bytes(unsigned kind) {
+  return HK_SS_HALF_GUARD(kind) ? HK_SS_HALF : HK_SS_SIZE;
+}
+/* guard: the last page of a whole superslab's last slab is its end guard */
+HK_INLINE size_t hk_ss_slab_area_bytes(const hk_superslab_t *ss, unsigned idx) {
+  bool last = idx + 1u == (HK_SS_SIZE >> ss->slab_shift);
+  return hk_ss_slab_bytes(ss) - (idx == 0 ? HK_SS_HDR_SIZE : 0) - (last ? HK_SS_GUARD_SIZE : 0);
+}
+
+/* Doubly-linked superslab lists (owner-local or under a global lock). */
+typedef struct { hk_superslab_t *head; size_t count; } hk_ss_list_t;
+void hk_ss_list_push(hk_ss_list_t *l, hk_superslab_t *ss, uint8_t id);
+void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss);
+
+/* A superslab of this kind with every slab unused: from the cache or the OS.
+ * Not owned by anyone yet. NULL when the OS refuses. */
+hk_superslab_t *hk_ss_acquire(unsigned kind);
+/* With cls >= 0: only a cached one, one of whose slabs (*slot) last
+ * served class cls and kept its pages (hk_heap_fresh_slab); else NULL. */
+hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot);
+/* Give back an empty superslab (all slabs unused); it is cached, purged
+ * after the purge delay and unmapped when the cache is over its cap. */
+void hk_ss_release(hk_superslab_t *ss);
+/* Hand over a superslab whose owner thread is gone. */
+void hk_ss_abandon(hk_superslab_t *ss);
+/* Take an abandoned superslab of this kind, or NULL. */
+hk_superslab_t *hk_ss_take_abandoned(unsigned kind);
+/* Purge/unmap cached superslabs idle past the delay (force: all now).
+ * Returns bytes given back. Cheap when nothing is due. */
+size_t hk_ss_collect(bool force);
+/* The tier swap (docs/ARCHITECTURE.md, "Memory budget"): the oldest cached
+ * superslabs not purged give back about `bytes` (another tier is about to
+ * fault in as many). Bytes given back. */
+size_t hk_ss_shed(size_t bytes);
+/* Called with the bytes a superslab mapped from the OS
+ * is about to fault in: the large tier sheds as many while it is idle.
+ * Set once by init.c (docs/ARCHITECTURE.md, "Hooks"). */
+void hk_ss_set_grow_hook(void (*fn)(size_t bytes));
+/* Purge the unused slabs of ss that were unused for a whole epoch. */
+size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
+/* The unused slabs of abandoned superslabs (all when force). Bytes. */
+size_t hk_ss_purge_abandoned(bool force);
+
+#ifdef HK_DEBUG
+/* Debug build: the global lists (every mapped superslab, the cache, the
+ * abandoned lists) are sound: links both ways, counts, list ids, owners.
+ * Asserts. */
+void hk_ss_check_lists(void);
+/* The same for one heap's superslab list, and each superslab on it. */
+void hk_ss_check_owned(const hk_ss_list_t *l, uint8_t id, unsigned kind, const struct hk_heap *h);
+#endif
+
+/* How long unused memory is kept before it is purged: HAKMEM_PURGE_DELAY_MS
+ * until the learner sets another value (the heap's purge clock reads it too). */
+long hk_ss_purge_delay_ms(void);
+void hk_ss_set_purge_delay_ms(long ms);   /* the learner's: not over a pin */
+void hk_ss_pin_purge_delay_ms(long ms);   /* the control API's: pinned */
+
+/* Events the learner reads, counted only while HAKMEM_LEARN is on:
+ * superslabs taken from the cache or mapped fresh, purges, and purged
+ * memory used again (a refault; the heap notes its slabs' own). */
+enum { HK_SS_CACHE_HITS, HK_SS_OS_MAPS, HK_SS_PURGES, HK_SS_REFAULTS, HK_SS_SPAN_TAKES, HK_SS_NEVENTS };
+extern _Atomic unsigned long hk_ss_events[HK_SS_NEVENTS];
+HK_INLINE void hk_ss_note(unsigned ev) {
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) atomic_fetch_add_explicit(&hk_ss_events[ev], 1, memory_order_relaxed);
+}
+/* The counts since the last call; zeroes them. */
+void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]);
+
+/* Live blocks and slabs in use per class, over every mapped superslab
+ * (racy reads of other threads' counts: a snapshot). */
+void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]);
+
+size_t hk_ss_count_mapped(void);
+size_t hk_ss_cached_unpurged_bytes(void);
+size_t hk_ss_count_cached(void);
+size_t hk_ss_count_abandoned(void);
+
+/* Fork child: superslabs owned by heaps other than `self` belong to threads
+ * that do not exist here; make them ownerless and adoptable. Those of a
+ * heap for which kept() says true (a first-class heap) stay its own. */
+void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_heap *h));
+
+void hk_ss_fork_prepare(void);
+void hk_ss_fork_parent(void);
+void hk_ss_fork_child(void);
+
+#endif

@@ -1,0 +1,594 @@
+/* A heap's slabs and superslabs (heap_slabs.h): lists, fresh and emptied
+ * slabs, adoption, the delayed list, the purge of one heap, the hand-over
+ * at thread exit. */
+#include "heap/heap_slabs.h"
+
+#include <stdatomic.h>
+
+#include "base/knobs.h"
+#include "mem/large.h"
+#include "backend/mem_limit.h"
+#include "pal/os.h"
+#include "mem/remote.h"
+#include "mem/secure.h"
+
+/* ---- emptied slabs ------------------------------------------------------------ */
+
+/* Every slab of ss is back: keep one spare per kind, give the rest to the
+ * global cache. True when ss left the heap: it may be unmapped already,
+ * never touch it. */
+static bool heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
+  hk_ss_list_t *avail = &h->ss_avail[ss->kind];
+  if ((long)avail->count <= hk_mem_scale_cap(HK_LOAD_RELAXED(hk_knobs.heap_spare))) return false;  /* the spares */
+  hk_ss_list_remove(avail, ss);
+  hk_ss_release(ss);
+  return true;
+}
+
+bool hk_heap_release_slab(hk_heap_t *h, hk_slab_t *s, bool may_leave) {
+  hk_superslab_t *ss = hk_slab_ss(s);
+  hk_slab_cancel_notify(s);
+  HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
+  HK_STORE_RELAXED(s->owner, 0);
+  s->free = s->local_free = NULL;
+  uint32_t bit = 1u << s->index;
+  bool was_full = ss->free_mask == 0;
+  ss->free_mask |= bit;
+  ss->dirty_new |= bit;
+  ss->nused--;
+  if (was_full) {
+    hk_ss_list_remove(&h->ss_full[ss->kind], ss);
+    hk_ss_list_push(&h->ss_avail[ss->kind], ss, HK_LIST_AVAIL);
+  }
+  return may_leave && ss->nused == 0 && heap_ss_empty(h, ss);
+}
+
+/* An emptied slab stays on its class's partial list until the next purge
+ * epoch: a class that empties and refills slabs reuses the same blocks and
+ * pages, instead of handing the slab to another class whose blocks would
+ * touch its other pages. */
+void hk_heap_release_empty(hk_heap_t *h) {
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->partial[c];
+    while (s) {
+      hk_slab_t *next = s->next;
+      if (s->used == 0) {
+        hk_partial_remove(h, s);
+        hk_heap_release_slab(h, s, true);
+      }
+      s = next;
+    }
+  }
+}
+
+/* ---- frees into full slabs --------------------------------------------------- */
+
+/* Owner freed into s (already on local_free) while s was full. (An emptied
+ * slab stays put: hk_heap_release_empty.) */
+static void heap_local_slow(hk_heap_t *h, hk_slab_t *s) {
+  if (s->state == HK_SLAB_FULL) {
+    hk_slab_cancel_notify(s);
+    hk_partial_push(h, s);
+  }
+}
+
+void hk_heap_free_local_slow(hk_slab_t *s) {
+  hk_heap_t *h = hk_tls_heap;
+  hk_heap_enter(h);
+  heap_local_slow(h, s);
+  hk_heap_leave(h);
+}
+
+/* ---- the mid pool (heap_slabs.h) -------------------------------------------- */
+
+hk_midp_t hk_midp[HK_NCLASS_MID];
+
+bool hk_heap_midp_put(unsigned i, hk_block_t *b) {
+  hk_midp_t *p = &hk_midp[i];
+  hk_lock(&p->lock);
+  if (p->cap == 0) {
+    size_t c = HK_MIDP_BYTES / hk_class_bytes(HK_NCLASS_SMALL + i);
+    p->cap = c < HK_MIDP_SLOTS ? (unsigned)c : HK_MIDP_SLOTS;
+  }
+  unsigned n = p->n;
+  bool ok = n < p->cap;
+  if (ok) {
+    p->b[n] = b;
+    HK_STORE_RELAXED(p->n, n + 1);  /* malloc's look at n takes no lock */
+  }
+  hk_unlock(&p->lock);
+  return ok;
+}
+
+unsigned hk_heap_midp_refill(hk_heap_t *h, unsigned i) {
+  HK_ASSERT(HK_MIDC_SHARED && h->midc_n[i] == 0);  /* an empty stack, from its bottom */
+  hk_midp_t *p = &hk_midp[i];
+  unsigned want = HK_LOAD_RACY(hk_midc_cap[i]) / 2 + 1, k = 0;
+  hk_lock(&p->lock);
+  unsigned n = p->n;
+  while (k < want && n) h->midc[i][k++] = p->b[--n];
+  HK_STORE_RELAXED(p->n, n);
+  if (k) p->taken = true;
+  hk_unlock(&p->lock);
+  h->midc_n[i] = (uint8_t)k;
+  return k;
+}
+
+static void midp_return(hk_block_t *b) {
+  hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
+  if (!hk_remote_push(s, b)) hk_heap_notify(s, b);
+}
+
+static _Atomic uint64_t midp_next_drain_ms;
+
+void hk_heap_midp_drain(bool force) {
+  if (!force) {  /* one look a purge delay, whichever heap's clock calls */
+    uint64_t now = hk_os_now_ms(), due = atomic_load_explicit(&midp_next_drain_ms, memory_order_relaxed);
+    if (now < due || !atomic_compare_exchange_strong_explicit(&midp_next_drain_ms, &due,
+                                                              now + (uint64_t)hk_ss_purge_delay_ms(),
+                                                              memory_order_relaxed, memory_order_relaxed))
+      return;
+  }
+  /* the blocks go back under the pool's lock: a remote push is a CAS or
+   * two, and a copy of the pool first would be a memcpy call (layers:
+   * copy_check.c's memcpy in the builds with measure copy) */
+  for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
+    hk_midp_t *p = &hk_midp[i];
+    if (HK_LOAD_RACY(p->n) == 0) continue;
+    hk_lock(&p->lock);
+    if (force || !p->taken) {
+      for (unsigned n = p->n; n > 0;) midp_return(p->b[--n]);
+      HK_STORE_RELAXED(p->n, 0u);
+    }
+    p->taken = false;
+    hk_unlock(&p->lock);
+  }
+}
+
+void hk_heap_midp_fork_prepare(void) {
+  for (unsigned i = 0; i < HK_NCLASS_MID; i++) hk_lock(&hk_midp[i].lock);
+}
+void hk_heap_midp_fork_parent(void) {
+  for (unsigned i = HK_NCLASS_MID; i-- > 0;) hk_unlock(&hk_midp[i].lock);
+}
+/* the child keeps the pooled blocks: they stay out in their slabs, which
+ * the adopter of a forked superslab rebuilds around them */
+void hk_heap_midp_fork_child(void) {
+  for (unsigned i = 0; i < HK_NCLASS_MID; i++) hk_lock_reset(&hk_midp[i].lock);
+}
+
+/* ---- the mid cache (heap.h) ------------------------------------------------- */
+
+/* Every block of stack i goes back to its slab. The stack is emptied
+ * first (the blocks copied out, the count set), then the blocks pushed:
+ * fork() stopping the owner halfway loses blocks (a leak), or lists one in
+ * two places, which the fork child's rebuild merges (hk_heap_fork_child). */
+static void midc_drop(hk_heap_t *h, unsigned i, unsigned keep) {
+  hk_block_t *out[HK_MIDC_SLOTS];
+  unsigned n = h->midc_n[i] < HK_MIDC_SLOTS ? h->midc_n[i] : HK_MIDC_SLOTS;
+  if (n <= keep) return;
+  n -= keep;  /* the oldest go; a queue's newest `keep` stay */
+  for (unsigned k = 0; k < n; k++) out[k] = *hk_midc_slot(h, i, k);
+  h->midc_head[i] = keep ? (uint8_t)((h->midc_head[i] + n) & (HK_MIDC_SLOTS - 1)) : 0;
+  h->midc_n[i] = (uint8_t)keep;
+  for (unsigned k = 0; k < n; k++) {
+    hk_block_t *b = out[k];
+    hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
+    if (hk_slab_owner(s) != h->tid) {  /* another owner's block: a remote free */
+      HK_ASSERT(HK_MIDC_SHARED);  /* else only the owner's frees are cached */
+      if (hk_heap_midp_wants(s) && hk_heap_midp_put(i, b)) continue;
+      if (!hk_remote_push(s, b)) hk_heap_notify(s, b);
+      continue;
+    }
+    hk_slab_push_owner(s, b);
+    if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
+  }
+}
+
+void hk_heap_aside_current(hk_heap_t *h) {
+  if (h == &hk_heap_empty) return;
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->cur[c];
+    if (s != &hk_slab_empty) hk_slab_set_aside(s);
+  }
+}
+
+void hk_heap_midc_flush(hk_heap_t *h, bool hold) {
+  if (!HK_MIDC_ON || h == &hk_heap_empty) return;
+  hk_heap_enter(h);
+  for (unsigned i = 0; i < HK_NCLASS_MID; i++)
+    if (h->midc_n[i]) midc_drop(h, i, hold ? HK_MIDC_HOLD : 0);
+  hk_heap_leave(h);
+}
+
+void hk_heap_midc_tick(hk_heap_t *h) {
+  uint64_t now = hk_os_now_ms();
+  if (now < h->next_purge_ms) return;
+  hk_heap_enter(h);
+  if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) hk_heap_drain_delayed(h);
+  hk_heap_purge_now(h, now);
+  hk_heap_leave(h);
+}
+
+static void heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
+  hk_block_t *head = atomic_load_explicit(&h->delayed, memory_order_relaxed);
+  do {
+    hk_gblock_set_next(b, head);
+  } while (!atomic_compare_exchange_weak_explicit(&h->delayed, &head, b, memory_order_release,
+                                                  memory_order_relaxed));
+}
+
+/* A remote free into a full slab whose owner asked to hear of it
+ * (hk_remote_push said so): the block goes to the owner heap's delayed
+ * list, which the owner drains in its slow path, bringing the slab back. */
+void hk_heap_notify(hk_slab_t *s, hk_block_t *b) {
+  hk_heap_t *h = atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_acquire);
+  if (HK_LIKELY(h != NULL)) heap_push_delayed(h, b);
+  hk_remote_notified(s, b, h != NULL);
+}
+
+void hk_heap_drain_delayed(hk_heap_t *h) {
+  hk_block_t *b = atomic_exchange_explicit(&h->delayed, NULL, memory_order_acquire);
+  while (b) {
+    hk_block_t *next = hk_gblock_next(b);
+    hk_slab_t *s = hk_slab_of(hk_ss_of(b), b);
+    HK_ASSERT(hk_slab_owner(s) == h->tid);
+    if (HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls]++;
+    hk_sec_on_collected(s, b);
+    hk_slab_push_owner(s, b);
+    if (s->state == HK_SLAB_FULL) heap_local_slow(h, s);
+    b = next;
+  }
+}
+
+typedef struct { unsigned i; const hk_block_t *b; bool found; } midc_find_t;
+
+static void midc_find_in(hk_heap_t *h, void *arg) {
+  midc_find_t *f = arg;
+  unsigned n = HK_LOAD_RACY(h->midc_n[f->i]);
+  unsigned head = HK_MIDC_FIFO ? HK_LOAD_RACY(h->midc_head[f->i]) : 0;
+  for (unsigned k = 0; k < n && k < HK_MIDC_SLOTS && !f->found; k++)
+    f->found = HK_LOAD_RACY(h->midc[f->i][(head + k) & (HK_MIDC_SLOTS - 1)]) == f->b;
+}
+
+bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
+  hk_heap_t *h = hk_tls_heap;
+  HK_ASSERT(hk_slab_owner(s) == hk_thread_id());
+  /* other threads' stacks and the pool first: a block they flush meanwhile lands on
+   * s's remote list or our delayed list, both looked at after */
+  if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
+    midc_find_t f = { s->cls - HK_NCLASS_SMALL, b, false };
+    hk_heap_each_other(midc_find_in, &f);
+    if (f.found) return true;
+    hk_midp_t *p = &hk_midp[f.i];
+    bool found = false;
+    hk_lock(&p->lock);
+    for (unsigned k = 0; k < p->n && !found; k++) found = p->b[k] == b;
+    hk_unlock(&p->lock);
+    if (found) return true;
+  }
+  if (hk_slab_holds_free(s, b)) return true;
+  if (HK_MIDC_ON && s->cls >= HK_NCLASS_SMALL) {
+    unsigned i = s->cls - HK_NCLASS_SMALL;
+    for (unsigned k = 0; k < h->midc_n[i]; k++)
+      if (*hk_midc_slot(h, i, k) == b) return true;
+  }
+  /* only the owner takes the delayed list; others push in front of it */
+  for (const hk_block_t *d = atomic_load_explicit(&h->delayed, memory_order_acquire); d; d = hk_gblock_next(d))
+    if (d == b) return true;
+  return false;
+}
+
+/* ---- adopting abandoned superslabs, fresh slabs -------------------------------- */
+
+static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
+  bool forked = ss->forked;  /* its heap vanished in fork(): rebuild its slabs */
+  ss->forked = false;
+  atomic_store_explicit(&ss->heap, h, memory_order_release);
+  bool was_full = ss->free_mask == 0;
+  hk_ss_list_push(was_full ? &h->ss_full[ss->kind] : &h->ss_avail[ss->kind], ss,
+                  was_full ? HK_LIST_FULL : HK_LIST_AVAIL);
+  for (unsigned i = 0; i < ss->nslabs; i++) {
+    if (ss->free_mask & (1u << i)) continue;
+    hk_slab_t *s = &ss->slabs[i];
+    HK_STORE_RELAXED(s->owner, h->tid);
+    s->next = s->prev = NULL;
+    if (forked) hk_slab_rebuild(s);
+    size_t got = hk_slab_collect_remote(s);
+    if (got && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += got;
+    if (s->used == 0) {
+      hk_heap_slab_state(h, s, HK_SLAB_PARTIAL);  /* so release finds it consistent */
+      /* the whole superslab may go to the global cache, which may unmap
+       * it at once (a full cache): then it must not be read again */
+      if (hk_heap_release_slab(h, s, true)) return;
+      continue;
+    }
+    if (s->free || s->local_free || s->carved < s->capacity || HK_SEC_AGED(s)) {
+      hk_partial_push(h, s);
+    } else if (hk_slab_want_notify(s)) {
+      hk_heap_slab_state(h, s, HK_SLAB_FULL);
+    } else {
+      hk_slab_collect_remote(s);
+      hk_partial_push(h, s);
+    }
+  }
+}
+
+/* The hard limit's relief from a fresh slab (hk_mem_admit): what
+ * hak_ctl("purge") gives back from this thread, its emptied and unused
+ * slabs, the superslab cache and the large tier's caches. Other threads'
+ * heaps are their owners' and the background purge's. */
+static void heap_relieve(void *arg) {
+  hk_heap_t *h = arg;
+  hk_heap_release_empty(h);
+  hk_heap_purge_unused(h, true);
+  hk_ss_collect(true);
+  hk_large_collect(true);
+}
+
+/* Which unused slab a class gets. A slab keeps the pages of the largest
+ * class it served, until a purge. When threads come and go, one that took
+ * an exited thread's superslab from the cache put its classes on the
+ * slabs in its own order, and over the rounds every slab came to hold the
+ * pages of the largest (test_midcache churn: 8 threads live at once, each
+ * with two blocks of every mid class: RSS grew 4.1 MB in the first round,
+ * 16.8 MB in 30; now 4.1-9.6). So a class takes an unused slab that last
+ * served it and kept its pages (warm): in the heap's first few superslabs
+ * of its kind, else in a cached superslab among the newest (superslab.c,
+ * cache_take: its blocks lie where they lay, on pages resident already);
+ * else, in the heap's first superslab, a warm slab of another class (its
+ * first pages are resident), else the lowest. Letting a class take the
+ * warm slab of the nearest larger class instead of a cached superslab
+ * ended at 14 MB: every such move sends the larger class elsewhere. */
+static bool warm_match(hk_superslab_t *first, unsigned cls, hk_superslab_t **ssp, unsigned *idx) {
+  unsigned looked = 0;
+  for (hk_superslab_t *t = first; t && looked < 8; t = t->next, looked++) {
+    int i = hk_ss_warm_slab(t, cls);
+    if (i >= 0) {
+      *ssp = t;
+      *idx = (unsigned)i;
+      return true;
+    }
+  }
+  return false;
+}
+static unsigned any_slab(const hk_superslab_t *ss) {
+  uint32_t warm = ss->free_mask & ss->warm;
+  return (unsigned)__builtin_ctz(warm ? warm : ss->free_mask);
+}
+
+hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
+  unsigned kind = hk_kind_of_class(cls);
+  /* the memory budget: a slab's pages are what may grow here (charged
+   * whole: the estimate errs high until the next reading) */
+  if (HK_UNLIKELY(hk_mem_limited_slab()) &&
+      !hk_mem_admit(kind == HK_SS_KIND_SMALL ? (size_t)1 << 16 : (size_t)1 << 18, heap_relieve, h))
+    return NULL;
+  hk_superslab_t *ss = h->ss_avail[kind].head;
+  if (!ss) {
+    hk_superslab_t *a;
+    /* (not a first-class heap: its destroy would free the blocks it adopted) */
+    while (!h->api && (a = hk_ss_take_abandoned(kind)) != NULL) {
+      heap_adopt(h, a);
+      if (h->partial[cls]) { *retry = true; return NULL; }
+      if (h->ss_avail[kind].head) break;
+    }
+    ss = h->ss_avail[kind].head;
+  }
+  unsigned idx;
+  if (!warm_match(ss, cls, &ss, &idx)) {
+    hk_superslab_t *w = hk_ss_acquire_warm(kind, (int)cls, &idx);
+    bool matched = w != NULL;
+    if (!w && !ss) w = hk_ss_acquire(kind);
+    if (!w && !ss) return NULL;
+    if (w) {
+      atomic_store_explicit(&w->heap, h, memory_order_release);
+      hk_ss_list_push(&h->ss_avail[kind], w, HK_LIST_AVAIL);
+      ss = w;
+    }
+    if (!matched) idx = any_slab(ss);
+  }
+  uint32_t bit = 1u << idx;
+  ss->free_mask &= ~bit;
+  ss->dirty_new &= ~bit;
+  ss->dirty_old &= ~bit;
+  if (ss->purged_mask & bit) {
+    ss->purged_mask &= ~bit;
+    hk_ss_note(HK_SS_REFAULTS);
+  }
+  ss->warm |= bit;
+  ss->nused++;
+  if (ss->free_mask == 0) {
+    hk_ss_list_remove(&h->ss_avail[kind], ss);
+    hk_ss_list_push(&h->ss_full[kind], ss, HK_LIST_FULL);
+  }
+  hk_slab_init(ss, idx, cls, h->tid);
+  return &ss->slabs[idx];
+}
+
+/* ---- purge ------------------------------------------------------------------ */
+
+size_t hk_heap_purge_unused(hk_heap_t *h, bool force) {
+  size_t bytes = 0;
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++)
+    for (hk_superslab_t *ss = h->ss_avail[k].head; ss; ss = ss->next)
+      if (ss->dirty_old | ss->dirty_new) bytes += hk_ss_purge_unused(ss, force);
+  return bytes;
+}
+
+void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
+  h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
+  /* so that slabs whose blocks wait there can empty; a queue keeps the
+   * blocks it holds back (purge delay 0: alloc_order reuse_mid) */
+  hk_heap_midc_flush(h, true);
+  if (HK_MIDC_ON) hk_heap_midp_drain(false);
+  hk_heap_release_empty(h);
+  hk_heap_purge_unused(h, false);
+  hk_ss_collect(false);
+  HK_HEAP_HOOK(purge);
+  hk_mem_tick();
+}
+
+/* Emptied slabs wait for the purge clock, which only the heap's small slow
+ * paths read: a thread gone over to big buffers kept them (learner_shift:
+ * 64 MiB of small objects freed, then 64 MiB of big buffers, 157 MB
+ * peak; 119 MB with the emptied slabs given back, 92 MB with the unused
+ * slabs of the superslabs the heap keeps purged too). */
+static void unhand_free_list(hk_heap_t *h, hk_slab_t *s);
+void hk_heap_shed(hk_heap_t *h) {
+  if (h == &hk_heap_empty) return;
+  uint64_t now = hk_os_now_ms();
+  if (now < h->next_shed_ms) return;
+  h->next_shed_ms = now + HK_SHED_EVERY_MS;
+  hk_heap_enter(h);
+  hk_heap_release_empty(h);
+  /* a class's current slab with no block out pins its superslab too
+   * (learner_phase, 3 runs: 104 -> 88 MB peak RSS, 33.5k -> 22.7k faults:
+   * the superslabs go back to the arena the next big blocks are cut from) */
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->cur[c];
+    if (s == &hk_slab_empty || s->used != 0) continue;
+    hk_heap_set_cur(h, c, &hk_slab_empty);
+    unhand_free_list(h, s);
+    hk_heap_release_slab(h, s, true);
+  }
+  hk_heap_purge_unused(h, true);
+  hk_heap_leave(h);
+}
+
+size_t hk_heap_trim(hk_heap_t *h) {
+  size_t bytes = 0;
+  if (h != &hk_heap_empty) {
+    hk_heap_enter(h);
+    hk_heap_drain_delayed(h);
+    hk_heap_midc_flush(h, false);
+    if (HK_MIDC_ON) hk_heap_midp_drain(true);
+    hk_heap_drain_delayed(h);  /* what the drain handed back to us */
+    hk_heap_release_empty(h);
+    bytes += hk_heap_purge_unused(h, true);
+    hk_heap_leave(h);
+  }
+  return bytes + hk_ss_collect(true);
+}
+
+/* ---- thread exit: hand everything over ------------------------------------------ */
+
+/* Blocks of s not handed out yet go back on local_free (the adopter counts
+ * them when it hands them out); they leave h's count of handed blocks. */
+static void unhand_free_list(hk_heap_t *h, hk_slab_t *s) {
+  if (!s->free) return;
+  if (!HK_LOAD_RACY(hk_heap_counting)) {
+    /* nothing to count: join the two lists by the shorter one's tail. A
+     * current slab's free list holds up to a whole carve batch (4,096
+     * blocks of 16 B), and walking every block of every class, cold, was
+     * 2.3% of bench_thread_churn's time under perf (0.06% since) */
+    hk_block_t *a = s->free, *b = s->local_free;
+    if (b) {
+      for (;;) {
+        hk_block_t *na = hk_block_next(s, a), *nb = hk_block_next(s, b);
+        if (!na) { hk_block_set_next(s, a, s->local_free); s->local_free = s->free; break; }
+        if (!nb) { hk_block_set_next(s, b, s->free); break; }
+        a = na;
+        b = nb;
+      }
+    } else {
+      s->local_free = s->free;
+    }
+    s->free = NULL;
+    return;
+  }
+  hk_block_t *tail = s->free;
+  uint64_t n = 1;
+  for (hk_block_t *nx; (nx = hk_block_next(s, tail)) != NULL; tail = nx) n++;
+  hk_block_set_next(s, tail, s->local_free);
+  s->local_free = s->free;
+  s->free = NULL;
+  if (h->st.handed[s->cls] >= n) h->st.handed[s->cls] -= n;
+}
+
+void hk_heap_abandon(hk_heap_t *h) {
+  hk_heap_midc_flush(h, false);
+  hk_heap_release_empty(h);
+  /* 1. stop notifications: afterwards nobody reads h through a superslab */
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
+    for (int l = 0; l < 2; l++)
+      for (hk_superslab_t *ss = lists[l]->head; ss; ss = ss->next)
+        for (unsigned i = 0; i < ss->nslabs; i++) {
+          if (ss->free_mask & (1u << i)) continue;
+          hk_slab_cancel_notify(&ss->slabs[i]);
+          if (ss->slabs[i].state == HK_SLAB_FULL) hk_partial_push(h, &ss->slabs[i]);
+        }
+  }
+  /* 2. the current slabs join the partial lists (emptied ones go back) */
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->cur[c];
+    hk_heap_set_cur(h, c, &hk_slab_empty);
+    if (s == &hk_slab_empty) continue;
+    unhand_free_list(h, s);
+    hk_partial_push(h, s);
+    if (s->used == 0) { hk_partial_remove(h, s); hk_heap_release_slab(h, s, true); }
+  }
+  /* 3. the delayed blocks are ours: free them locally (may release slabs) */
+  hk_heap_drain_delayed(h);
+  /* 4. hand over every superslab (empty ones go to the cache) */
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
+    for (int l = 0; l < 2; l++) {
+      hk_superslab_t *ss;
+      while ((ss = lists[l]->head) != NULL) {
+        hk_ss_list_remove(lists[l], ss);
+        for (unsigned i = 0; i < ss->nslabs; i++) {
+          hk_slab_t *s = &ss->slabs[i];
+          HK_STORE_RELAXED(s->owner, 0);
+          s->next = s->prev = NULL;
+        }
+        if (ss->nused == 0) hk_ss_release(ss);
+        else hk_ss_abandon(ss);
+      }
+    }
+  }
+  for (unsigned c = 0; c < HK_NCLASS; c++) h->partial[c] = h->partial_tail[c] = NULL;
+}
+
+/* ---- debug build: consistency checks -------------------------------------------- */
+
+#ifdef HK_DEBUG
+void hk_heap_check(hk_heap_t *h) {
+  unsigned partial_slabs = 0, on_lists = 0;
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_check_owned(&h->ss_avail[k], HK_LIST_AVAIL, k, h);
+    hk_ss_check_owned(&h->ss_full[k], HK_LIST_FULL, k, h);
+    const hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
+    for (int l = 0; l < 2; l++)
+      for (hk_superslab_t *ss = lists[l]->head; ss; ss = ss->next) {
+        HK_ASSERT(l == 0 ? ss->free_mask != 0 : ss->free_mask == 0);
+        for (unsigned i = 0; i < ss->nslabs; i++) {
+          hk_slab_t *s = &ss->slabs[i];
+          unsigned st = HK_LOAD_RELAXED(s->state);
+          if (ss->free_mask & (1u << i)) { HK_ASSERT(st == HK_SLAB_UNUSED); continue; }
+          HK_ASSERT(st == HK_SLAB_CUR || st == HK_SLAB_PARTIAL || st == HK_SLAB_FULL);
+          HK_ASSERT(st != HK_SLAB_CUR || h->cur[s->cls] == s);
+          partial_slabs += st == HK_SLAB_PARTIAL;
+          hk_slab_check(s, h->tid);
+        }
+      }
+  }
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *cur = h->cur[c];
+    HK_ASSERT(cur == &hk_slab_empty || (cur->cls == c && HK_LOAD_RELAXED(cur->state) == HK_SLAB_CUR));
+    if (c < HK_NCLASS_SMALL)
+      for (unsigned i = hk_direct_first(c); i <= hk_direct_last(c); i++) HK_ASSERT(h->direct[i] == cur);
+    const hk_slab_t *prev = NULL;
+    for (hk_slab_t *s = h->partial[c]; s; prev = s, s = s->next, on_lists++) {
+      HK_ASSERT(s->cls == c && s->prev == prev);
+      HK_ASSERT(HK_LOAD_RELAXED(s->state) == HK_SLAB_PARTIAL);
+      HK_ASSERT(atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) == h);
+    }
+    HK_ASSERT(h->partial_tail[c] == prev);
+  }
+  /* every partial slab is on its list, once */
+  HK_ASSERT(on_lists == partial_slabs);
+  hk_ss_check_lists();
+}
+#endif

@@ -1,0 +1,144 @@
+/* A heap's slabs and superslabs: which list each slab is on (current,
+ * partial, full, unused), superslabs owned with unused slabs or full, fresh
+ * slabs, emptied slabs given back, abandoned superslabs adopted, remote
+ * frees into full slabs (the delayed list), the purge of one heap, and the
+ * hand-over of everything when its thread exits. The malloc slow path
+ * (refill.c) and the background purge (bg.c) move slabs through here. */
+#ifndef HK_HEAP_SLABS_H
+#define HK_HEAP_SLABS_H
+
+#include "heap/heap.h"
+#include "base/lock.h"
+
+enum { HK_LIST_AVAIL = 1, HK_LIST_FULL = 2 };   /* hk_superslab_t.list */
+
+/* s (h's) changes state; its owner field says whether it is full
+ * (HK_OWNER_FULL) */
+static inline void hk_heap_slab_state(hk_heap_t *h, hk_slab_t *s, uint8_t st) {
+  HK_STORE_RELAXED(s->state, st);
+  HK_STORE_RELAXED(s->owner, h->tid | (st == HK_SLAB_FULL ? HK_OWNER_FULL : 0));
+}
+
+static inline void hk_partial_push(hk_heap_t *h, hk_slab_t *s) {  /* at the tail */
+  hk_heap_slab_state(h, s, HK_SLAB_PARTIAL);
+  s->next = NULL;
+  s->prev = h->partial_tail[s->cls];
+  if (s->prev) s->prev->next = s;
+  else h->partial[s->cls] = s;
+  h->partial_tail[s->cls] = s;
+}
+
+static inline void hk_partial_remove(hk_heap_t *h, hk_slab_t *s) {
+  if (s->prev) s->prev->next = s->next;
+  else h->partial[s->cls] = s->next;
+  if (s->next) s->next->prev = s->prev;
+  else h->partial_tail[s->cls] = s->prev;
+  s->next = s->prev = NULL;
+}
+
+/* s (off every list, no block out) goes back to its superslab as unused.
+ * True when the superslab left the heap (every slab back, more than the
+ * spares: to the global cache, which may unmap it at once: never touch it
+ * again); never when !may_leave (the background purge keeps superslabs
+ * where they are: their owner's leaf slow path may still read a slab
+ * descriptor). */
+bool hk_heap_release_slab(hk_heap_t *h, hk_slab_t *s, bool may_leave);
+/* Emptied slabs stay on their class's partial list until the next purge
+ * epoch; this gives them back. */
+void hk_heap_release_empty(hk_heap_t *h);
+
+/* A new slab of class cls, or NULL: then either the OS said no (errno set),
+ * or adopting abandoned memory put slabs on the partial list (*retry). */
+hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry);
+
+/* free slow path: the owner freed into a full slab or emptied a slab. */
+void hk_heap_free_local_slow(hk_slab_t *s);
+
+/* The purge clock, read from the mid cache's pushes (every 256th):
+ * what the slow path's check does (heap_maybe_purge), delayed frees too. */
+void hk_heap_midc_tick(hk_heap_t *h) HK_NOINLINE;
+/* Every block of h's mid cache back to its slab (purge, trim, thread exit);
+ * hold (the purge epoch): a queue keeps its HK_MIDC_HOLD newest. */
+void hk_heap_midc_flush(hk_heap_t *h, bool hold);
+/* The owner's frees into h's current slabs go aside (HK_OWNER_ASIDE)
+ * until each changes state: counting just began (ctl.c), and the counts
+ * are taken per batch that the slow path hands the fast one (refill.c).
+ * The caller is h's owner. */
+void hk_heap_aside_current(hk_heap_t *h);
+/* Remote free of b into the full slab s whose owner asked to hear of it
+ * (hk_remote_push returned false): hand b to the owner heap. */
+void hk_heap_notify(hk_slab_t *s, hk_block_t *b) __attribute__((noinline));
+/* The blocks other threads handed h (hk_heap_notify) back onto their slabs. */
+void hk_heap_drain_delayed(hk_heap_t *h);
+
+/* The free mark's confirmation (freelist.h): is b, in slab s that the
+ * calling thread owns, on one of the lists of free blocks (s's own, its
+ * remote frees, the heap's delayed ones) or in any heap's mid cache? A
+ * walk (of other heaps under the registry lock): out of line, rare. */
+bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) __attribute__((cold, noinline));
+
+/* Purge the unused slabs of h's superslabs that stayed unused for a whole
+ * epoch (force: all). Bytes purged. */
+size_t hk_heap_purge_unused(hk_heap_t *h, bool force);
+/* The purge clock struck at `now`: emptied slabs given back, unused ones
+ * purged, the superslab cache collected, the purge hook called. */
+void hk_heap_purge_now(hk_heap_t *h, uint64_t now) HK_NOINLINE;
+/* The tier swap: the large tier is about to fault in pages on h's thread
+ * (h its own): h's emptied slabs, and its current slabs with no block out,
+ * go back now, not at its purge clock, so that superslabs left unused
+ * reach the cache (hk_ss_shed), and the unused slabs of those it keeps are
+ * purged. At most once per HK_SHED_EVERY_MS. */
+#define HK_SHED_EVERY_MS 10
+void hk_heap_shed(hk_heap_t *h);
+/* Give back what h (the calling thread's) keeps unused. Bytes purged. */
+size_t hk_heap_trim(hk_heap_t *h);
+
+/* Thread exit: hand every slab and superslab of h over (abandoned, or to
+ * the cache when empty). h's lists are empty afterwards. */
+void hk_heap_abandon(hk_heap_t *h);
+
+/* The mid pool (issue 41, larson_mid): per mid class, blocks a thread
+ * freed into another live heap's slabs when its own stack was full. On
+ * that heap's remote lists they wait for its owner's slow path, which a
+ * thread that allocated once and then only waits never takes: every block
+ * it handed out came back there, stranded, and the others' mallocs mapped
+ * fresh memory. Here any thread's malloc of the class takes them when its
+ * stack and its current slab's free list are empty (alloc.c). Pooled blocks count as out in their slab and carry the
+ * free mark, as in a stack (hk_heap_block_is_free looks here too). Blocks
+ * nobody took for a whole purge epoch, and all on a trim, go to their
+ * slabs' remote lists. */
+#define HK_MIDP_SLOTS 512
+#define HK_MIDP_BYTES ((size_t)4 << 20)   /* per class */
+typedef struct {
+  hk_lock_t lock;
+  unsigned n, cap;          /* cap: HK_MIDP_SLOTS or HK_MIDP_BYTES of blocks */
+  bool taken;               /* a malloc took from it since the last drain look */
+  hk_block_t *b[HK_MIDP_SLOTS];
+} hk_midp_t;
+extern hk_midp_t hk_midp[HK_NCLASS_MID] HK_HIDDEN;
+/* A block in slab s of another heap may be pooled: that heap is a live
+ * thread's (not abandoned: an adopter collects those; not a first-class
+ * heap's: its destroy must find its blocks) and s is in use. */
+HK_INLINE bool hk_heap_midp_wants(hk_slab_t *s) {
+  return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && !(hk_slab_owner(s) & HK_OWNER_API) &&
+         atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) != NULL;
+}
+/* Pool b (a block of class HK_NCLASS_SMALL + i); false when full. */
+bool hk_heap_midp_put(unsigned i, hk_block_t *b);
+/* h's stack i is empty: move up to half its cap from the pool onto it.
+ * Returns how many. */
+unsigned hk_heap_midp_refill(hk_heap_t *h, unsigned i);
+/* Blocks not taken for a purge delay (all when force) to their slabs. */
+void hk_heap_midp_drain(bool force);
+void hk_heap_midp_fork_prepare(void);
+void hk_heap_midp_fork_parent(void);
+void hk_heap_midp_fork_child(void);
+
+
+#ifdef HK_DEBUG
+/* Every list h owns is sound, and so is every slab on it (hk_slab_check).
+ * O(h's free blocks): run every HAKMEM_CHECK_EVERY-th full slow path. */
+void hk_heap_check(hk_heap_t *h);
+#endif
+
+#endif

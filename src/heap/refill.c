@@ -1,0 +1,253 @@
+/* The malloc slow path: the current slab of a class ran dry. A leaf for
+ * the commonest case (blocks set aside wait on local_free), the full
+ * path for the rest: remote frees, another partial slab, carving, a fresh
+ * slab, the purge clock, the hooks; the profiler's sampled allocations. */
+#include "heap/refill.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+
+#include "heap/heap_slabs.h"
+#include "pal/os.h"
+#include "mem/prof.h"
+#include "mem/remote.h"
+#include "mem/secure.h"
+#include "heap/thread.h"
+
+#ifdef HK_DEBUG
+HK_INLINE void hk_hook_heap_check(hk_heap_t *h) {
+  if (hk_knobs.check_every && h->slow_count % (uint32_t)hk_knobs.check_every == 0) hk_heap_check(h);
+}
+#else
+HK_INLINE void hk_hook_heap_check(hk_heap_t *h) { (void)h; }
+#endif
+
+/* The purge clock: unused memory is given back once a purge delay has
+ * passed. The test inline, the work out of line (the full path inlines its
+ * body twice). */
+HK_INLINE void heap_maybe_purge(hk_heap_t *h) {
+  if ((++h->slow_count & (HK_SLOW_FULL_EVERY - 1)) != 0) return;
+  uint64_t now = hk_os_now_ms();
+  if (now < h->next_purge_ms) return;
+  hk_heap_purge_now(h, now);
+}
+
+/* s->free was just filled (local_free is empty): every block of the slab
+ * that is not out is on it, so the batch is carved - used blocks. Not in
+ * when blocks wait on `aged` (delayed reuse): the batch is
+ * then counted on the list (bench_mid counted 446,621 mallocs for
+ * 300,000). */
+static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
+  /* the owner's frees into s go aside (local_free) while it is current:
+   * a block freed onto s->free and popped again would pass uncounted */
+  hk_slab_set_aside(s);
+  h->st.handed[s->cls] += HK_SEC_AGED(s) ? hk_slab_free_count(s) : (uint64_t)(s->carved - s->used);
+  h->st.refills[s->cls]++;
+  /* the hook reads the clock: not every time */
+  if ((++h->st_ticks & (HK_STATS_TICK_EVERY - 1)) == 0) HK_HEAP_HOOK(stats);
+}
+
+HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
+  if (HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting))) stats_batch(h, s);
+  hk_block_t *b = s->free;
+  hk_slab_pop_block(s, b);
+  return b;
+}
+
+/* s becomes class cls's current slab and hands out its first block */
+HK_INLINE void *set_cur_pop(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
+  hk_heap_slab_state(h, s, HK_SLAB_CUR);
+  hk_heap_set_cur(h, cls, s);
+  return slab_pop(h, s);
+}
+/* ... a slab that was current before: its lists are joined first, or, with
+ * every block back, it starts over (hk_slab_become_cur) */
+HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
+  hk_slab_become_cur(s);
+  return set_cur_pop(h, cls, s);
+}
+
+/* Remote frees of s onto its local_free list, counted for the stats. */
+static void heap_collect(hk_heap_t *h, hk_slab_t *s) {
+  if (s->local_free) return;
+  size_t n = hk_slab_collect_remote(s);
+  if (n && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += n;
+}
+
+static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
+  heap_collect(h, s);
+  return hk_slab_refill(s);
+}
+
+/* The fewest freed blocks another slab must have to be switched to rather
+ * than carving in the current one: a slow call per batch, so not a few;
+ * but carving costs memory. Small classes: 32 blocks, 8 KiB of them at
+ * most (random_mixed_256: 87,557 -> 18,552 slow calls per 1M mallocs, RSS
+ * still under mimalloc's). Mid classes: 8 blocks, 4 KiB at most (1 of
+ * 4 KiB: random_mixed_4096 kept mimalloc's RSS only with that). */
+HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
+  bool mid = s->cls >= HK_NCLASS_SMALL;
+  unsigned n = (mid ? HK_MIN_BATCH_MID_BYTES : HK_MIN_BATCH_SMALL_BYTES) / s->block_size,
+           most = mid ? HK_MIN_BATCH_MID : HK_MIN_BATCH_SMALL;
+  return n < 1u ? 1u : n > most ? most : n;
+}
+
+/* s's free list is empty and its own frees make a small batch: does the
+ * oldest other partial slab of its class hold more freed blocks? Then
+ * switching to it gives the bigger batch. With two slabs sharing a working
+ * set, each taking back only its own frees since the last refill made the
+ * batches halve at every refill (random_mixed_256: a slow call every 6
+ * mallocs). A batch of HK_RICH_ENOUGH blocks, or an eighth of the slab
+ * (mid slabs hold 8 to 100 blocks), is kept: its blocks were freed lately
+ * and are warm in cache (switching at any size cost the python3 workload
+ * 5%; at under 16 blocks, the secure build's bench_mid 6%). HK_RICH_ENOUGH
+ * and HK_RICH_SLAB_SHIFT: config.h. */
+HK_INLINE bool heap_other_richer(const hk_heap_t *h, const hk_slab_t *s) {
+  unsigned mine = (unsigned)(s->carved - s->used), enough = (unsigned)s->capacity >> HK_RICH_SLAB_SHIFT;
+  if (mine >= HK_RICH_ENOUGH || mine >= enough) return false;
+  /* racy with the background purge, which may be unlinking o under the
+   * heap's bg_lock: any value will do (a wrong guess costs a full slow
+   * path, which takes the lock), and o's descriptor stays mapped */
+  const hk_slab_t *o = HK_LOAD_RACY(h->partial[s->cls]);
+  return o != NULL && (unsigned)(HK_LOAD_RACY(o->carved) - HK_LOAD_RACY(o->used)) > mine;
+}
+
+/* Freed blocks only, no carving: memory already touched is reused before
+ * fresh pages are (delayed reuse keeps its fresh-first order). */
+HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
+  if (HK_M_DELAY) return heap_refill(h, s);
+  heap_collect(h, s);
+  return hk_slab_take_local(s);
+}
+
+HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls);
+
+/* With the background purge: the same under the heap's bg_lock. */
+static HK_NOINLINE void *heap_alloc_guarded(hk_heap_t *h, unsigned cls) {
+  hk_heap_enter(h);
+  void *b = heap_alloc_body(h, cls);
+  hk_heap_leave(h);
+  return b;
+}
+
+static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
+  if (HK_UNLIKELY(h == &hk_heap_empty)) {
+    h = hk_thread_heap_init();
+    if (!h) { errno = ENOMEM; return NULL; }
+  }
+  if (HK_UNLIKELY(hk_heap_bg_on)) return heap_alloc_guarded(h, cls);
+  return heap_alloc_body(h, cls);  /* inlined: one test more than before */
+}
+
+HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
+  if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) hk_heap_drain_delayed(h);
+  heap_maybe_purge(h);
+  hk_hook_heap_check(h);
+
+  hk_slab_t *s = h->cur[cls];
+  if (s != &hk_slab_empty) {
+    if (s->free) return slab_pop(h, s);
+    if (!heap_other_richer(h, s) && heap_refill_lists(h, s)) return slab_pop(h, s);
+    /* no freed block left here. With another partial slab to go to, swap the two: this one
+     * stays partial (its owner's frees go on landing there without a slow
+     * call), which spares a full/unfull round trip when slabs run dry and
+     * refill in turn. */
+    hk_slab_t *next = h->partial[cls];
+    if (next) {
+      /* the oldest partial slab with freed blocks among the first few, so
+       * that fresh blocks are carved only when none of them has any */
+      unsigned k = 0;
+      for (hk_slab_t *t = next; t && k < HK_REUSE_SCAN; t = t->next, k++)
+        if (t->free || heap_refill_lists(h, t)) { next = t; break; }
+      /* But a handful of freed blocks is not worth a swap: with every slab
+       * holding one or two, each malloc would come here (random_mixed_512:
+       * 1.0 slow calls per malloc, a third of mimalloc's speed). Carve
+       * here instead, so that batches grow. (Tried: carving in the other
+       * slab too when this one is carved to the end, no faster and more
+       * memory; a fresh slab then, larson_small took 2,253 of them and 2.6
+       * times the memory.) */
+      if ((unsigned)(next->carved - next->used) < heap_min_batch(s) && hk_slab_extend(s))
+        return slab_pop(h, s);
+      hk_partial_remove(h, next);
+      hk_partial_push(h, s);
+      if (next->free || heap_refill(h, next)) return pop_as_cur(h, cls, next);
+      hk_heap_set_cur(h, cls, &hk_slab_empty);
+      if (hk_slab_want_notify(next)) hk_heap_slab_state(h, next, HK_SLAB_FULL);
+      else hk_partial_push(h, next);  /* remote frees arrived meanwhile */
+    } else if (hk_slab_extend(s)) {
+      return slab_pop(h, s);       /* nothing to reuse: carve fresh blocks here */
+    } else if (hk_slab_want_notify(s)) {
+      hk_heap_slab_state(h, s, HK_SLAB_FULL);
+      hk_heap_set_cur(h, cls, &hk_slab_empty);
+    } else if (heap_refill(h, s)) {
+      return slab_pop(h, s);
+    }
+  }
+  HK_HEAP_HOOK(refill);
+  for (;;) {
+    while ((s = h->partial[cls]) != NULL) {
+      hk_partial_remove(h, s);
+      if (s->free || heap_refill(h, s)) return pop_as_cur(h, cls, s);
+      if (hk_slab_want_notify(s)) hk_heap_slab_state(h, s, HK_SLAB_FULL);
+      else if (heap_refill(h, s)) return pop_as_cur(h, cls, s);
+    }
+    bool retry = false;
+    s = hk_heap_fresh_slab(h, cls, &retry);
+    if (s) break;
+    if (!retry) { errno = ENOMEM; return NULL; }
+  }
+  /* A fresh slab: its first batch, then current. Not pop_as_cur: with no
+   * block out and a free list, hk_slab_become_cur takes it for an emptied
+   * slab and starts it over, carving it again at twice the batch (every
+   * small program's every class: 8 KiB touched, not 4) */
+  hk_slab_extend(s);
+  return set_cur_pop(h, cls, s);
+}
+
+/* The leaf's refill, list moves only: blocks set aside (not when every
+ * block is back: that slab starts over, hk_slab_take_local); with delayed
+ * reuse a change of generation. */
+HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
+  if (HK_M_DELAY) return hk_slab_take_aged(s);
+  hk_block_t *b = s->local_free;
+  if (b == NULL || s->used == 0) return false;
+  s->free = b;
+  s->local_free = NULL;
+  return true;
+}
+
+/* The most common slow call: the current slab's free list ran dry and
+ * blocks set aside wait on local_free (the owner's own frees are on the
+ * free list already: slab.h). This leaf saves no registers (the
+ * full path pushes six: 18 of its 53 instructions per call on
+ * random_mixed_256). Every 16th call still goes the full way, which drains
+ * remote frees into full slabs and purges on time; so does any case that
+ * needs more (an emptied slab's restart, a switch to a richer slab, stats).
+ * With delayed reuse (measure delay) the leaf is the change of generation
+ * (hk_slab_take_aged), remote frees waiting for the full path as here. */
+static void *heap_alloc_slow(hk_heap_t *h, unsigned cls) {
+  hk_slab_t *s = h->cur[cls];
+  uint32_t tick = h->slow_count + 1;
+  if ((tick & (HK_SLOW_FULL_EVERY - 1)) == 0 || HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting)) ||
+      heap_other_richer(h, s) ||
+      !heap_leaf_refill(s))
+    return heap_alloc_full(h, cls);
+  h->slow_count = tick;
+  return slab_pop(h, s);
+}
+
+/* HAKMEM_PROF: a sampled allocation is served by the profiler; any other
+ * leaves the fast path a list that ends before the next sample (prof.h) */
+static HK_NOINLINE void *heap_alloc_prof(hk_heap_t *h, unsigned cls) {
+  void *b = hk_prof_small(cls);
+  if (b) return b;
+  b = heap_alloc_slow(h, cls);
+  hk_slab_t *s = hk_tls_heap->cur[cls];  /* (h may have been the empty heap) */
+  if (b && s != &hk_slab_empty) hk_prof_limit(s);
+  return b;
+}
+
+void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) return heap_alloc_prof(h, cls);
+  return heap_alloc_slow(h, cls);
+}

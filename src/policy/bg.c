@@ -1,0 +1,205 @@
+/* Background purge (HAKMEM_BACKGROUND_PURGE=1): one thread that runs the
+ * purge clock when the program has stopped calling malloc. Each tick (one
+ * purge delay) it gives back what is due: other threads' unused and emptied
+ * slabs (purge_heaps, below: the safety argument is there), abandoned
+ * superslabs' unused slabs, the superslab cache, the large tier's free
+ * spans and cached mappings. docs/ARCHITECTURE.md, "Background purge". */
+#define _GNU_SOURCE
+#include "policy/bg.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+#include "heap/heap_slabs.h"
+#include "base/knobs.h"
+#include "mem/large.h"
+#include "base/lock.h"
+#include "pal/os.h"
+#include "backend/superslab.h"
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv;          /* CLOCK_MONOTONIC: set up in start */
+static pthread_t thread;
+static bool running;               /* a thread was started (under mu) */
+static bool stop, done;            /* under mu */
+static bool woken;                 /* under mu: tick now */
+
+/* ---- other threads' heaps ------------------------------------------------------
+ *
+ * The purge thread gives back what a heap keeps unused when its owner has
+ * stopped calling malloc, without the owner:
+ *
+ *  1. It try-locks h->bg_lock (never waits for an owner), so it never runs
+ *     beside one of the owner's slow paths (hk_heap_enter).
+ *  2. Unused slabs (free_mask) are reached by the owner only through a slow
+ *     path (hk_heap_fresh_slab), and hold no block: under the lock they can
+ *     be purged at any time (hk_heap_purge_unused, on the same two-tick
+ *     epoch as the owner's clock).
+ *  3. An emptied slab (used == 0, on a partial list) is reached by the
+ *     owner's fast paths only through a free of one of its blocks, and it
+ *     has none out; but the owner's last free into it may still be on its
+ *     way (used-- seen before the free-list store: plain stores, in any
+ *     order, and a thread may be descheduled between them). So the slab is
+ *     released only when the owner provably did not run over the whole look:
+ *     blocked in a system call (no fast path makes one: every store of its
+ *     last free was done before it entered the kernel) before the look and
+ *     after it, with the same count of context switches (one that ran in
+ *     between switched out again, or is running now). Released slabs stay
+ *     in the owner's superslabs (the owner's leaf slow path reads partial
+ *     slab descriptors without the lock: they must stay mapped).
+ *
+ * Without /proc (or with a thread that never blocks) nothing of step 3
+ * happens; the owner's own purge clock does it at its next slow path. */
+
+#define BATCH 512   /* emptied slabs released per look (more: another look) */
+
+/* Emptied slabs of h (bg_lock held by us) given back while its owner is
+ * provably stopped. */
+static void release_emptied(hk_heap_t *h) {
+  hk_slab_t *cand[BATCH];
+  for (int round = 0; round < 64; round++) {
+    /* a hint first: is any partial slab empty? (no /proc reads otherwise) */
+    bool any = false;
+    for (unsigned c = 0; c < HK_NCLASS && !any; c++)
+      for (hk_slab_t *sl = h->partial[c]; sl; sl = sl->next)
+        if (HK_LOAD_RACY(sl->used) == 0) { any = true; break; }
+    if (!any) return;
+    unsigned long sw1, sw2;
+    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return;
+    unsigned n = 0;
+    for (unsigned c = 0; c < HK_NCLASS && n < BATCH; c++)
+      for (hk_slab_t *sl = h->partial[c]; sl && n < BATCH; sl = sl->next)
+        if (sl->used == 0) cand[n++] = sl;
+    /* the owner still blocked, and it did not run meanwhile */
+    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) return;
+    for (unsigned i = 0; i < n; i++) {
+      hk_partial_remove(h, cand[i]);
+      hk_heap_release_slab(h, cand[i], false);
+    }
+    if (n < BATCH) return;
+  }
+}
+
+typedef struct { bool force; size_t bytes; } pass_t;
+
+static void purge_heap(hk_heap_t *h, void *arg) {
+  pass_t *pass = arg;
+  int free_ = 0;
+  if (!atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
+                                               memory_order_relaxed))
+    return;  /* its owner is in a slow path: it purges on its own clock */
+  HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
+  release_emptied(h);
+  pass->bytes += hk_heap_purge_unused(h, pass->force);
+  HK_TSAN_HIDE_END();
+  atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
+}
+
+/* Other threads' heaps: bytes purged (force: all due now). */
+static size_t purge_heaps(bool force) {
+  if (!hk_heap_bg_on) return 0;  /* owners take no lock: nothing may be touched */
+  pass_t pass = { force, 0 };
+  hk_heap_each_other(purge_heap, &pass);
+  return pass.bytes;
+}
+
+size_t hk_bg_tick(bool force) {
+  size_t bytes = purge_heaps(force);
+  bytes += hk_ss_purge_abandoned(force);
+  bytes += hk_ss_collect(force);
+  bytes += hk_large_collect(force);
+  return bytes;
+}
+
+static void *bg_main(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&mu);
+  while (!stop) {
+    long delay = hk_ss_purge_delay_ms();
+    if (delay < 1) delay = 1;
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    t.tv_sec += delay / 1000;
+    t.tv_nsec += (delay % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) { t.tv_sec++; t.tv_nsec -= 1000000000L; }
+    while (!stop && !woken && pthread_cond_timedwait(&cv, &mu, &t) == 0) {
+    }
+    woken = false;
+    if (stop) break;
+    pthread_mutex_unlock(&mu);
+    hk_bg_tick(false);
+    pthread_mutex_lock(&mu);
+  }
+  done = true;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+  return NULL;
+}
+
+void hk_bg_start(void) {
+  if (!hk_knobs.background_purge || !hk_heap_bg_on) return;
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&cv, &ca);
+  pthread_condattr_destroy(&ca);
+  pthread_mutex_lock(&mu);
+  if (running) { pthread_mutex_unlock(&mu); return; }
+  stop = done = woken = false;
+  /* no signal of the program's is ever delivered to our thread */
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  running = pthread_create(&thread, NULL, bg_main, NULL) == 0;
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  pthread_mutex_unlock(&mu);
+  if (running) pthread_setname_np(thread, "hakmem-purge");
+}
+
+void hk_bg_wake(void) {
+  pthread_mutex_lock(&mu);
+  woken = true;
+  pthread_cond_broadcast(&cv);
+  pthread_mutex_unlock(&mu);
+}
+
+/* At exit: ask it to stop and join it. It finishes the pass it is in;
+ * should that pass wait on a lock held by a thread the exit has stopped
+ * for good, we give up after a second and leave it (exit kills it). */
+void hk_bg_stop(void) {
+  pthread_mutex_lock(&mu);
+  if (!running) { pthread_mutex_unlock(&mu); return; }
+  stop = true;
+  pthread_cond_broadcast(&cv);
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_sec += 1;
+  while (!done && pthread_cond_timedwait(&cv, &mu, &t) == 0) {
+  }
+  bool joined = done;
+  running = false;
+  pthread_mutex_unlock(&mu);
+  if (joined) pthread_join(thread, NULL);
+  else pthread_detach(thread);
+}
+
+bool hk_bg_running(void) {
+  pthread_mutex_lock(&mu);
+  bool r = running;
+  pthread_mutex_unlock(&mu);
+  return r;
+}
+
+/* fork(): the thread is not copied into the child. Take mu around fork so
+ * the child's copy is in a known state, then start a new thread there when
+ * the knob is on (the child's first tick one delay later). */
+void hk_bg_fork_prepare(void) { pthread_mutex_lock(&mu); }
+void hk_bg_fork_parent(void) { pthread_mutex_unlock(&mu); }
+void hk_bg_fork_child(void) {
+  pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
+  mu = fresh;
+  running = false;
+  hk_bg_start();
+}

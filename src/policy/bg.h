@@ -1,0 +1,21 @@
+/* Background purge thread (HAKMEM_BACKGROUND_PURGE=1): the purge clock for
+ * programs that stopped calling malloc. Started by init.c's constructor,
+ * restarted in a fork child, stopped at exit. */
+#ifndef HK_BG_H
+#define HK_BG_H
+
+#include "base/config.h"
+
+void hk_bg_start(void);          /* no-op unless the knob is on */
+void hk_bg_stop(void);           /* at exit: stop and join */
+void hk_bg_wake(void);           /* tick now (the purge delay changed) */
+bool hk_bg_running(void);
+/* One pass of what the thread does each tick (all due now when force):
+ * other threads' heaps, abandoned superslabs, the superslab cache, the large tier.
+ * Bytes given back. */
+size_t hk_bg_tick(bool force);
+void hk_bg_fork_prepare(void);
+void hk_bg_fork_parent(void);
+void hk_bg_fork_child(void);
+
+#endif

@@ -1,0 +1,24 @@
+/* Statistics: a snapshot of what hakmem holds, merged from the OS counters,
+ * the superslab layer and the large tier when read (nothing on the fast
+ * path). Feeds mallinfo/malloc_stats/malloc_info and the exit report. */
+#ifndef HK_STATS_H
+#define HK_STATS_H
+
+#include <stdio.h>
+#include "base/config.h"
+
+struct hak_stats;
+
+/* From slow paths: sample peaks and write the timeline when due. */
+void hk_stats_tick(void);
+/* Fill the public struct (hakmem.h). */
+void hk_stats_collect(struct hak_stats *out);
+/* At exit: the HAKMEM_STATS report and the final timeline line. */
+void hk_stats_at_exit(int report_fd);
+void hk_stats_init(void);
+
+
+void hk_stats_print_glibc_style(FILE *out);   /* malloc_stats() */
+int  hk_stats_print_xml(FILE *out);           /* malloc_info()  */
+
+#endif
