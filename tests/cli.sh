@@ -262,7 +262,19 @@ assert pids == {want}, (sys.argv[1], pids)' "$f" || fail "fork: $f holds another
   grep -q '^{' "$W/tt/F" 2>/dev/null || fail "stats -o F -i: no timeline in F"
   tail -n +2 "$W/tt/F" | grep -q "^hakmem .* statistics (pid " || fail "stats -o F -i: no text report after the timeline in F"
   [ "$(grep -c statistics "$W/tt/F")" = 1 ] || fail "stats -o F -i: not one report in F"
-  [ $fails = 0 ] && ok "%p and %% expanded; unwritable path reported, report on stderr; text report in the timeline's file"
+  # -o FILE is where the command was typed, whatever the program's working
+  # directory at exit; and the launcher does not force HAKMEM_VERBOSE on it
+  mkdir -p "$W/rel/sub"
+  (cd "$W/rel" && env -u HAKMEM_VERBOSE "$H" stats -o rel.txt -- "$PY" -c 'import os; os.chdir("sub")' 2>"$W/rel/err") ||
+    fail "hakmem stats -o rel.txt exited $?"
+  [ -s "$W/rel/rel.txt" ] || fail "stats -o rel.txt: not in the directory it was typed in: $(ls -R "$W/rel")"
+  [ -e "$W/rel/sub/rel.txt" ] && fail "stats -o rel.txt: written in the program's directory"
+  grep -q 'hakmem: active' "$W/rel/err" && fail "stats: HAKMEM_VERBOSE forced on: $(cat "$W/rel/err")"
+  # prof of a program that allocates too little to be sampled says so
+  err=$(cd "$W" && HAKMEM_LIB="$LIB" HAKMEM_PROF_DIR="$W/pr" "$H" prof -- "$TRUE" 2>&1 >/dev/null)
+  printf '%s\n' "$err" | grep -q 'no allocation was sampled.*HAKMEM_PROF_SAMPLE' ||
+    fail "prof of a program with nothing sampled: no hint: '$err'"
+  [ $fails = 0 ] && ok "%p and %% expanded; unwritable path reported, report on stderr; text report in the timeline's file; -o relative to the caller; prof's empty-profile hint"
 }
 
 case_stats_json() {
@@ -379,6 +391,8 @@ case_help() {
   expect_bad "$H" stats -o
   expect_bad "$H" stats -i x -o f true
   expect_bad "$H" stats -i 5 true
+  expect_bad "$H" stats -i 86400001 -o f true
+  expect_help hakmem-report "$H" report --help
   expect_bad "$H" config --bogus
   expect_bad "$H" report
   expect_bad "$H" version --bogus
