@@ -168,6 +168,10 @@ case_config() {
   grep -q 'unknown variable HAKMEM_PURGE_DELAY (did you mean HAKMEM_PURGE_DELAY_MS?)' "$W/err" ||
     fail "config: the unknown-name warning is not on stderr"
   grep -q 'HAKMEM_CARVE_KB="999"' "$W/err" || fail "config: the bad-value warning is not on stderr"
+  # a hard limit alone: the soft limit in force is three quarters of it, not 0
+  out=$(env HAKMEM_MEMORY_LIMIT=1G "$H" config 2>"$W/err")
+  printf '%s\n' "$out" | grep -q '^# memory limit in force: 1073741824 bytes (soft 805306368, three quarters of the hard limit) from knob' ||
+    fail "config: the soft limit of a hard limit alone: $(printf '%s\n' "$out" | grep 'limit in force')"
   HAKMEM_LIB=$W/nope.so "$H" config >/dev/null 2>&1 && fail "config with a missing library succeeded"
   case_config_probe
   [ $fails = 0 ] && ok "hakmem config lists every knob, default or set"

@@ -68,10 +68,14 @@ static void print_budget(void) {
     hk_message_fd(STDERR_FILENO, "hakmem: config: # memory limit in force: none (no HAKMEM_MEMORY_LIMIT, no cgroup limit)\n");
     return;
   }
+  /* no soft limit of its own: soft pressure starts at three quarters of
+   * the hard one (mem_limit.c), and that is the figure in force */
+  size_t soft = m.soft ? m.soft : m.hard - m.hard / 4;
   hk_message_fd(STDERR_FILENO,
-                "hakmem: config: # memory limit in force: %zu bytes (soft %zu) from %s, action %s; "
+                "hakmem: config: # memory limit in force: %zu bytes (soft %zu%s) from %s, action %s; "
                 "resident %zu, headroom %zu\n",
-                m.hard, m.soft, hk_mem_source_name(m.source), m.action == HK_MEM_ACTION_FAIL ? "fail" : "keep",
+                m.hard, soft, m.soft ? "" : ", three quarters of the hard limit",
+                hk_mem_source_name(m.source), m.action == HK_MEM_ACTION_FAIL ? "fail" : "keep",
                 m.resident, m.hard > m.resident ? m.hard - m.resident : 0);
 }
 
