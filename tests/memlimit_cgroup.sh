@@ -5,7 +5,9 @@
 #   info   hakmem reports the cgroup's limits and where they came from;
 #   cycle  3x the limit in garbage stays within the limit (no knob: the
 #          cgroup's limit alone; without the budget the kernel would have
-#          to reclaim or kill).
+#          to reclaim or kill);
+#   group  with another process of the cgroup holding 100 MiB, the
+#          budget's resident figure counts it, and the soft limit presses.
 # Exits 77 (ctest: Skipped) where no cgroup can be made (not root, a
 # read-only cgroup file system, no memory controller).
 set -u
@@ -46,4 +48,21 @@ case "$out" in
   *) echo "FAIL: expected \"$want ...\""; exit 1 ;;
 esac
 in_cgroup "$T" cycle || { echo "FAIL: test_memlimit cycle in the cgroup"; exit 1; }
+# two processes under one limit: one holds 100 MiB (past the soft limit);
+# the other's budget counts the cgroup's usage, not its own pages alone
+READY=$(mktemp -u "${TMPDIR:-/tmp}/hakmem-hold.XXXXXX")
+# (sh itself in the background, not the function: $! must be the process
+# that execs into the holder, for the kill below to reach it)
+sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$CG" "$T" hold 100 "$READY" &
+HOLD=$!
+for _ in $(seq 200); do [ -e "$READY" ] && break; sleep 0.05; done
+[ -e "$READY" ] || { kill $HOLD 2>/dev/null; echo "FAIL: the holding process did not start"; exit 1; }
+out=$(in_cgroup "$T" info)
+kill $HOLD 2>/dev/null; wait $HOLD 2>/dev/null; rm -f "$READY"
+echo "with another process holding 100 MiB: $out"
+resident=$(printf '%s\n' "$out" | sed -n 's/.* resident \([0-9]*\) .*/\1/p')
+pressure=$(printf '%s\n' "$out" | sed -n 's/.* pressure \([0-9]*\) .*/\1/p')
+[ -n "$resident" ] && [ "$resident" -ge $((100 << 20)) ] ||
+  { echo "FAIL: the budget's resident figure ($resident) does not count the other process's 100 MiB"; exit 1; }
+[ "${pressure:-0}" -ge 1 ] || { echo "FAIL: no pressure past the cgroup's soft limit (pressure $pressure)"; exit 1; }
 echo "PASS: $kind, limit $LIMIT, soft $SOFT"

@@ -10,12 +10,16 @@
  *                         and serves again after frees.
  *   test_memlimit info    prints the limit in force, its source and the
  *                         headroom as hak_stats_read says (memlimit_cgroup.sh).
+ *   test_memlimit hold MB FILE   holds MB MiB written, touches FILE, then
+ *                         sleeps until killed: another process of the same
+ *                         cgroup, which the budget must count (memlimit_cgroup.sh).
  *
  * The limit is the one hakmem reports (the knob, or the cgroup's). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../include/hakmem.h"
 #include "check.h"
@@ -178,12 +182,23 @@ static int info(void) {
   return 0;
 }
 
+static int hold(size_t mb, const char *ready) {
+  char *p = malloc(mb << 20);
+  CHECK_FATAL(p);
+  memset(p, 1, mb << 20);
+  FILE *f = fopen(ready, "w");
+  CHECK_FATAL(f);
+  fclose(f);
+  for (;;) pause();
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "cycle";
+  if (strcmp(mode, "hold") == 0 && argc == 4) return hold(strtoul(argv[2], NULL, 10), argv[3]);
   if (argc > 2) given_limit = strtoul(argv[2], NULL, 10);
   if (strcmp(mode, "cycle") == 0) return cycle();
   if (strcmp(mode, "fail") == 0) return fail();
   if (strcmp(mode, "info") == 0) return info();
-  fprintf(stderr, "usage: test_memlimit cycle|fail|info\n");
+  fprintf(stderr, "usage: test_memlimit cycle|fail|info [LIMIT] | hold MB FILE\n");
   return 2;
 }

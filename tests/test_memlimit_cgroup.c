@@ -3,7 +3,9 @@
  * memory.max and memory.high, v1's limit_in_bytes and soft_limit_in_bytes,
  * "max" and v1's unlimited, the smallest limit of a cgroup and its
  * ancestors, a cgroup namespace (the path not under the root), a hybrid
- * system (the "0::" line without a v2 memory controller), no limit at all. */
+ * system (the "0::" line without a v2 memory controller), no limit at all;
+ * the cgroup whose limit binds and its usage less inactive file pages
+ * (hk_mem_read_cgroup_group, hk_mem_read_group_usage). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,6 +125,64 @@ int main(void) {
   /* no /proc file */
   fresh();
   EXPECT(HK_MEM_SRC_NONE, 0, 0);
+
+  /* the cgroup whose limit binds, and its usage less inactive file pages:
+   * v2, the parent's limit is the smaller one */
+  fresh();
+  put("proc_self_cgroup", "0::/app/web\n");
+  put("sys/app/web/memory.max", "536870912\n");
+  put("sys/app/web/memory.high", "max\n");
+  put("sys/app/memory.max", "268435456\n");
+  put("sys/app/memory.high", "max\n");
+  put("sys/app/memory.current", "209715200\n");
+  put("sys/app/memory.stat", "anon 100000000\nfile 90000000\nactive_file 10485760\ninactive_file 52428800\n");
+  put("sys/app/web/memory.current", "1048576\n");
+  {
+    char proc[512], root[512], group[768];
+    size_t h, so;
+    snprintf(proc, sizeof proc, "%s/proc_self_cgroup", top);
+    snprintf(root, sizeof root, "%s/sys", top);
+    unsigned src = hk_mem_read_cgroup_group(proc, root, &h, &so, group, sizeof group);
+    CHECKF(src == HK_MEM_SRC_CGROUP2 && h == 268435456, "group v2: source %u hard %zu", src, h);
+    CHECKF(strstr(group, "/sys/app/") && !strstr(group, "web"), "group v2: the binding cgroup is %.200s", group);
+    size_t u = hk_mem_read_group_usage(group, src);
+    CHECKF(u == 209715200 - 52428800, "group v2: usage %zu, expected %d", u, 209715200 - 52428800);
+    CHECKF(hk_mem_read_group_usage(group, HK_MEM_SRC_KNOB) == 0, "a knob's limit has no group usage");
+  }
+
+  /* v1: the leaf binds; total_inactive_file, not inactive_file, counts */
+  fresh();
+  put("proc_self_cgroup", "4:memory:/jobs/a\n0::/\n");
+  put("sys/memory/jobs/a/memory.limit_in_bytes", "134217728\n");
+  put("sys/memory/jobs/a/memory.soft_limit_in_bytes", "9223372036854771712\n");
+  put("sys/memory/jobs/memory.limit_in_bytes", "9223372036854771712\n");
+  put("sys/memory/memory.limit_in_bytes", "9223372036854771712\n");
+  put("sys/memory/jobs/a/memory.usage_in_bytes", "104857600\n");
+  put("sys/memory/jobs/a/memory.stat", "cache 20971520\ninactive_file 1048576\ntotal_inactive_file 4194304\n");
+  {
+    char proc[512], root[512], group[768];
+    size_t h, so;
+    snprintf(proc, sizeof proc, "%s/proc_self_cgroup", top);
+    snprintf(root, sizeof root, "%s/sys", top);
+    unsigned src = hk_mem_read_cgroup_group(proc, root, &h, &so, group, sizeof group);
+    CHECKF(src == HK_MEM_SRC_CGROUP1 && h == 134217728, "group v1: source %u hard %zu", src, h);
+    CHECKF(strstr(group, "/jobs/a/") != NULL, "group v1: the binding cgroup is %.200s", group);
+    size_t u = hk_mem_read_group_usage(group, src);
+    CHECKF(u == 104857600 - 4194304, "group v1: usage %zu, expected %d", u, 104857600 - 4194304);
+  }
+
+  /* a usage file missing: 0, the process's own resident set is used */
+  fresh();
+  put("proc_self_cgroup", "0::/x\n");
+  put("sys/x/memory.max", "1048576000\n");
+  {
+    char proc[512], root[512], group[768];
+    size_t h, so;
+    snprintf(proc, sizeof proc, "%s/proc_self_cgroup", top);
+    snprintf(root, sizeof root, "%s/sys", top);
+    unsigned src = hk_mem_read_cgroup_group(proc, root, &h, &so, group, sizeof group);
+    CHECKF(hk_mem_read_group_usage(group, src) == 0, "no memory.current: usage 0");
+  }
 
   char cmd[600];
   snprintf(cmd, sizeof cmd, "rm -rf '%.*s'", (int)(strrchr(top, '/') - top), top);

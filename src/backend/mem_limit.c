@@ -19,6 +19,10 @@ static size_t charged;                  /* admitted since that reading */
 static uint64_t next_rss_ms, next_cgroup_ms, last_read_ms;
 static unsigned long n_over, n_refused, n_reliefs;
 static void (*purge_hook)(void);
+/* The folder of the cgroup whose limit binds (set with the limits, read by
+ * the one reading the resident set: both under the budget's readings,
+ * which may race harmlessly: a torn path reads no file) */
+static char group_dir[768];
 static uint64_t relief_fruitless_ms;    /* when a relief last left it over */
 
 void hk_mem_set_purge_hook(void (*fn)(void)) { HK_STORE_RELAXED(purge_hook, fn); }
@@ -101,8 +105,8 @@ static bool join(char *out, size_t size, const char *dir, const char *rel, const
  * the limits are looked for at dir itself. False when dir/path/hard_file
  * is nowhere. */
 static bool cgroup_limits(const char *dir, const char *path, const char *hard_file, const char *soft_file,
-                          size_t *hard, size_t *soft) {
-  char rel[512], file[1024];
+                          size_t *hard, size_t *soft, char *group, size_t group_size) {
+  char rel[512], file[1024], at_hard[768] = "", at_soft[768] = "";
   size_t n = strlen(path);
   if (n >= sizeof rel) return false;
   memcpy(rel, path, n + 1);
@@ -115,10 +119,16 @@ static bool cgroup_limits(const char *dir, const char *path, const char *hard_fi
     size_t h = read_limit(file, &found);
     if (found) {
       any = true;
+      /* where the smallest limit is: that cgroup's usage is the budget's */
+      const char *level = strcmp(rel, "/") == 0 ? "" : rel;
+      if (h && (!*hard || h < *hard)) join(at_hard, sizeof at_hard, dir, level, "");
       *hard = min_limit(*hard, h);
       bool sf = false;
-      if (soft_file && join(file, sizeof file, dir, strcmp(rel, "/") == 0 ? "" : rel, soft_file))
-        *soft = min_limit(*soft, read_limit(file, &sf));
+      if (soft_file && join(file, sizeof file, dir, level, soft_file)) {
+        size_t sl = read_limit(file, &sf);
+        if (sl && (!*soft || sl < *soft)) join(at_soft, sizeof at_soft, dir, level, "");
+        *soft = min_limit(*soft, sl);
+      }
     }
     char *slash = strrchr(rel, '/');
     if (!slash || slash == rel) {
@@ -128,15 +138,27 @@ static bool cgroup_limits(const char *dir, const char *path, const char *hard_fi
     }
     *slash = 0;
   }
+  if (group && group_size) {
+    const char *at = at_hard[0] ? at_hard : at_soft;
+    size_t n = strlen(at);
+    if (n < group_size) memcpy(group, at, n + 1);
+    else group[0] = 0;
+  }
   return any;
 }
 
 unsigned hk_mem_read_cgroup(const char *proc_cgroup, const char *root, size_t *hard, size_t *soft) {
+  return hk_mem_read_cgroup_group(proc_cgroup, root, hard, soft, NULL, 0);
+}
+
+unsigned hk_mem_read_cgroup_group(const char *proc_cgroup, const char *root, size_t *hard, size_t *soft,
+                                  char *group, size_t group_size) {
   char text[2048], path[512], dir[512];
   *hard = *soft = 0;
+  if (group && group_size) group[0] = 0;
   if (!hk_os_read_file(proc_cgroup, text, sizeof text)) return HK_MEM_SRC_NONE;
   if (cgroup_path(text, true, path, sizeof path) &&
-      cgroup_limits(root, path, "memory.max", "memory.high", hard, soft))
+      cgroup_limits(root, path, "memory.max", "memory.high", hard, soft, group, group_size))
     return *hard || *soft ? HK_MEM_SRC_CGROUP2 : HK_MEM_SRC_NONE;
   *hard = *soft = 0;
   size_t r = strlen(root);
@@ -144,10 +166,43 @@ unsigned hk_mem_read_cgroup(const char *proc_cgroup, const char *root, size_t *h
   memcpy(dir, root, r);
   memcpy(dir + r, "/memory", sizeof "/memory");
   if (cgroup_path(text, false, path, sizeof path) &&
-      cgroup_limits(dir, path, "memory.limit_in_bytes", "memory.soft_limit_in_bytes", hard, soft))
+      cgroup_limits(dir, path, "memory.limit_in_bytes", "memory.soft_limit_in_bytes", hard, soft, group,
+                    group_size))
     return *hard || *soft ? HK_MEM_SRC_CGROUP1 : HK_MEM_SRC_NONE;
   *hard = *soft = 0;
   return HK_MEM_SRC_NONE;
+}
+
+/* A number after "name " at the start of a line of text; 0 if none. */
+static size_t stat_field(const char *text, const char *name) {
+  size_t n = strlen(name);
+  for (const char *line = text; *line; ) {
+    if (strncmp(line, name, n) == 0 && line[n] == ' ') {
+      size_t v = 0;
+      for (const char *s = line + n + 1; *s >= '0' && *s <= '9'; s++) v = v * 10 + (size_t)(*s - '0');
+      return v;
+    }
+    const char *end = strchr(line, '\n');
+    if (!end) break;
+    line = end + 1;
+  }
+  return 0;
+}
+
+size_t hk_mem_read_group_usage(const char *group, unsigned source) {
+  if (!group || !group[0] || (source != HK_MEM_SRC_CGROUP2 && source != HK_MEM_SRC_CGROUP1)) return 0;
+  bool v2 = source == HK_MEM_SRC_CGROUP2;
+  char file[1024], text[4096];
+  bool found = false;
+  if (!join(file, sizeof file, group, "", v2 ? "memory.current" : "memory.usage_in_bytes")) return 0;
+  size_t usage = read_limit(file, &found);
+  if (!found || !usage) return 0;
+  /* the file pages the kernel drops first, without asking anyone: a
+   * budget that counted them would purge for page cache */
+  size_t inactive = 0;
+  if (join(file, sizeof file, group, "", "memory.stat") && hk_os_read_file(file, text, sizeof text))
+    inactive = v2 ? stat_field(text, "inactive_file") : stat_field(text, "total_inactive_file");
+  return usage > inactive ? usage - inactive : 0;
 }
 
 /* ---- the limit in force ------------------------------------------------------ */
@@ -162,12 +217,29 @@ static void set_limits(size_t hard, size_t soft, unsigned source) {
 
 static void read_cgroup_now(void) {
   size_t hard, soft;
-  unsigned src = hk_mem_read_cgroup("/proc/self/cgroup", CGROUP_ROOT, &hard, &soft);
+  char group[sizeof group_dir];
+  unsigned src = hk_mem_read_cgroup_group("/proc/self/cgroup", CGROUP_ROOT, &hard, &soft, group, sizeof group);
+  if (strcmp(group, group_dir) != 0) memcpy(group_dir, group, strlen(group) + 1);
   set_limits(hard, soft, src);
 }
 
-static void read_rss(uint64_t now) {
+/* The resident figure the budget acts on: this process's resident set, or,
+ * under a cgroup's limit, the cgroup's usage less its inactive file pages
+ * when that is more: every process of the cgroup counts against the limit,
+ * and a budget of this process's pages alone let four workers each plan
+ * for the whole of it. */
+static size_t resident_now(void) {
   size_t rss = hk_os_rss_bytes();
+  unsigned src = HK_LOAD_RELAXED(limit_source);
+  if (src == HK_MEM_SRC_CGROUP2 || src == HK_MEM_SRC_CGROUP1) {
+    size_t group = hk_mem_read_group_usage(group_dir, src);
+    if (group > rss) rss = group;
+  }
+  return rss;
+}
+
+static void read_rss(uint64_t now) {
+  size_t rss = resident_now();
   HK_STORE_RELAXED(rss_read, rss);
   HK_STORE_RELAXED(charged, 0);
   HK_STORE_RELAXED(last_read_ms, now);

@@ -82,5 +82,15 @@ const char *hk_mem_source_name(unsigned source);  /* "knob", "cgroup v2", "cgrou
  * Returns HK_MEM_SRC_*: NONE when no limit was found. Separate from the
  * process's state, so tests feed it a fake tree. */
 unsigned hk_mem_read_cgroup(const char *proc_cgroup, const char *root, size_t *hard, size_t *soft);
+/* The same, and the folder of the cgroup whose limit binds (the smallest
+ * hard limit, else the smallest soft one) into group ("" for none). */
+unsigned hk_mem_read_cgroup_group(const char *proc_cgroup, const char *root, size_t *hard, size_t *soft,
+                                  char *group, size_t group_size);
+/* That cgroup's usage less the file pages the kernel reclaims by itself:
+ * v2 memory.current less memory.stat's inactive_file, v1
+ * memory.usage_in_bytes less total_inactive_file; 0 when unreadable. The
+ * budget's resident figure under a cgroup limit is the larger of it and
+ * the process's own resident set. */
+size_t hk_mem_read_group_usage(const char *group, unsigned source);
 
 #endif
