@@ -8,6 +8,7 @@
 #   lib/libhakmem.so.X.Y.Z.debug                                       its debug info
 #   lib/libhakmem.a                                                    static library
 #   lib/libhakmem-secure.so (+ .debug)                                 hardened build, if built
+#   lib/libhakmem-valgrind.so                                          memcheck build, if built
 #   include/hakmem.h (every include/*.h)
 #   lib/pkgconfig/hakmem.pc                                            pkg-config
 #   lib/cmake/hakmem/hakmem{Config,ConfigVersion,Targets*}.cmake       find_package(hakmem)
@@ -110,6 +111,11 @@ install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/
 # Not in the CMake package: it is a library to preload, not to link.
 if(TARGET hakmem-secure)
   install(FILES $<TARGET_FILE:hakmem-secure> OPTIONAL
+          DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
+endif()
+# ---- the valgrind build, when it was built (`make valgrind`; docs/VALGRIND.md) ------
+if(TARGET hakmem-valgrind)
+  install(FILES $<TARGET_FILE:hakmem-valgrind> OPTIONAL
           DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT runtime)
 endif()
 
