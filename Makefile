@@ -3,9 +3,18 @@
 JOBS    ?= $(shell nproc)
 CMAKE   ?= cmake
 
-.PHONY: all release debug secure valgrind measures security-matrix install check test test-release test-debug bench bench-full soak clean
+.PHONY: all lib release debug secure valgrind measures security-matrix install check test test-release test-debug bench bench-full soak clean
 
 all: release
+
+# build-lib/: the library alone (libhakmem.so, libhakmem.a, the launcher
+# build-lib/launcher/hakmem), no tests and no benchmarks; then one real
+# program run on it, so that you see hakmem ran ("hakmem: active ...").
+lib:
+	@$(CMAKE) -S . -B build-lib -DCMAKE_BUILD_TYPE=Release -DHAKMEM_BUILD_TESTS=OFF -DHAKMEM_BUILD_BENCH=OFF >/dev/null
+	@$(CMAKE) --build build-lib -j $(JOBS)
+	@echo "make lib: built build-lib/; a real program on it, ls, with HAKMEM_VERBOSE=1:"
+	@HAKMEM_VERBOSE=1 LD_PRELOAD=$(CURDIR)/build-lib/libhakmem.so ls -l build-lib/libhakmem.so build-lib/libhakmem.a
 
 release:
 	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -25,10 +34,17 @@ valgrind:
 	@$(CMAKE) -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 	@$(CMAKE) --build build -j $(JOBS) --target hakmem-valgrind
 
-# libraries (+ .debug), hakmem.h, hakmem.pc, CMake package, launcher under PREFIX
+# libraries (+ .debug), hakmem.h, hakmem.pc, CMake package, launcher under
+# PREFIX, from what is already built: it compiles nothing, so that
+# `make lib && sudo make install` compiles as you and only copies as root.
+# From build-lib/ (make lib) or build/ (make), whichever was built last;
+# INSTALL_FROM=DIR chooses.
 PREFIX  ?= /usr/local
-install: release
-	@DESTDIR=$(DESTDIR) $(CMAKE) --install build --prefix $(PREFIX)
+INSTALL_FROM ?= $(or $(patsubst %/libhakmem.so,%,$(firstword $(shell ls -tL build-lib/libhakmem.so build/libhakmem.so 2>/dev/null))),build-lib)
+install:
+	@test -e $(INSTALL_FROM)/libhakmem.so || { echo "make install: nothing built in $(INSTALL_FROM)/: run 'make lib' first (as yourself, not as root)" >&2; exit 1; }
+	@echo "make install: from $(INSTALL_FROM)/ into $(DESTDIR)$(PREFIX)"
+	@DESTDIR=$(DESTDIR) $(CMAKE) --install $(INSTALL_FROM) --prefix $(PREFIX)
 
 # The quick loop: unit, API, stress and attack tests of the release build
 # (ctest label quick; docs/TESTING.md).
@@ -66,4 +82,4 @@ soak: release
 	@python3 bench/harness.py --soak $(if $(MINUTES),--minutes $(MINUTES),)
 
 clean:
-	rm -rf build build-debug
+	rm -rf build build-debug build-lib

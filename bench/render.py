@@ -3,8 +3,16 @@ verdicts table that the docs include (STEM-table.md, --publish), and the
 tables and summary lines of the log; numbers formatted for people.
 """
 
+import re
+
 import verdict
+from allocators import PEERS
 from procs import OS_CALLS
+
+# the Debian package each preloaded peer comes from (its version is the
+# peer's), and what a label alone does not say
+PEER_PACKAGES = {label: pkg for label, _, pkg in PEERS}
+PEER_PROJECT = {"tcmalloc": "gperftools"}
 
 
 def fmt_tp(v):
@@ -361,28 +369,134 @@ def markdown(res, svg_name):
     return "\n".join(L)
 
 
+def upstream_version(deb):
+    """The upstream version in a Debian package version: the epoch, the
+    Debian revision and a repack suffix dropped ('5:7.0.15-1~deb12u10' ->
+    '7.0.15', '2.0.9+ds-2' -> '2.0.9', '2.10-1' -> '2.10')."""
+    v = deb.split(":", 1)[-1]
+    if "-" in v:
+        v = v.rsplit("-", 1)[0]
+    return re.split(r"[+~]", v)[0]
+
+
+def peer_version(res, label):
+    """The version of a peer as the run recorded it: glibc's from the
+    machine, a preloaded peer's from its Debian package (dpkg-query at run
+    time, machine.packages); None when the run did not record it."""
+    m = res.get("machine") or {}
+    if label == "glibc":
+        return m.get("glibc") or None
+    deb = (m.get("packages") or {}).get(PEER_PACKAGES.get(label, ""))
+    return upstream_version(deb) if deb else None
+
+
+def peer_name(res, label):
+    """A peer as the tables name it: its label and version ('mimalloc
+    2.0.9', 'tcmalloc (gperftools 2.10)'); the label alone when the version
+    was not recorded."""
+    if not label:
+        return "-"
+    v = peer_version(res, label)
+    if not v:
+        return label
+    if label in PEER_PROJECT:
+        return "%s (%s %s)" % (label, PEER_PROJECT[label], v)
+    return "%s %s" % (label, v)
+
+
+def peers_line(res):
+    """One sentence naming every peer of the run with its version and, for
+    a preloaded one, the Debian package (and package version) it came from."""
+    out = []
+    for a in res.get("allocators", []):
+        label = a["label"]
+        if verdict.is_hakmem(label):
+            continue
+        v = peer_version(res, label)
+        name = "%s, %s %s" % (label, PEER_PROJECT[label], v) if v and label in PEER_PROJECT else \
+            peer_name(res, label)
+        pkg = PEER_PACKAGES.get(label)
+        deb = ((res.get("machine") or {}).get("packages") or {}).get(pkg or "")
+        if label == "glibc":
+            name += " (the system's malloc)"
+        elif deb:
+            name += " (Debian's %s %s, preloaded)" % (pkg, deb)
+        if name == label:
+            name += " (version not recorded)"
+        out.append(name)
+    return "Peers: %s." % "; ".join(out) if out else ""
+
+
 def compact_table(res, source=None):
     """The compact verdicts table that the docs include (STEM-table.md,
-    --publish): one line per benchmark: hakmem ÷ mimalloc, the best peer,
-    hakmem ÷ best peer [95% CI], the throughput verdict and the peak RSS
-    verdict (ahead/tie/behind; FAIL; n/a)."""
+    --publish): a caption naming the run and every peer with its version,
+    then one line per benchmark: the fastest peer (with its version), hakmem
+    ÷ that peer [95% CI] and its verdict; the leanest peer, its peak RSS ÷
+    hakmem's [95% CI] and that verdict (ahead/tie/behind; FAIL; n/a)."""
     m = res.get("machine", {})
-    L = ["hakmem against the best peer, %s mode, %s runs each, %s (%s CPUs), %s%s. Ratios > 1 mean hakmem is "
-         "better; [95%% bootstrap interval]; **ahead**/**behind** only when the interval excludes 1." % (
-             res.get("mode"), res.get("runs"), m.get("cpu", "?"), m.get("cpus"), res.get("date"),
-             (", from `%s`" % source if source else "") + (" (%s)" % res["note"] if res.get("note") else "")), "",
-         "| benchmark | hakmem ÷ mimalloc | best peer | hakmem ÷ best [95% CI] | verdict | RSS verdict |",
-         "|---|---:|---|---:|---|---|"]
-    for b, v in with_verdicts(res, L, 4):
-        h = b["results"].get(verdict.SUBJECT)
-        mi = result_cell(h, lambda r: fmt_ratio(r.get("ratio_mimalloc"))) if h else "-"
-        peer, ratio, word = verdict_cells(v["throughput"])
-        rv = v["rss"]
-        rword = verdict_cells(rv)[2]
-        if rv.get("peer") and rv["verdict"] not in ("FAIL",):
-            rword += " vs %s" % rv["peer"]
-        L.append("| %s | %s | %s | %s | %s | %s |" % (b["name"], mi, peer, ratio, word, rword))
+    subj = verdict.SUBJECT + (" " + res["hakmem_version"] if res.get("hakmem_version") else "")
+    L = ["%s against the best installed peer on each row: %s mode, %s runs each, %s (%s CPUs), %s%s. %s "
+         "Throughput: hakmem ÷ the fastest peer, > 1 when hakmem is faster; peak RSS: the leanest peer ÷ "
+         "hakmem, > 1 when hakmem is smaller; [95%% bootstrap interval]; **ahead**/**behind** only when the "
+         "interval excludes 1, else tie." % (
+             subj, res.get("mode"), res.get("runs"), m.get("cpu", "?"), m.get("cpus"), res.get("date"),
+             (", from `%s`" % source if source else "") + (" (%s)" % res["note"] if res.get("note") else ""),
+             peers_line(res)), "",
+         "| benchmark | fastest peer | hakmem ÷ fastest [95% CI] | verdict | leanest peer | "
+         "peak RSS: leanest ÷ hakmem [95% CI] | verdict |",
+         "|---|---|---:|---|---|---:|---|"]
+    for b, v in with_verdicts(res, L, 6):
+        cells = []
+        for metric in ("throughput", "rss"):
+            peer, ratio, word = verdict_cells(v[metric])
+            cells += [peer_name(res, v[metric].get("peer")) if peer != "-" else "-", ratio, word]
+        L.append("| %s | %s |" % (b["name"], " | ".join(cells)))
     return L
+
+
+def _listed(rows, metric, most=5, more=True):
+    """'name ratio [lo, hi] vs peer, ...' of the first `most` (benchmark,
+    verdicts) rows, and (more) how many more there are."""
+    s = ", ".join("%s %s [%s, %s] vs %s" % (b["name"], fmt_vratio(v[metric]["ratio"]), fmt_vratio(
+        v[metric]["ci"][0]), fmt_vratio(v[metric]["ci"][1]), v[metric]["peer"]) for b, v in rows[:most])
+    return s + (" and %d more" % (len(rows) - most) if more and len(rows) > most else "")
+
+
+def compact_summary(res):
+    """Five lines on a run that the README quotes (--publish, between the
+    bench-summary markers): the throughput verdicts counted, the rows ahead
+    and behind with their ratios and intervals, the peak RSS verdicts
+    counted with the furthest behind, and the run with every peer's
+    version."""
+    rows = [(b, b["verdicts"]) for b in res.get("benchmarks", []) if b.get("verdicts")]
+    c = res.get("verdict_counts") or {m: verdict.counts([v for _, v in rows], m) for m in ("throughput", "rss")}
+
+    def counted(m, words):
+        d = c.get(m) or {}
+        extra = ["%d %s" % (d[k], k) for k in ("FAIL", "n/a") if d.get(k)]
+        return ", ".join(["%s %d" % (w, d.get(k, 0)) for k, w in words] + extra)
+
+    def by(m, word, reverse=False):
+        return sorted(((b, v) for b, v in rows if v[m]["verdict"] == word and v[m].get("ci")),
+                      key=lambda bv: bv[1][m]["ratio"], reverse=reverse)
+    ahead, behind = by("throughput", "ahead", True), by("throughput", "behind")
+    lean = by("rss", "behind")
+    peers = [peer_name(res, a["label"]) for a in res.get("allocators", []) if not verdict.is_hakmem(a["label"])]
+    m = res.get("machine", {})
+    return [
+        "- **Throughput**, against the fastest installed peer on each of %d rows: hakmem is %s "
+        "(95%% intervals; a tie is a tie)." % (len(rows), counted("throughput", (
+            ("ahead", "ahead on"), ("tie", "tied on"), ("behind", "behind on")))),
+        "- **Ahead** (hakmem ÷ peer): %s." % (_listed(ahead, "throughput") or "none"),
+        "- **Behind**: %s." % (_listed(behind, "throughput") or "none"),
+        "- **Peak RSS**, against the leanest peer: hakmem is %s; the furthest behind (peer ÷ hakmem): %s." % (
+            counted("rss", (("ahead", "smaller on"), ("tie", "tied on"), ("behind", "larger on"))),
+            _listed(lean, "rss", 3, more=False) or "none"),
+        "- **The run**: %s, %s mode, %s runs each, %s CPUs (%s), %s; peers %s." % (
+            verdict.SUBJECT + (" " + res["hakmem_version"] if res.get("hakmem_version") else ""),
+            res.get("mode"), res.get("runs"), m.get("cpus"), m.get("cpu", "?"),
+            str(res.get("date", "?")).split(" ")[0], ", ".join(peers) or "none"),
+    ]
 
 
 def huge_table(res):

@@ -32,10 +32,12 @@
 #      Debian package to install, in the JSON, the report and the log.
 #  15. every run's log line starts with [N/TOTAL runs, elapsed, ~time left],
 #      and the estimate is right on a fake clock.
-#  16. a run (and --render) writes STEM-table.md and STEM-verdicts.svg;
+#  16. a run (and --render) writes STEM-table.md and STEM-verdicts.svg; the
+#      table names each peer with its version (from Debian package versions);
 #      --publish rewrites only the text between the bench-table markers of
-#      temporary markdown files (CRLF kept, idempotent) and writes nothing
-#      when a file lacks them.
+#      temporary markdown files (CRLF kept, idempotent), writes the five-line
+#      summary between the bench-summary markers, and writes nothing when a
+#      file lacks both.
 #  17. bench/scaling.sh: pack, unpack and a tiny run write accepted runs,
 #      CSV, JSON and SVG; a swapped library is refused; a "hakmem" served by
 #      glibc is rejected.
@@ -426,7 +428,7 @@ fi
 # verdicts table) and STEM-verdicts.svg beside its results, --render rewrites
 # them, and --publish puts the table between the markers of markdown files
 # (temporary copies here, never the real docs) and nothing outside them
-if grep -q "^| benchmark | hakmem ÷ mimalloc | best peer | hakmem ÷ best \[95% CI\] | verdict | RSS verdict |" \
+if grep -q "^| benchmark | fastest peer | hakmem ÷ fastest \[95% CI\] | verdict | leanest peer | peak RSS: leanest ÷ hakmem \[95% CI\] | verdict |" \
         "$TMP/t12-table.md" 2>/dev/null && grep -q "^| tiny | " "$TMP/t12-table.md" \
    && grep -q "<svg" "$TMP/t12-verdicts.svg" && grep -q "stroke-width=\"2\"" "$TMP/t12-verdicts.svg" \
    && "$PY" -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$TMP/t12-verdicts.svg" \
@@ -434,6 +436,30 @@ if grep -q "^| benchmark | hakmem ÷ mimalloc | best peer | hakmem ÷ best \[95%
     pass "a run writes t12-table.md and t12-verdicts.svg (well-formed, with error bars); --render too"
 else
     bad "no compact table / verdicts chart beside the results"; ls "$TMP" | grep t12
+fi
+# every peer is named with its version: glibc's from the machine (the run
+# above is glibc,hakmem), a preloaded peer's from its Debian package, the
+# upstream part of it; a peer whose version was not recorded is named alone
+gv=$(json "r['machine'].get('glibc')" "$TMP/t12.json")
+if [ -n "$gv" ] && [ "$gv" != None ] && grep -q "^| tiny | glibc $gv | " "$TMP/t12-table.md" \
+   && grep -q "Peers: glibc $gv (the system's malloc)\." "$TMP/t12-table.md" \
+   && ! grep -q "÷ mimalloc" "$TMP/t12-table.md"; then
+    pass "the compact table names its peer with its version (glibc $gv) and has no bare ÷ mimalloc column"
+else
+    bad "the compact table does not name glibc $gv in its peer column and caption"; head -5 "$TMP/t12-table.md"
+fi
+out=$("$PY" -c '
+import sys; sys.path.insert(0, "bench"); import render as R
+res = {"machine": {"glibc": "2.36", "packages": {"libmimalloc2.0": "2.0.9+ds-2", "libtcmalloc-minimal4": "2.10-1"}},
+       "allocators": [{"label": l} for l in ("hakmem", "glibc", "mimalloc", "jemalloc", "tcmalloc")]}
+print("|".join([R.upstream_version("5:7.0.15-1~deb12u10")] + [R.peer_name(res, l) for l in ("glibc", "mimalloc", "jemalloc", "tcmalloc")]))
+print(R.peers_line(res))' 2>&1)
+want='7.0.15|glibc 2.36|mimalloc 2.0.9|jemalloc|tcmalloc (gperftools 2.10)
+Peers: glibc 2.36 (the system'"'"'s malloc); mimalloc 2.0.9 (Debian'"'"'s libmimalloc2.0 2.0.9+ds-2, preloaded); jemalloc (version not recorded); tcmalloc, gperftools 2.10 (Debian'"'"'s libtcmalloc-minimal4 2.10-1, preloaded).'
+if [ "$out" = "$want" ]; then
+    pass "peer versions from Debian versions: $(echo "$out" | head -1)"
+else
+    bad "peer versions: got '$out', expected '$want'"
 fi
 mkdir -p "$TMP/pub/docs"
 printf '# Doc one\r\nbefore\r\n<!-- bench-table:begin -->\r\nold table\r\n<!-- bench-table:end -->\r\nafter, kept\r\n' >"$TMP/pub/docs/ONE.md"
@@ -464,6 +490,20 @@ if [ $rc -eq 0 ] && [ "$(outside "$TMP/pub/docs/ONE.md")" = "$(outside "$TMP/one
 else
     bad "--publish (exit $rc): $(cat "$TMP/t16.log")"; cat "$TMP/pub/TWO.md"
 fi
+printf 'intro\n<!-- bench-summary:begin -->\nold\n<!-- bench-summary:end -->\nkept\n' >"$TMP/pub/FOUR.md"
+PUB --publish-to "$TMP/pub/FOUR.md" >"$TMP/t16s.log" 2>&1
+rc=$?
+in4=$("$PY" -c '
+import sys
+t = open(sys.argv[1]).read()
+print(t[t.index("<!-- bench-summary:begin -->"):t.index("<!-- bench-summary:end -->")])' "$TMP/pub/FOUR.md" 2>/dev/null)
+if [ $rc -eq 0 ] && [ "$(grep -c '^- \*\*' <<<"$in4")" = 5 ] && grep -q "^- \*\*Throughput\*\*, .* hakmem is ahead on [0-9]*, tied on [0-9]*, behind on [0-9]*" <<<"$in4" \
+   && grep -q "^- \*\*The run\*\*: .*peers glibc [0-9]" <<<"$in4" && ! grep -q "old" <<<"$in4" \
+   && [ "$(head -1 "$TMP/pub/FOUR.md")" = intro ] && [ "$(tail -1 "$TMP/pub/FOUR.md")" = kept ]; then
+    pass "--publish writes the five-line summary between the bench-summary markers"
+else
+    bad "--publish summary (exit $rc): $(cat "$TMP/t16s.log")"; cat "$TMP/pub/FOUR.md"
+fi
 cp "$TMP/pub/TWO.md" "$TMP/two.once"
 PUB --publish-to "$TMP/pub/TWO.md" >/dev/null 2>&1
 if cmp -s "$TMP/pub/TWO.md" "$TMP/two.once"; then
@@ -480,13 +520,15 @@ if [ $rc -eq 2 ] && grep -q "THREE.md: needs one <!-- bench-table:begin -->" "$T
 else
     bad "--publish without markers: exit $rc: $(cat "$TMP/t16b.log")"
 fi
-# the real docs keep exactly one pair of markers each (a doc edit that quotes
+# the real docs keep exactly one pair of markers each, the table's in
+# docs/BENCHMARKS.md and the summary's in README.md (a doc edit that quotes
 # a marker would make the next --publish fail): publish into copies of them
 mkdir -p "$TMP/pubreal/docs"
 cp docs/BENCHMARKS.md "$TMP/pubreal/docs/" && cp README.md "$TMP/pubreal/"
 if PUB --publish-to "$TMP/pubreal/docs/BENCHMARKS.md" --publish-to "$TMP/pubreal/README.md" \
-       --publish-svg "$TMP/pubreal/docs/bench-latest.svg" >"$TMP/t16c.log" 2>&1; then
-    pass "--publish into copies of docs/BENCHMARKS.md and README.md works (one marker pair each)"
+       --publish-svg "$TMP/pubreal/docs/bench-latest.svg" >"$TMP/t16c.log" 2>&1 \
+   && grep -q "BENCHMARKS.md (table)$" "$TMP/t16c.log" && grep -q "README.md (summary)$" "$TMP/t16c.log"; then
+    pass "--publish into copies of docs/BENCHMARKS.md (the table) and README.md (the summary) works"
 else
     bad "the real docs cannot be published into: $(cat "$TMP/t16c.log")"
 fi
