@@ -30,7 +30,8 @@
 #                  executed, and warn about one hakmem cannot be preloaded into
 #                  (static, set-user-ID)
 #   docs           docs/ENV_VARS.md and docs/hakmem.1 list exactly the knobs of
-#                  src/base/knobs.c, and the same non-knob names as the library
+#                  src/base/knobs.c, and the same non-knob names as the library;
+#                  each knob's "since" is a release, or "after" the version
 #   man_install    `cmake --install` puts the man page in share/man/man1
 set -u
 B=$(cd "${1:?usage: cli.sh BUILD CASE}" && pwd)
@@ -516,12 +517,38 @@ case_docs() {
   while read -r kind name when; do
     kind=$(echo "$kind" | tr 'A-Z' 'a-z')
     [ "$when" = RUN ] && rt=yes || rt=no
-    line=$(awk -F' [|] ' -v n="| \`$name\`" '$1 == n && NF >= 9 { print $7 " " $8 }' "$doc")
+    line=$(awk -F' [|] ' -v n="| \`$name\`" '$1 == n && NF >= 10 { print $7 " " $8 }' "$doc")
     [ "$line" = "$kind $rt" ] || fail "ENV_VARS.md: $name's kind and run time are '$line', not '$kind $rt'"
     [ "$rt" = yes ] && rt='may change at run time' || rt='read at start-up'
     sed -n "/^\.B $name\$/,/^\.TP/p" "$man" | grep -qx "Kind: $kind; $rt\." ||
       fail "hakmem.1: $name has no line 'Kind: $kind; $rt.'"
   done < <(knob_rows)
+  # each row's "since" column (after run time): a release no later than
+  # CMakeLists.txt's version, or "after V" for a knob no release has yet,
+  # where V is that version (so a release must rename it); a later "(`word`
+  # after V)" dates a keyword. hakmem.1 says the same: "Since: CELL."
+  local ver since rest v mline
+  ver=$(sed -n 's/^project(hakmem VERSION \([0-9.]*\) .*/\1/p' "$ROOT/CMakeLists.txt")
+  [ -n "$ver" ] || fail "CMakeLists.txt: no project(hakmem VERSION ...)"
+  for name in $(all_knobs); do
+    since=$(awk -F' [|] ' -v n="| \`$name\`" '$1 == n && NF >= 10 { print $9 }' "$doc")
+    if [[ "$since" =~ ^([0-9]+\.[0-9]+\.[0-9]+)(.*)$ ]]; then
+      v=${BASH_REMATCH[1]}; rest=${BASH_REMATCH[2]}
+      [ "$(printf '%s\n%s\n' "$v" "$ver" | sort -V | head -1)" = "$v" ] ||
+        fail "ENV_VARS.md: $name since $v, after the version $ver"
+    elif [[ "$since" =~ ^after\ ([0-9.]+)(.*)$ ]]; then
+      v=${BASH_REMATCH[1]}; rest=${BASH_REMATCH[2]}
+      [ "$v" = "$ver" ] || fail "ENV_VARS.md: $name is 'after $v', but the version is $ver (a release names its version)"
+    else
+      fail "ENV_VARS.md: $name's since column is '$since', not a version or 'after VERSION'"; continue
+    fi
+    if [ -n "$rest" ]; then
+      [[ "$rest" =~ ^\ \(\`[a-z]+\`\ after\ ([0-9.]+)\)$ ]] && [ "${BASH_REMATCH[1]}" = "$ver" ] ||
+        fail "ENV_VARS.md: $name's since column '$since' is not 'X.Y.Z (\`word\` after $ver)'"
+    fi
+    mline="Since: $(printf '%s' "$since" | sed 's/`\([^`]*\)`/\\fB\1\\fR/g')."
+    sed -n "/^\.B $name\$/,/^\.TP/p" "$man" | grep -qxF "$mline" || fail "hakmem.1: $name has no line '$mline'"
+  done
   # the lists of the knobs settable at run time: ENV_VARS.md's table of why,
   # hakmem.1's hak_ctl_set
   local run_code run_doc run_man
