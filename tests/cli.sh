@@ -54,7 +54,7 @@ fail() { echo "FAIL: $*"; fails=$((fails + 1)); }
 ok() { echo "ok: $*"; }
 
 # the rows of the knob table: "KIND NAME WHEN" (NUMBER HAKMEM_SS_CACHE RUN)
-KINDS='NUMBER\|SIZE\|KEYWORD\|STRING\|PATH'
+KINDS='NUMBER\|SIZE\|KEYWORD\|PATH'
 knob_rows() {
   sed -n "s/^ *\($KINDS\)(\"\(HAKMEM_[A-Z0-9_]*\)\", *[a-z_]*, *\(START\|RUN\)(.*/\1 \2 \3/p" "$ROOT/src/base/knobs.c"
 }
@@ -381,7 +381,7 @@ expect_bad() {
 }
 
 case_help() {
-  local v p name
+  local v p name out h
   expect_help hakmem "$H" --help
   expect_help hakmem "$H" help
   for v in run stats config prof report version lib help; do
@@ -401,6 +401,18 @@ case_help() {
   expect_bad "$H" config --bogus
   expect_bad "$H" report
   expect_bad "$H" version --bogus
+  # the loaded library's version, and the commit a checkout's build is from
+  out=$("$H" version 2>&1) || fail "hakmem version exited $?"
+  v=$(printf '%s\n' "$out" | sed -n 's/^library version: //p')
+  if git -C "$ROOT" rev-parse --git-dir >/dev/null 2>&1; then
+    h=$(git -C "$ROOT" rev-parse --short=7 HEAD)
+    case $v in
+      *+git.$h|*+git.$h.modified) ;;
+      *) fail "hakmem version: the library's version '$v' does not name HEAD ($h): $out" ;;
+    esac
+  else
+    [ -n "$v" ] || fail "hakmem version: no library version: $out"
+  fi
   expect_bad "$H" lib --bogus
   expect_bad "$H" run --json true
   expect_bad "$H" prof

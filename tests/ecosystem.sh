@@ -246,7 +246,11 @@ t_launcher() {
   # version, and a check that the library loads
   out=$("$H" version) || { echo "$out"; fail "hakmem version failed"; return 1; }
   echo "$out"
-  echo "$out" | grep -qx "hakmem $VERSION" || fail "hakmem version does not print $VERSION"
+  echo "$out" | grep -qx "hakmem $VERSION (this launcher)" || fail "hakmem version does not print $VERSION"
+  # the library's own version, from the library: the release's, with the
+  # commit it was built from when built from a checkout
+  echo "$out" | grep -Eqx "library version: $VERSION(\+git\.[0-9a-f]{7}(\.modified)?)?" ||
+    fail "hakmem version does not name the library's own version"
   echo "$out" | grep -q "$L/libhakmem.so" || fail "hakmem version does not use the installed library"
   "$H" help | grep -q 'hakmem run' || fail "hakmem help"
   [ "$("$H" lib)" = "$L/libhakmem.so.$SOMAJOR" ] || fail "hakmem lib: $("$H" lib)"
@@ -322,7 +326,7 @@ t_launcher() {
   # the source tree's launcher, with the build directory's library
   HAKMEM_LIB=$B/libhakmem.so HAKMEM_VERBOSE=1 "$ROOT/tools/hakmem" run -- true 2>&1 |
     grep -q '^hakmem: active' || fail "tools/hakmem with HAKMEM_LIB did not preload"
-  "$ROOT/tools/hakmem" version | grep -qx "hakmem $VERSION" || fail "tools/hakmem version"
+  HAKMEM_LIB=$B/libhakmem.so "$ROOT/tools/hakmem" version | grep -qx "hakmem $VERSION (this launcher)" || fail "tools/hakmem version"
 }
 
 t_debuginfo() {

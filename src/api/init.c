@@ -24,6 +24,10 @@
 #include "policy/stats.h"
 #include "backend/superslab.h"
 
+/* What the library was built from: "X.Y.Z", or "X.Y.Z+git.HASH[.modified]"
+ * from a checkout (generated at build time by cmake/build_id.cmake) */
+extern const char hk_build_id[] HK_HIDDEN;
+
 static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
                                           like sort close stderr before exit */
 
@@ -98,7 +102,10 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_heap_start();
   /* what is in force: 1 one line (the profile, knobs off their default), 2 every knob */
   if (hk_knobs.verbose) hk_knobs_print(STDERR_FILENO, hk_knobs.verbose >= 2);
-  if (hk_knobs.verbose >= 2) print_budget();
+  if (hk_knobs.verbose >= 2) {
+    hk_message_fd(STDERR_FILENO, "hakmem: config: # library version %s\n", hk_build_id);
+    print_budget();
+  }
   hk_learner_init();
   hk_stats_init();
   hk_prof_init();
