@@ -9,10 +9,16 @@
  * per page (the boundary tags of every run) and a bitmap of the pages that
  * may be resident live in its first pages. free() finds the arena by
  * masking the pointer and the run by its page index: no header per block,
- * no search. */
+ * no search.
+ *
+ * This header is the span tier's whole interface: it includes the parts
+ * whose calls others make (the purge, the lending, the huge-page policy). */
 #ifndef HK_SPAN_H
 #define HK_SPAN_H
 
+#include "backend/span_lend.h"   /* hk_span_take_ss, hk_span_give_ss, hk_span_idle */
+#include "backend/span_purge.h"  /* hk_span_collect */
+#include "backend/span_thp.h"    /* hk_span_thp_info */
 #include "base/config.h"
 
 #define HK_SPAN_MAX ((size_t)128 << 20)  /* larger blocks get a mapping of their own */
@@ -48,35 +54,8 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
  * it is free and large enough. New usable bytes, or 0 when it cannot. */
 size_t hk_span_resize(void *p, size_t size);
 
-/* Purges free resident pages: those free for delay_ms or more, then the
- * oldest until at most cap_bytes stay resident (which pages are resident is
- * asked of the kernel first); all of them when force
- * (and arenas left wholly free are unmapped). Bytes given back; *purges
- * counts the madvise calls. */
-size_t hk_span_collect(bool force, uint64_t delay_ms, size_t cap_bytes, unsigned long *purges);
-
-/* Huge or plain (span.c): big blocks placed in plain arenas so far, the
- * freed blocks sampled, and the running share of their 2 MiB chunks
- * touched, per mille. */
-void hk_span_thp_info(size_t *plain_blocks, size_t *samples, unsigned *density_pm);
-
-/* The unified backend: a 2 MiB chunk of an existing arena for a
- * superslab (its first pages resident or not), or NULL (no arena, no
- * room, or a build that keeps them apart: guard pages, memcheck). The
- * caller marks the chunk in the chunk map; hk_span_give_ss gives it back
- * as a free run (its first `kept` bytes may be resident, the rest were
- * purged) and marks it a span chunk again. */
-void *hk_span_take_ss(void);
-/* The large tier has gone mostly idle (its free pages that may be resident
- * are at least four times its live ones: a phase of big blocks ended), or
- * quiet (HK_SPAN_QUIET_ASKS superslabs were asked for in a row with no
- * block carved between). Lending and the small tier's shed (large.c,
- * hk_large_shed) wait for it. */
-bool hk_span_idle(void);
-/* Span shards in use (HAKMEM_SPAN_SHARDS; span.c, "shards"). */
+/* Span shards in use (HAKMEM_SPAN_SHARDS; span_arena.c, "shards"). */
 unsigned hk_span_shards(void);
-void hk_span_give_ss(void *p, size_t kept);
-size_t hk_span_bytes_ss(void);  /* lent to superslabs */
 
 size_t hk_span_bytes_live(void);
 size_t hk_span_bytes_cached(void);  /* free and resident (the quarantine's too) */
