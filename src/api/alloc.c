@@ -9,7 +9,8 @@
 #include <string.h>
 
 #include "../include/hakmem.h"
-#include "mem/large.h"
+#include "mem/large_huge.h"
+#include "mem/large_span.h"
 #include "mem/prof.h"
 #include "mem/zero.h"
 #include "base/libc.h"  /* realloc's copy and calloc's zeroing: glibc's, unchecked */
@@ -133,6 +134,22 @@ void *hk_calloc(size_t count, size_t size) {
   return hk_large_alloc(n, 0, true, HK_KIND_MALLOC);
 }
 
+/* ---- the large tiers' router ----------------------------------------------------
+ * A block of more than 32 KiB is a span (large_span.c) when it is one of
+ * HK_SPAN_MAX bytes or less, aligned below a chunk: span arenas keep freed
+ * pages resident for the next block of any size. Larger ones, chunk
+ * alignments, and a span the arenas could not grow for get a mapping of
+ * their own (large_huge.c). */
+void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
+  if (!hk_large_admit(size, align)) return NULL;
+  size_t n = size ? size : 1;
+  void *p = NULL;
+  if (n <= HK_SPAN_MAX && align < HK_SS_SIZE) p = hk_large_span_alloc(n, align, zero, kind);
+  if (p == NULL) p = hk_large_huge_alloc(n, align, zero, kind);
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on)) && p) hk_prof_large(p, size);
+  return p;
+}
+
 /* ---- the table of block operations (alloc.h), one row per tier -------------- */
 
 static size_t slab_usable(const void *p, unsigned ck) {
@@ -173,15 +190,38 @@ static bool slab_resize(void *p, unsigned ck, size_t n, void **out) {
   return true;
 }
 
-static bool large_owns(const void *p, unsigned ck) { return hk_large_usable(p, ck) != 0; }
-/* into the slab tiers it moves */
-static bool large_resize(void *p, unsigned ck, size_t n, void **out) {
+static bool span_owns(const void *p, unsigned ck) { return hk_large_span_usable(p, ck) != 0; }
+static bool huge_owns(const void *p, unsigned ck) { return hk_large_huge_usable(p, ck) != 0; }
+
+/* realloc of a large block: in place (or moved without a copy) by its
+ * tier, else a new block from the router, a copy and the old block freed;
+ * into the slab tiers it moves as any block does (false). A first-class
+ * heap's block resized in place (or not at all) stays in its heap; one
+ * that moved is the calling thread's (heap_api.c). */
+typedef void *large_resize_fn(void *p, unsigned ck, size_t n, hk_large_move_t *mv);
+static bool large_resize(large_resize_fn *resize, void *p, unsigned ck, size_t n, void **out) {
   if (n <= HK_MID_MAX) return false;
-  *out = hk_large_realloc(p, ck, n);
+  void *heap = hk_large_heap_forget(p);
+  /* a sampled block's sample ends here: moved or resized, it is not followed */
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) hk_prof_forget(p);
+  hk_large_move_t mv = {0, 0};
+  void *q = resize(p, ck, n, &mv);
+  if (q == NULL && mv.copy != 0) {
+    q = hk_large_alloc(n, mv.align, false, HK_KIND_MALLOC);
+    if (q != NULL) {
+      memcpy(q, p, mv.copy);
+      hk_tier_of(ck)->free(p, ck, HK_KIND_ANY, 0);
+    }
+  }
+  if (heap && (q == p || q == NULL)) hk_large_heap_keep(p, heap);
+  *out = q;
   return true;
 }
-static bool large_extent(const void *p, unsigned ck, const uint8_t **start, size_t *size) {
-  return hk_large_block_of(p, ck, (uint8_t **)start, size);
+static bool span_resize(void *p, unsigned ck, size_t n, void **out) {
+  return large_resize(hk_large_span_resize, p, ck, n, out);
+}
+static bool huge_resize(void *p, unsigned ck, size_t n, void **out) {
+  return large_resize(hk_large_huge_resize, p, ck, n, out);
 }
 
 /* A refused realloc: reported by the tier's free (which says why), EINVAL. */
@@ -242,7 +282,8 @@ const hk_tier_t hk_tiers[HK_NTIERS] = {
   [HK_TIER_FOREIGN] = { foreign_free, no_usable,       no_owns,    foreign_resize, no_extent },
   /* free: inline in hk_free_other, before the table */
   [HK_TIER_SLAB]    = { NULL,         slab_usable,     slab_owns,  slab_resize,    hk_slab_extent },
-  [HK_TIER_LARGE]   = { hk_large_free, hk_large_usable, large_owns, large_resize,  large_extent },
+  [HK_TIER_SPAN]    = { hk_large_span_free, hk_large_span_usable, span_owns, span_resize, hk_large_span_extent },
+  [HK_TIER_HUGE]    = { hk_large_huge_free, hk_large_huge_usable, huge_owns, huge_resize, hk_large_huge_extent },
   [HK_TIER_ZERO]    = { zero_free,    zero_usable,     zero_owns,  zero_resize,    no_extent },
   [HK_TIER_PROF]    = { prof_free,    prof_usable,     prof_owns,  prof_resize,    no_extent },
 };

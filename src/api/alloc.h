@@ -44,6 +44,11 @@ HK_INLINE const hk_tier_t *hk_tier_of(unsigned ck) { return &hk_tiers[hk_chunk_t
 
 void  *hk_malloc_mid(size_t n, unsigned kind);     /* n > small tier       */
 void  *hk_malloc_large(size_t n, unsigned kind);   /* n > HK_MID_MAX       */
+/* The large tiers' router (alloc.c): a span or a mapping of its own.
+ * align: 0 or a power of two; zero: contents must read as zero; kind:
+ * HK_KIND_* (config.h), checked at free in the secure build. NULL: errno
+ * ENOMEM. */
+void  *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind);
 void   hk_free_other(void *p, unsigned kind, size_t size);  /* all but small */
 void   hk_free_mid(void *p);          /* mid slabs, mid cache on (HK_MIDC_ON) */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);

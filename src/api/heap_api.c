@@ -197,7 +197,7 @@ static void *heap_alloc(struct hak_heap *w, size_t n, bool zero) {
   bool ok = table_add(p, w, hk_usable(p));
   hk_unlock(&table_lock);
   if (!ok) {
-    hk_large_free(p, hk_chunk_kind(p), HK_KIND_ANY, 0);
+    hk_free_other(p, HK_KIND_ANY, 0);
     errno = ENOMEM;
     return NULL;
   }
@@ -250,7 +250,7 @@ HK_EXPORT void *hak_heap_aligned_alloc(hak_heap_t *w, size_t align, size_t n) {
     bool ok = table_add(p, w, hk_usable(p));
     hk_unlock(&table_lock);
     if (!ok) {
-      hk_large_free(p, hk_chunk_kind(p), HK_KIND_ANY, 0);
+      hk_free_other(p, HK_KIND_ANY, 0);
       errno = ENOMEM;
       p = NULL;
     }
@@ -336,7 +336,7 @@ HK_EXPORT void hak_heap_destroy(hak_heap_t *w) {
     size_t n = take_large(w, list, want);
     want = w->large_blocks;
     hk_unlock(&table_lock);
-    for (size_t i = 0; i < n; i++) hk_large_free(list[i], hk_chunk_kind(list[i]), HK_KIND_ANY, 0);
+    for (size_t i = 0; i < n; i++) hk_free_other(list[i], HK_KIND_ANY, 0);
     hk_os_unmap(list, bytes);
   }
   hk_heap_t *h = w->heap;

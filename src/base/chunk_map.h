@@ -30,13 +30,13 @@ enum {
 HK_INLINE unsigned hk_chunk_ss_value(unsigned ss_kind) { return ss_kind ? HK_CHUNK_SS_MID : HK_CHUNK_SS_SMALL; }
 HK_INLINE bool hk_chunk_is_ss(unsigned v) { return (v & HK_CHUNK_SS) != 0; }
 HK_INLINE unsigned hk_chunk_slab_shift(unsigned v) { return v & 63u; }
-/* Spans and large mappings: the large tier's (large.c tells them apart). */
+/* Spans and large mappings: the two large tiers' (large_span.c, large_huge.c). */
 HK_INLINE bool hk_chunk_is_large(unsigned v) { return v - HK_CHUNK_SPAN <= HK_CHUNK_LARGE_MAX_BACK + 1; }
 
 /* The tier that owns a chunk, by its map value: the row of the API's table
  * of block operations (alloc.h, hk_tiers). A new kind of chunk is a value
  * above and a tier here. */
-enum { HK_TIER_FOREIGN, HK_TIER_SLAB, HK_TIER_LARGE, HK_TIER_ZERO, HK_TIER_PROF, HK_NTIERS };
+enum { HK_TIER_FOREIGN, HK_TIER_SLAB, HK_TIER_SPAN, HK_TIER_HUGE, HK_TIER_ZERO, HK_TIER_PROF, HK_NTIERS };
 extern const uint8_t hk_chunk_tiers[256] HK_HIDDEN;
 HK_INLINE unsigned hk_chunk_tier(unsigned v) { return hk_chunk_tiers[v & 255]; }
 
