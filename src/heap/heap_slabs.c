@@ -474,36 +474,17 @@ size_t hk_heap_trim(hk_heap_t *h) {
 /* ---- thread exit: hand everything over ------------------------------------------ */
 
 /* Blocks of s not handed out yet go back on local_free (the adopter counts
- * them when it hands them out); they leave h's count of handed blocks. */
+ * them when it hands them out); they leave h's count of handed blocks. With
+ * nothing to count, the two lists join at the shorter one's tail: a current
+ * slab's free list may hold a whole carve batch, and walking it, cold, for
+ * every class would cost every exiting thread. The splice checks the links
+ * it follows either way. */
 static void unhand_free_list(hk_heap_t *h, hk_slab_t *s) {
   if (!s->free) return;
-  if (!HK_LOAD_RACY(hk_heap_counting)) {
-    /* nothing to count: join the two lists by the shorter one's tail. A
-     * current slab's free list holds up to a whole carve batch (4,096
-     * blocks of 16 B), and walking every block of every class, cold, was
-     * 2.3% of bench_thread_churn's time under perf (0.06% since) */
-    hk_block_t *a = s->free, *b = s->local_free;
-    if (b) {
-      for (;;) {
-        hk_block_t *na = hk_block_next(s, a), *nb = hk_block_next(s, b);
-        if (!na) { hk_block_set_next(s, a, s->local_free); s->local_free = s->free; break; }
-        if (!nb) { hk_block_set_next(s, b, s->free); break; }
-        a = na;
-        b = nb;
-      }
-    } else {
-      s->local_free = s->free;
-    }
-    s->free = NULL;
-    return;
-  }
-  hk_block_t *tail = s->free;
-  uint64_t n = 1;
-  for (hk_block_t *nx; (nx = hk_block_next(s, tail)) != NULL; tail = nx) n++;
-  hk_block_set_next(s, tail, s->local_free);
-  s->local_free = s->free;
+  bool counting = HK_LOAD_RACY(hk_heap_counting);
+  unsigned n = hk_list_splice(s, s->free, &s->local_free, !counting);
   s->free = NULL;
-  if (h->st.handed[s->cls] >= n) h->st.handed[s->cls] -= n;
+  if (counting && h->st.handed[s->cls] >= n) h->st.handed[s->cls] -= n;
 }
 
 void hk_heap_abandon(hk_heap_t *h) {

@@ -1,6 +1,9 @@
-/* Free lists: the encoded link in a free block's first word, and the checks
- * every link read makes before it is followed. Below every layer that keeps
- * a list of blocks (slabs, remote frees, the secure build's measures). */
+/* Free lists: the encoded link in a free block's first word, the checks
+ * every link read makes before it is followed, and the two walks that
+ * follow a slab's lists to move part of them: the splice of one list onto
+ * another and the sample point's cut. Below every layer that keeps a list
+ * of blocks (slabs, remote frees, the secure build's measures, the
+ * profiler). */
 #ifndef HK_FREELIST_H
 #define HK_FREELIST_H
 
@@ -81,5 +84,62 @@ HK_INLINE bool hk_link_ok(const hk_slab_t *s, const hk_block_t *b, const hk_bloc
   if (HK_M_KEYS) return next == NULL || hk_slab_is_block(s, next);
   return (((uintptr_t)next ^ (uintptr_t)b) >> HK_SS_SHIFT) == 0 || next == NULL;
 }
+
+/* The splice: list (not NULL), one of s's lists, goes in front of *onto,
+ * another of s's (NULL when empty): list's tail is linked to *onto's head.
+ * The one walk to a list's tail that every move of a slab's lists makes
+ * (a current slab's lists joined, remote frees collected, the hand-over at
+ * thread exit, the sample point's cut), so that a corrupted list is caught
+ * the same way wherever it is walked: each link is checked (hk_link_ok)
+ * before it is followed, and a list holds at most s->capacity blocks (more
+ * is a cycle); either fault is reported (hk_report_list_corrupt, which
+ * does not return). Returns the blocks of list.
+ * either: the order does not matter. Both lists are walked in step and the
+ * one that ends first goes in front, so the walk costs the shorter one's
+ * length (the two lists together hold at most s->capacity blocks); returns
+ * the blocks walked. A fault in the longer list past that length is not
+ * reached: malloc's pop reports it when it gets there. */
+HK_INLINE unsigned hk_list_splice(const hk_slab_t *s, hk_block_t *list, hk_block_t **onto, bool either) {
+  hk_block_t *a = list, *b = *onto;
+  if (either && !b) {
+    *onto = list;
+    return 0;
+  }
+  unsigned n = either ? 2 : 1;  /* blocks reached */
+  for (;;) {
+    hk_block_t *na = hk_block_next(s, a);
+    if (!na) {
+      hk_block_set_next(s, a, *onto);
+      *onto = list;
+      return n;
+    }
+    if (HK_UNLIKELY(!hk_link_ok(s, a, na) || n >= s->capacity)) hk_report_list_corrupt(a);
+    a = na;
+    n++;
+    if (either) {
+      hk_block_t *nb = hk_block_next(s, b);
+      if (!nb) {
+        hk_block_set_next(s, b, list);
+        return n;
+      }
+      if (HK_UNLIKELY(!hk_link_ok(s, b, nb) || n >= s->capacity)) hk_report_list_corrupt(b);
+      b = nb;
+      n++;
+    }
+  }
+}
+
+/* The sample point: a sampler (the profiler) wants the allocation that
+ * reaches `bytes` more of class s->cls to come back to the slow path. s is
+ * the class's current slab and its owner calls, after the slow path handed
+ * out a block of it. The fast path pops s->free to its end, so s->free
+ * keeps the blocks that fit whole in `bytes` and is cut before the block
+ * that holds the point; the rest goes in front of local_free (still free:
+ * handed out after the kept part, at the next refill). The owner's frees
+ * into s go aside from now on (hk_slab_set_aside): onto s->free they would
+ * be popped before the point and push it later. The walks are the
+ * splice's, checked and bounded. Returns the bytes of the blocks s->free
+ * keeps, which the fast path hands out before the point. */
+uint64_t hk_slab_sample_point(hk_slab_t *s, uint64_t bytes);
 
 #endif

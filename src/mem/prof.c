@@ -380,54 +380,13 @@ void hk_prof_forget(const void *p) {
 }
 
 /* The slow path just popped one block of s, class cls's current slab (that
- * block's bytes are counted): the fast path may pop floor(left / c) more
- * before the one that holds the next point. A longer list is cut there,
- * its rest put on local_free (still free, reused after the cut part). */
+ * block's bytes are counted): the fast path may hand out the blocks that
+ * fit whole in the bytes left to the next point, and the slab's sample
+ * point (freelist.h) cuts s->free after them. */
 void hk_prof_limit(hk_slab_t *s) {
   prof_tls_t *t = tls_get();
-  /* the owner's frees into s go aside (local_free), not onto the list
-   * counted here, until s changes state (slab_desc.h) */
-  hk_slab_set_aside(s);
   unsigned cls = s->cls;
-  size_t c = hk_class_bytes(cls);
-  uint64_t allowed, len;
-  if (!s->local_free && !HK_M_DELAY) {
-    len = (uint64_t)(s->carved - s->used);  /* every block not out is on s->free */
-    if (len * c <= (uint64_t)t->left[cls]) {  /* (no division on the common path) */
-      t->left[cls] -= (int64_t)(len * c);
-      return;
-    }
-    allowed = (uint64_t)t->left[cls] / c;
-  } else {
-    allowed = (uint64_t)t->left[cls] / c;
-    len = 0;  /* count, as far as matters */
-    for (hk_block_t *b = s->free; b && len <= allowed && len < s->capacity; b = hk_block_next(s, b)) len++;
-  }
-  if (len <= allowed) {
-    t->left[cls] -= (int64_t)(len * c);
-    return;
-  }
-  hk_block_t *rest;
-  if (allowed == 0) {
-    rest = s->free;
-    s->free = NULL;
-  } else {
-    hk_block_t *b = s->free;
-    for (uint64_t i = 1; i < allowed; i++) b = hk_block_next(s, b);
-    rest = hk_block_next(s, b);
-    hk_block_set_next(s, b, NULL);
-  }
-  if (s->local_free) {  /* (usually empty: the refill just took it) */
-    hk_block_t *tail = rest;
-    for (unsigned k = 0; k < s->capacity; k++) {
-      hk_block_t *nx = hk_block_next(s, tail);
-      if (!nx) break;
-      tail = nx;
-    }
-    hk_block_set_next(s, tail, s->local_free);
-  }
-  s->local_free = rest;
-  t->left[cls] -= (int64_t)(allowed * c);
+  t->left[cls] -= (int64_t)hk_slab_sample_point(s, (uint64_t)t->left[cls]);
 }
 
 /* p's entry when p is the start of a block of ours (live or freed), else NULL */

@@ -32,17 +32,12 @@ size_t hk_slab_collect_remote(hk_slab_t *s) {
                                                 memory_order_acquire, memory_order_relaxed)) {
   }
   hk_block_t *list = HK_XF_LIST(old);
-  size_t n = 1;
-  hk_block_t *tail = list;
-  hk_sec_collector_t sec = hk_sec_collector(s);
-  hk_sec_collect_one(&sec, tail);
-  for (hk_block_t *nx; (nx = hk_block_next(s, tail)) != NULL; tail = nx) {
-    if (HK_UNLIKELY(!hk_link_ok(s, tail, nx))) hk_report_list_corrupt(tail);
-    hk_sec_collect_one(&sec, nx);
-    n++;
+  size_t n = hk_list_splice(s, list, &s->local_free, false);
+  if (HK_M_CANARY) {  /* each trailer: freed now (its links were checked by the splice) */
+    hk_sec_collector_t sec = hk_sec_collector(s);
+    hk_block_t *b = list;
+    for (size_t k = 0; k < n; k++, b = hk_block_next(s, b)) hk_sec_collect_one(&sec, b);
   }
-  hk_block_set_next(s, tail, s->local_free);
-  s->local_free = list;
   HK_ASSERT(s->used >= n);
   s->used = (uint16_t)(s->used - n);
   return n;

@@ -165,16 +165,9 @@ HK_INLINE void hk_slab_become_cur(hk_slab_t *s) {
     hk_slab_restart(s);
     return;
   }
-  hk_block_t *tail = s->local_free;
-  if (!tail) return;
-  for (unsigned k = 0; k < s->capacity; k++) {  /* (a bad link: malloc reports it later) */
-    hk_block_t *nx = hk_block_next(s, tail);
-    if (!nx || !hk_link_ok(s, tail, nx)) break;
-    tail = nx;
-  }
-  if (hk_block_next(s, tail) != NULL) return;  /* not at the end: leave the lists as they are */
-  hk_block_set_next(s, tail, s->free);
-  s->free = s->local_free;
+  hk_block_t *aside = s->local_free;
+  if (!aside) return;
+  hk_list_splice(s, aside, &s->free, false);  /* (a corrupted list is reported there) */
   s->local_free = NULL;
 }
 
