@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "base/report.h"
+#include "base/writer.h"
 
 hk_knobs_t hk_knobs;
 
@@ -45,8 +46,6 @@ typedef struct {
 #define KEYWORD(n, f, when, d0, d1, d2, ...) \
   { n, HK_KNOB_KEYWORD, when, &hk_knobs.f, NULL, 0, (const knob_word_t[]){ __VA_ARGS__, { NULL, 0 } }, \
     0, 0, { d0, d1, d2 } }
-#define STRING(n, f, when) \
-  { n, HK_KNOB_STRING, when, NULL, hk_knobs.f, sizeof hk_knobs.f, NULL, 0, 0, { 0, 0, 0 } }
 #define PATH(n, f, when) \
   { n, HK_KNOB_PATH, when, NULL, hk_knobs.f, sizeof hk_knobs.f, NULL, 0, 0, { 0, 0, 0 } }
 
@@ -106,7 +105,6 @@ static const knob_row_t knob_table[] = {
 #undef NUMBER
 #undef SIZE
 #undef KEYWORD
-#undef STRING
 #undef PATH
 
 #define NKNOBS (sizeof knob_table / sizeof knob_table[0])
@@ -396,91 +394,61 @@ bool hk_knob_is_default(const hk_knob_info_t *k) {
   return k->value == k->def;
 }
 
-/* A line writer for the configuration: fd, no malloc. */
-typedef struct { int fd; size_t n; char buf[480]; } line_t;
-
-static void line_put(line_t *l, const char *s) {
-  while (*s) {
-    if (l->n + 1 >= sizeof l->buf) {
-      l->buf[l->n] = 0;
-      hk_message_fd(l->fd, "%s", l->buf);
-      l->n = 0;
-    }
-    l->buf[l->n++] = *s++;
-  }
+static void put_value(hk_writer_t *w, const hk_knob_info_t *k, bool def) {
+  if (k->text) hk_write_str(w, def ? k->def_text : k->text);
+  else hk_write_fmt(w, "%ld", def ? k->def : k->value);
 }
 
-static void line_num(line_t *l, long v) {
-  char d[24];
-  int i = 23;
-  d[i] = 0;
-  bool neg = v < 0;
-  unsigned long u = neg ? 0UL - (unsigned long)v : (unsigned long)v;
-  do { d[--i] = (char)('0' + u % 10); u /= 10; } while (u);
-  if (neg) d[--i] = '-';
-  line_put(l, d + i);
-}
-
-static void line_end(line_t *l) {
-  line_put(l, "\n");
-  l->buf[l->n] = 0;
-  hk_message_fd(l->fd, "%s", l->buf);
-  l->n = 0;
-}
-
-static void line_value(line_t *l, const hk_knob_info_t *k, bool def) {
-  if (k->text) line_put(l, def ? k->def_text : k->text);
-  else line_num(l, def ? k->def : k->value);
+/* A line ends with its write: each goes out whole, between other threads'. */
+static void end_line(hk_writer_t *w) {
+  hk_write_str(w, "\n");
+  hk_write_flush(w);
 }
 
 /* all: every knob, one a line ("hakmem: config: NAME VALUE (default|set…)");
  * otherwise one line with the profile and the knobs that differ from it. */
 void hk_knobs_print(int fd, bool all) {
-  line_t l = { fd, 0, {0} };
+  char buf[512];
+  hk_writer_t w;
+  hk_writer_to_fd(&w, fd, buf, sizeof buf);
   hk_knob_info_t k;
   if (!all) {
-    line_put(&l, "hakmem: config: profile ");
-    line_put(&l, hk_profile_name());
+    hk_write_str(&w, "hakmem: config: profile ");
+    hk_write_str(&w, hk_profile_name());
     bool any = false;
     for (size_t i = 1; hk_knob_get(i, &k); i++) {
       if (hk_knob_is_default(&k)) continue;
-      line_put(&l, any ? ", " : "; ");
-      line_put(&l, k.name);
-      line_put(&l, "=");
-      line_value(&l, &k, false);
+      hk_write_str(&w, any ? ", " : "; ");
+      hk_write_str(&w, k.name);
+      hk_write_str(&w, "=");
+      put_value(&w, &k, false);
       any = true;
     }
-    if (!any) line_put(&l, "; every knob at its default");
-    line_end(&l);
+    if (!any) hk_write_str(&w, "; every knob at its default");
+    end_line(&w);
     return;
   }
   for (size_t i = 0; hk_knob_get(i, &k); i++) {
-    line_put(&l, "hakmem: config: ");
-    line_put(&l, k.name);
-    for (size_t pad = str_len(k.name); pad < 27; pad++) line_put(&l, " ");
-    size_t start = l.n;
-    line_value(&l, &k, false);
-    if (k.text && !k.text[0]) line_put(&l, "(unset)");
-    while (l.n >= start && l.n - start < 9) line_put(&l, " ");  /* a column */
+    hk_write_str(&w, "hakmem: config: ");
+    hk_write_str(&w, k.name);
+    for (size_t pad = str_len(k.name); pad < 27; pad++) hk_write_str(&w, " ");
+    size_t start = w.total;
+    put_value(&w, &k, false);
+    if (k.text && !k.text[0]) hk_write_str(&w, "(unset)");
+    while (w.total - start < 9) hk_write_str(&w, " ");  /* a column */
     bool def = hk_knob_is_default(&k);
     if (k.src == 2) {
-      line_put(&l, " (default: the value given is invalid)");
+      hk_write_str(&w, " (default: the value given is invalid)");
     } else if (def) {
-      line_put(&l, k.src ? " (set, = default)" : " (default)");
+      hk_write_str(&w, k.src ? " (set, = default)" : " (default)");
     } else {
-      line_put(&l, " (set; default ");
-      line_value(&l, &k, true);
-      if (k.text && !k.def_text[0]) line_put(&l, "unset");
-      line_put(&l, ")");
+      hk_write_str(&w, " (set; default ");
+      put_value(&w, &k, true);
+      if (k.text && !k.def_text[0]) hk_write_str(&w, "unset");
+      hk_write_str(&w, ")");
     }
-    if (!k.text) {
-      line_put(&l, "  [");
-      line_num(&l, k.min);
-      line_put(&l, ", ");
-      line_num(&l, k.max);
-      line_put(&l, "]");
-    }
-    line_end(&l);
+    if (!k.text) hk_write_fmt(&w, "  [%ld, %ld]", k.min, k.max);
+    end_line(&w);
   }
 }
 

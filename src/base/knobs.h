@@ -68,12 +68,11 @@ extern hk_knobs_t hk_knobs;
  * "Changing knobs at run time"). */
 #define HK_CAP_PIN (1L << 62)
 
-/* How a knob's text is read (docs/ENV_VARS.md, "Kinds"). */
+/* How a knob's text is read (docs/ENV_VARS.md, "How to read the tables"). */
 typedef enum {
   HK_KNOB_NUMBER,   /* a decimal integer                                  */
   HK_KNOB_SIZE,     /* bytes: a decimal integer, maybe with K, M, G or T  */
   HK_KNOB_KEYWORD,  /* one word of the row's list; its value is a number  */
-  HK_KNOB_STRING,   /* any text, as it is given                           */
   HK_KNOB_PATH,     /* a file name; empty is unset                        */
 } hk_knob_kind_t;
 

@@ -21,7 +21,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <link.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -37,6 +36,7 @@
 #include "base/report.h"
 #include "base/size_class.h"
 #include "base/callstack.h"
+#include "base/writer.h"
 
 int hk_prof_on;
 
@@ -451,47 +451,15 @@ size_t hk_prof_trim(void) {
  * which pprof symbolises the addresses afterwards. Counts are already
  * scaled (the "heapprofile" header: pprof scales nothing). */
 
-typedef struct { int fd; char buf[4096]; size_t n; bool bad; } out_t;
-
-static void out_flush(out_t *o) {
-  size_t done = 0;
-  while (done < o->n) {
-    ssize_t w = write(o->fd, o->buf + done, o->n - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) { o->bad = true; break; }
-    done += (size_t)w;
-  }
-  o->n = 0;
-}
-
-static void out_put(out_t *o, const char *s, size_t n) {
-  while (n) {
-    if (o->n == sizeof o->buf) out_flush(o);
-    size_t k = sizeof o->buf - o->n < n ? sizeof o->buf - o->n : n;
-    memcpy(o->buf + o->n, s, k);
-    o->n += k;
-    s += k;
-    n -= k;
-  }
-}
-
-static void out_fmt(out_t *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void out_fmt(out_t *o, const char *fmt, ...) {
-  char line[256];
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  if (n > 0) out_put(o, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-}
-
 static long long rnd(double v) { return v <= 0 ? 0 : (long long)(v + 0.5); }
 
 /* leaks: only the stacks with live blocks, each counted by them alone */
 static int write_profile(const char *path, bool leaks) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return -1;
-  out_t o = { .fd = fd };
+  char out_buf[4096];
+  hk_writer_t o;
+  hk_writer_to_fd(&o, fd, out_buf, sizeof out_buf);
   double lo = 0, lb = 0, ao = 0, ab = 0;
   for (unsigned i = 0; i < NSTACK; i++) {
     const stack_t_ *e = &stacks[i];
@@ -499,26 +467,25 @@ static int write_profile(const char *path, bool leaks) {
     lo += e->lobjs; lb += e->lbytes; ao += e->aobjs; ab += e->abytes;
   }
   if (leaks) { ao = lo; ab = lb; }
-  out_fmt(&o, "heap profile: %6lld: %8lld [%6lld: %8lld] @ heapprofile\n", rnd(lo), rnd(lb), rnd(ao), rnd(ab));
+  hk_write_fmt(&o, "heap profile: %6lld: %8lld [%6lld: %8lld] @ heapprofile\n", rnd(lo), rnd(lb), rnd(ao), rnd(ab));
   for (unsigned i = 0; i < NSTACK; i++) {
     const stack_t_ *e = &stacks[i];
     if (!e->hash || (leaks && rnd(e->lbytes) == 0)) continue;
-    out_fmt(&o, "%6lld: %8lld [%6lld: %8lld] @", rnd(e->lobjs), rnd(e->lbytes),
-            rnd(leaks ? e->lobjs : e->aobjs), rnd(leaks ? e->lbytes : e->abytes));
-    for (unsigned k = 0; k < e->depth; k++) out_fmt(&o, " 0x%lx", (unsigned long)e->pc[k]);
-    out_put(&o, "\n", 1);
+    hk_write_fmt(&o, "%6lld: %8lld [%6lld: %8lld] @", rnd(e->lobjs), rnd(e->lbytes),
+                 rnd(leaks ? e->lobjs : e->aobjs), rnd(leaks ? e->lbytes : e->abytes));
+    for (unsigned k = 0; k < e->depth; k++) hk_write_fmt(&o, " 0x%lx", (unsigned long)e->pc[k]);
+    hk_write_str(&o, "\n");
   }
-  out_put(&o, "\nMAPPED_LIBRARIES:\n", 19);
+  hk_write_str(&o, "\nMAPPED_LIBRARIES:\n");
   int mfd = open("/proc/self/maps", O_RDONLY | O_CLOEXEC);
   if (mfd >= 0) {
     char buf[4096];
     ssize_t r;
     while ((r = read(mfd, buf, sizeof buf)) > 0 || (r < 0 && errno == EINTR))
-      if (r > 0) out_put(&o, buf, (size_t)r);
+      if (r > 0) hk_write_bytes(&o, buf, (size_t)r);
     close(mfd);
   }
-  out_flush(&o);
-  int bad = o.bad;
+  int bad = !hk_write_flush(&o);
   if (close(fd) != 0) bad = 1;
   return bad ? -1 : 0;
 }

@@ -1,6 +1,7 @@
 /* Statistics: a snapshot of what hakmem holds, merged from the OS counters,
  * the superslab layer and the large tier when read (nothing on the fast
- * path). Feeds mallinfo/malloc_stats/malloc_info and the exit report. */
+ * path). Feeds mallinfo/malloc_stats/malloc_info, the timeline and the exit
+ * report, which stats_print.c prints. */
 #ifndef HK_STATS_H
 #define HK_STATS_H
 
