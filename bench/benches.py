@@ -23,7 +23,7 @@ from procs import (GDB_DONE, _killpg, clean_env, exit_fields, fail, fail_text, f
 PROGRAMS = ["bench_tiny", "bench_random_mixed", "bench_mid", "larson", "bench_xthread",
             "bench_large", "bench_false_sharing", "bench_app", "bench_soak",
             "bench_large_rotate", "bench_phase", "bench_shift", "bench_drift", "bench_burst",
-            "bench_bigheap", "bench_arena"]
+            "bench_bigheap", "bench_arena", "bench_idle", "bench_waves", "bench_lru"]
 
 # the lines of a benchmark program's report (bench_common.h)
 RE_TP = re.compile(r"^Throughput = ([0-9.eE+]+) ops/s", re.M)
@@ -32,6 +32,26 @@ RE_RSS = re.compile(r"^Peak RSS = (\d+) KiB", re.M)
 RE_WORK = re.compile(r"^work: (\S+)", re.M)
 # bench_bigheap: the huge-page-backed bytes with every block live
 RE_HUGE = re.compile(r"^AnonHugePages = (-?\d+) KiB", re.M)
+# memory over time (issue 61): `rss T_MS KIB [PHASE]` samples, and the RSS
+# figures a row may report besides its peak (Bench.metrics; lower is better):
+# the metric's name -> (the key of a run's value, the line that carries it)
+RE_RSS_SAMPLE = re.compile(r"^rss (\d+) (\d+)", re.M)
+MEMORY_METRICS = {
+    "end_rss": ("end_kib", re.compile(r"^End RSS = (\d+) KiB", re.M)),           # bench_waves, bench_lru
+    "idle_end": ("idle_end_kib", re.compile(r"^idle_end_kib (\d+)", re.M)),     # bench_idle
+    "light_end": ("light_end_kib", re.compile(r"^light_end_kib (\d+)", re.M)),  # bench_idle
+}
+SERIES_MAX = 300   # the most RSS samples a run's record keeps (evenly thinned)
+
+
+def rss_series(out):
+    """The `rss T_MS KIB` samples of a run's output as [[t_ms, kib], ...],
+    thinned evenly to at most SERIES_MAX (the last kept)."""
+    pts = [[int(m.group(1)), int(m.group(2))] for m in RE_RSS_SAMPLE.finditer(out)]
+    if len(pts) > SERIES_MAX:
+        step = len(pts) / float(SERIES_MAX - 1)
+        pts = [pts[int(i * step)] for i in range(SERIES_MAX - 1)] + [pts[-1]]
+    return pts
 
 
 def bin_dir():
@@ -58,11 +78,14 @@ class Bench:
     kind = "synthetic"
 
     def __init__(self, name, prog, quick, full, op, desc, deterministic=True, static=True,
-                 timeout=(120, 600), full_only=False):
+                 timeout=(120, 600), full_only=False, metrics=(), series=False):
         self.name, self.prog, self.quick, self.full = name, prog, quick, full
         self.op, self.desc, self.deterministic, self.static = op, desc, deterministic, static
         self.timeout = timeout
         self.full_only = full_only
+        # memory over time: the MEMORY_METRICS the row reports (each run must
+        # print them), and whether its runs keep their `rss` samples
+        self.metrics, self.series = tuple(metrics), series
 
     def available(self):
         return None  # or why this benchmark cannot run here
@@ -130,6 +153,14 @@ class Bench:
         hp = RE_HUGE.search(p.out)
         if hp and int(hp.group(1)) >= 0:
             rec["huge_kib"] = int(hp.group(1))
+        for m in self.metrics:
+            key, rx = MEMORY_METRICS[m]
+            v = rx.search(p.out)
+            if not v:
+                return fail(rec, "no %s line in the output (the row's %s figure)" % (rx.pattern, m), p)
+            rec[key] = int(v.group(1))
+        if self.series:
+            rec["rss_series"] = rss_series(p.out)
         return rec
 
 
@@ -562,6 +593,27 @@ def benchmarks(mode):
                    "one malloc or free (burst time only)",
                    "learner: bursts of 64 MiB of small objects with 1.2 s pauses", static=False,
                    full_only=True))
+    # memory over time (issue 61): what RSS is after the work, not how fast
+    # the work went. idle_*: fill about 256 MiB (full: 1200 MiB), free it
+    # all, idle, then light use; the figures are the RSS at the end of the
+    # idle and light phases (throughput there is the fill and free rate)
+    for nm, sz, what in (("small", 120, "120 B"), ("mid", 4000, "4000 B"), ("big", "2m", "2 MiB")):
+        B.append(Bench("idle_%s" % nm, "bench_idle", [sz, 256, 3000, 2000, 0, 1], [sz, 1200, 8000, 4000, 0, 1],
+                       "one malloc or free (fill and free only)",
+                       "memory over time: %s blocks fill 256 MiB (full: 1200 MiB), every one freed, then "
+                       "idle 3 s (full 8 s) and light use 2 s (4 s); figures: RSS at the end of idle and of "
+                       "light use" % what, metrics=("idle_end", "light_end"), series=True))
+    B.append(Bench("waves", "bench_waves", [4, 4, 12000, 250, 250, 1], [4, 8, 16000, 250, 250, 1],
+                   "one malloc, calloc, aligned alloc, realloc or free",
+                   "4 threads at a time in waves that start and exit, random mix: 90% < 32 KiB, 8.5% "
+                   "32 KiB-1 MiB, 1.5% 1-9 MiB; malloc, calloc, aligned_alloc/posix_memalign (16-4096), "
+                   "realloc; every byte written and checked; a quarter of a thread's live blocks freed by "
+                   "the next wave; end RSS after every block is freed", metrics=("end_rss",), series=True))
+    B.append(Bench("lru", "bench_lru", [64, 6, 1000000, 64, 512, 150, 1], [64, 8, 1500000, 64, 512, 150, 1],
+                   "one get or set",
+                   "an LRU cache of 64 MiB (node + value per entry), refilled in phases with values 1.5x "
+                   "larger each (64-512 B up to 1.1-8.7 KiB), evicting the least recently used; 60% gets; "
+                   "end RSS with the cache full after the refills", metrics=("end_rss",), series=True))
     B.append(Redis())
     B.append(Python())
     B.append(Compile())

@@ -174,3 +174,75 @@ def svg_chart(res):
         ly += 16
     o.append("</svg>")
     return "\n".join(o) + "\n"
+
+
+def rss_series_rows(res):
+    """The rows whose runs kept their `rss T_MS KIB` samples (memory over
+    time: idle_*, waves, lru), in the document's order."""
+    return [b for b in res.get("benchmarks", []) for r in [b.get("results") or {}]
+            if any(run.get("rss_series") for s in r.values() for run in (s.get("runs") or []))]
+
+
+def rss_series_svg(res):
+    """RSS over time: one panel per row that kept its samples, one line per
+    allocator (its first accepted run), time in seconds across, RSS in MiB
+    up (from 0). None when no row kept samples."""
+    rows = rss_series_rows(res)
+    if not rows:
+        return None
+    labels = [a["label"] for a in res["allocators"]]
+    left, pw, ph, top, gap = 70, 620, 170, 50, 56
+    W = left + pw + 170
+    height = top + (ph + gap) * len(rows) + 10
+    o = _svg_head(W, height, left, "RSS over time (first accepted run of each allocator)",
+                  "%s, %s mode, %s" % (html.escape(str(res.get("date"))), res.get("mode"),
+                                       html.escape(res.get("machine", {}).get("cpu", ""))))
+    y0 = top
+    for b in rows:
+        lines = {}
+        for l in labels:
+            s = (b.get("results") or {}).get(l)
+            run = next((r for r in (s or {}).get("runs") or [] if r.get("status") == "ok" and r.get("rss_series")),
+                       None)
+            if run:
+                lines[l] = run["rss_series"]
+        tmax = max([p[0] for pts in lines.values() for p in pts] + [1])
+        kmax = max([p[1] for pts in lines.values() for p in pts] + [1024])
+        mib_top = _nice_ceiling(kmax / 1024.0)
+
+        def X(t):
+            return left + t / float(tmax) * pw
+
+        def Y(k):
+            return y0 + 18 + ph - (k / 1024.0) / mib_top * ph
+        o.append('<text x="%d" y="%d" font-weight="bold">%s</text>' % (left, y0 + 10, html.escape(b["name"])))
+        for i in range(5):
+            v = mib_top * i / 4
+            yy = Y(v * 1024)
+            o.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>' % (left, yy, left + pw, yy))
+            o.append('<text x="%d" y="%.1f" text-anchor="end" fill="#555">%g MiB</text>' % (left - 6, yy + 4, v))
+        for i in range(6):
+            t = tmax * i / 5
+            o.append('<text x="%.1f" y="%d" text-anchor="middle" fill="#555">%.1f s</text>' % (
+                X(t), y0 + 18 + ph + 14, t / 1000.0))
+        for l, pts in lines.items():
+            o.append('<polyline fill="none" stroke="%s" stroke-width="1.5" points="%s"><title>%s %s</title>'
+                     '</polyline>' % (colour(l), " ".join("%.1f,%.1f" % (X(t), Y(k)) for t, k in pts),
+                                     html.escape(b["name"]), html.escape(l)))
+        y0 += ph + gap
+    ly = top
+    for l in labels:
+        o.append('<rect x="%d" y="%d" width="12" height="10" fill="%s"/>' % (left + pw + 30, ly, colour(l)))
+        o.append('<text x="%d" y="%d">%s</text>' % (left + pw + 48, ly + 9, html.escape(l)))
+        ly += 16
+    o.append("</svg>")
+    return "\n".join(o) + "\n"
+
+
+def _nice_ceiling(x):
+    """The smallest of 1, 2, 2.5, 5 x 10^k at least x (an axis' top)."""
+    k = 10 ** math.floor(math.log10(max(x, 1e-9)))
+    for m in (1, 2, 2.5, 5, 10):
+        if m * k >= x:
+            return m * k
+    return 10 * k

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import settings
-from charts import svg_chart, verdicts_svg
+from charts import rss_series_svg, svg_chart, verdicts_svg
 from render import compact_summary, compact_table, markdown, soak_markdown
 from stats import add_build_comparisons, add_verdicts, rejudge
 
@@ -36,12 +36,18 @@ def write_reports(res, stem):
 def write_rendered(res, jpath):
     """Everything drawn from a results .json, beside it: STEM.md (the report),
     STEM.svg (ratio chart), STEM-table.md (the compact verdicts table that the
-    docs include) and STEM-verdicts.svg (hakmem ÷ best peer with intervals)."""
+    docs include), STEM-verdicts.svg (hakmem ÷ best peer with intervals) and,
+    when some row kept its RSS samples, STEM-rss.svg (RSS over time)."""
     jpath = Path(jpath)
     stem = jpath.name[:-len(".json")] if jpath.name.endswith(".json") else jpath.stem
     d = jpath.parent
     out = [d / (stem + ".md"), d / (stem + ".svg"), d / (stem + "-table.md"), d / (stem + "-verdicts.svg")]
-    out[0].write_text(markdown(res, out[1].name))
+    # STEM-rss.svg: RSS over time, when some row kept its samples
+    rss = rss_series_svg(res)
+    if rss:
+        out.append(d / (stem + "-rss.svg"))
+        out[4].write_text(rss, encoding="utf-8")
+    out[0].write_text(markdown(res, out[1].name, out[4].name if rss else None))
     out[1].write_text(svg_chart(res))
     out[2].write_text("\n".join(compact_table(res, source=jpath.name)) + "\n", encoding="utf-8")
     out[3].write_text(verdicts_svg(res), encoding="utf-8")

@@ -236,7 +236,7 @@ def verdict_summary(res):
         verdict.SUBJECT, one("throughput"), one("rss"))
 
 
-def markdown(res, svg_name):
+def markdown(res, svg_name, rss_chart=None):
     m = res["machine"]
     L = ["# hakmem benchmarks: %s (%s mode)" % (res["date"], res["mode"]), ""]
     L.append("Machine: %s, %s CPUs, %s GiB RAM, %s, Linux %s, glibc %s." % (
@@ -284,6 +284,7 @@ def markdown(res, svg_name):
         L.append("")
         L.append(verdict_summary(res)[0].upper() + verdict_summary(res)[1:] + ".")
         L.append("")
+    L += memory_table(res, rss_chart)
     bt = builds_table(res)
     if bt:
         L += bt + ["", builds_summary(res)[0].upper() + builds_summary(res)[1:] + ".", ""]
@@ -517,6 +518,55 @@ def huge_table(res):
             "| benchmark | allocator | huge-page-backed | peak RSS |", "|---|---|---:|---:|"] + rows + [""]
 
 
+MEMORY_COLUMNS = (("idle_end", "idle_end_kib", "RSS idle end"), ("light_end", "light_end_kib", "RSS light end"),
+                  ("end_rss", "end_kib", "end RSS"))
+
+
+def memory_table(res, chart=None):
+    """Memory over time (issue 61): the rows that report RSS figures of their
+    own (b["metrics"]: idle_end, light_end, end_rss; lower is better), each
+    allocator's medians beside its peak RSS and throughput, and hakmem's
+    verdict against the best peer on each figure; [] when no row has any.
+    chart: the file name of the RSS-over-time chart, linked when given."""
+    rows = [b for b in res["benchmarks"] if b.get("metrics") and b.get("results")]
+    if not rows:
+        return []
+    cols = [c for c in MEMORY_COLUMNS if any(c[0] in b["metrics"] for b in rows)]
+    L = ["### Memory over time", "",
+         "The figure of these rows is RSS after the work, not throughput: %s; lower is better, median of "
+         "the runs. The verdict is hakmem against the best peer on that figure (peer / hakmem, > 1: hakmem "
+         "smaller)." % "; ".join({"idle_end": "RSS at the end of the idle phase (no allocator call)",
+                                  "light_end": "at the end of the light phase (one malloc/free every 10 ms)",
+                                  "end_rss": "end RSS (waves: after every block was freed; lru: with the "
+                                             "cache full after the refills)"}[c[0]] for c in cols), "",
+         "| benchmark | allocator | %s | peak RSS | median ops/s |" % " | ".join(c[2] for c in cols),
+         "|---|---|%s---:|---:|" % ("---:|" * len(cols))]
+    for b in rows:
+        for a in res["allocators"]:
+            r = b["results"].get(a["label"])
+            if not r:
+                continue
+            if r.get("status") != "ok":
+                L.append("| %s | %s | **%s** |%s - | - |" % (b["name"], a["label"], fail_word(r),
+                                                               " - |" * (len(cols) - 1)))
+                continue
+            L.append("| %s | %s | %s | %s | %s |" % (
+                b["name"], a["label"], " | ".join(fmt_rss(r.get(c[1])) if c[0] in b["metrics"] else "" for c in cols),
+                fmt_rss(r.get("rss_kib")), fmt_tp(r.get("median"))))
+    L.append("")
+    for b in rows:
+        vs = b.get("verdicts") or {}
+        words = ["%s: %s (%s vs %s)" % (m, verdict.verdict_text(vs[m]), fmt_vratio(vs[m].get("ratio")),
+                                        vs[m].get("peer") or "-") for m in b["metrics"] if m in vs]
+        if words:
+            L.append("- %s: %s" % (b["name"], "; ".join(words)))
+    if L[-1] != "":
+        L.append("")
+    if chart:
+        L += ["![RSS over time](%s)" % chart, ""]
+    return L
+
+
 def bench_summary(entry, labels):
     """The log's one line on a benchmark once its runs are done: each row's
     median (and ratio to mimalloc), or FAIL with how many runs died."""
@@ -530,9 +580,11 @@ def bench_summary(entry, labels):
                                                           s["runs_total"]))
         else:
             rm = s.get("ratio_mimalloc")
-            parts.append("%s %s%s%s" % (label, fmt_tp(s["median"]), " (%.2fx mi)" % rm if rm else "",
-                                         ", huge %s" % fmt_huge(s["huge_kib"]) if s.get("huge_kib") is not None
-                                         else ""))
+            parts.append("%s %s%s%s%s" % (label, fmt_tp(s["median"]), " (%.2fx mi)" % rm if rm else "",
+                                           ", huge %s" % fmt_huge(s["huge_kib"]) if s.get("huge_kib") is not None
+                                           else "",
+                                           "".join(", %s %s" % (c[0], fmt_rss(s[c[1]])) for c in MEMORY_COLUMNS
+                                                   if s.get(c[1]) is not None)))
     return "  => %s: %s" % (entry["name"], ", ".join(parts))
 
 

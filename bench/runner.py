@@ -149,6 +149,8 @@ def run_all(benches, allocs, mode, runs, count, baseline, res, total, log):
         entry = {"name": b.name, "kind": b.kind, "desc": b.desc, "op": b.op, "results": {},
                  "args": " ".join(b.args(mode)) if b.kind == "synthetic" else
                  " ".join(getattr(b, "params")(mode))}
+        if getattr(b, "metrics", ()):   # memory over time: the row's RSS figures besides its peak
+            entry["metrics"] = list(b.metrics)
         res["benchmarks"].append(entry)
         if why:
             log("SKIP %s: %s" % (b.name, why))

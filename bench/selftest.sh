@@ -22,7 +22,8 @@
 #  11. verdicts against the best peer (bench/verdict.py) on synthetic runs
 #      with a known answer: ahead, tie, behind, a deterministic bootstrap,
 #      n/a with one run a side, lower RSS is ahead, FAIL stays FAIL, the best
-#      peer skips hakmem variants and FAIL rows;
+#      peer skips hakmem variants and FAIL rows; a memory-over-time figure
+#      (idle_end) is judged lower-is-better and read from a run's output;
 #  12. a real glibc,hakmem run writes the verdicts (JSON, report, log), and
 #      --render adds them to a results file that has none.
 #  13. two hakmem builds in one run (--build A=DIR --build B=COPY): both
@@ -306,6 +307,18 @@ if awk -v r="$ratio" -v l="$lo" 'BEGIN{exit !(r > 1.99 && r < 2.01 && l > 1)}' &
     pass "verdict: hakmem with half the peer's peak RSS: $orient $ratio [$lo, $hi], ahead"
 else
     bad "verdict on lower hakmem RSS: '$out', expected peer/hakmem ~2, ahead"
+fi
+# memory over time (issue 61): a row's own RSS figure (idle_end: RSS at the
+# end of bench_idle's idle phase) is judged like peak RSS, lower is better; a
+# run's `rss T_MS KIB` samples and its figure are read from its output
+out=$(V "(lambda c: '%s %s' % (c['verdict'], c['orientation'].replace(' ', '')))(v.row_verdicts({l: dict(d, idle_end_kib=d['rss_kib'], runs=[dict(r, idle_end_kib=r['rss_kib']) for r in d['runs']]) for l, d in row([1000,1010,990,1000,1020], [3000,3020,2980,3000,3040], 'rss_kib').items()}, metrics=('idle_end',))['idle_end'])")
+ser=$("$PY" -c 'import sys; sys.path.insert(0, "bench"); import benches as b
+out = "rss 0 500 freed\nrss 100 400 idle\nidle_end_kib 400\n" + "".join("rss %d 1\n" % t for t in range(1000))
+s = b.rss_series(out); print(s[:2], len(s), s[-1], b.MEMORY_METRICS["idle_end"][1].search(out).group(1))' 2>&1)
+if [ "$out" = "ahead peer/hakmem" ] && [ "$ser" = "[[0, 500], [1, 1]] 300 [999, 1] 400" ]; then
+    pass "memory over time: idle_end RSS a third of the peer's is ahead (peer/hakmem); rss samples thinned to 300"
+else
+    bad "memory over time: verdict '$out' (expected ahead peer/hakmem), samples '$ser'"
 fi
 out=$(V "(lambda c: '%s %s' % (c['verdict'], c['ci']))(v.compare(row($HI, $LO, hs='failed')))")
 if [ "$out" = "FAIL None" ]; then

@@ -45,6 +45,10 @@ def summarize(runs):
     huge = [r["huge_kib"] for r in ok if r.get("huge_kib") is not None]
     if huge:   # bench_bigheap's huge-page-backed bytes
         s["huge_kib"] = int(statistics.median(huge))
+    for key in verdict.MEMORY_KEYS:   # memory over time: RSS at the end of a phase
+        vals = [r[key] for r in ok if r.get(key) is not None]
+        if vals:
+            s[key] = int(statistics.median(vals))
     return s
 
 
@@ -115,7 +119,7 @@ def add_verdicts(res):
         if b.get("skipped") or not b.get("results"):
             b.pop("verdicts", None)
             continue
-        b["verdicts"] = verdict.row_verdicts(b["results"])
+        b["verdicts"] = verdict.row_verdicts(b["results"], metrics=b.get("metrics") or ())
         vs.append(b["verdicts"])
     res["verdict_counts"] = {m: verdict.counts(vs, m) for m in ("throughput", "rss")}
     return res

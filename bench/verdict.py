@@ -46,7 +46,15 @@ SUBJECT = "hakmem"
 
 # metric -> (key of the row's median, key of a run's value, higher is better)
 METRICS = {"throughput": ("median", "throughput", True),
-           "rss": ("rss_kib", "rss_kib", False)}
+           "rss": ("rss_kib", "rss_kib", False),
+           # memory over time (issue 61): a row's own RSS figures (its
+           # "metrics" in the JSON, bench/benches.py's MEMORY_METRICS): the RSS
+           # after every block was freed or with a full cache (end_rss), at the
+           # end of the idle phase and of the light phase; lower is better
+           "end_rss": ("end_kib", "end_kib", False),
+           "idle_end": ("idle_end_kib", "idle_end_kib", False),
+           "light_end": ("light_end_kib", "light_end_kib", False)}
+MEMORY_KEYS = ("end_kib", "idle_end_kib", "light_end_kib")
 
 
 def bootstrap_ratio(a_runs, b_runs, n_boot=N_BOOT, seed=SEED, conf=CONF):
@@ -168,10 +176,14 @@ def _judge_runs(out, metric, sides, num, den, word, n_boot, seed, conf):
     return out
 
 
-def row_verdicts(row, subject=SUBJECT, **kw):
-    """Both verdicts of a row: {"subject", "throughput": compare(...), "rss": compare(...)}."""
-    return {"subject": subject, "throughput": compare(row, "throughput", subject, **kw),
-            "rss": compare(row, "rss", subject, **kw)}
+def row_verdicts(row, subject=SUBJECT, metrics=(), **kw):
+    """Both verdicts of a row: {"subject", "throughput": compare(...), "rss": compare(...)},
+    and one for each of the row's own memory metrics (end_rss, idle_end, light_end)."""
+    out = {"subject": subject, "throughput": compare(row, "throughput", subject, **kw),
+           "rss": compare(row, "rss", subject, **kw)}
+    for m in metrics:
+        out[m] = compare(row, m, subject, **kw)
+    return out
 
 
 def verdict_text(v):
