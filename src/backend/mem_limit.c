@@ -3,9 +3,9 @@
 #include "backend/mem_limit.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <string.h>
 
+#include "base/gate.h"
 #include "base/knobs.h"
 #include "base/libc.h"  /* memcpy: glibc's, not the copy measure's */
 #include "pal/os.h"
@@ -16,7 +16,7 @@ static size_t limit_hard, limit_soft;   /* bytes, 0: none (relaxed atomics) */
 static unsigned limit_source;
 static size_t rss_read;                 /* the last reading of the resident set */
 static size_t charged;                  /* admitted since that reading */
-static uint64_t next_rss_ms, next_cgroup_ms, last_read_ms;
+static uint64_t rss_gate, cgroup_gate, last_read_ms;  /* gates: base/gate.h */
 static unsigned long n_over, n_refused, n_reliefs;
 static void (*purge_hook)(void);
 /* The folder of the cgroup whose limit binds (set with the limits, read by
@@ -243,7 +243,7 @@ static void read_rss(uint64_t now) {
   HK_STORE_RELAXED(rss_read, rss);
   HK_STORE_RELAXED(charged, 0);
   HK_STORE_RELAXED(last_read_ms, now);
-  HK_STORE_RELAXED(next_rss_ms, now + (hk_mem_pressure() ? RSS_EVERY_PRESSED_MS : RSS_EVERY_MS));
+  hk_gate_set(&rss_gate, now + (hk_mem_pressure() ? RSS_EVERY_PRESSED_MS : RSS_EVERY_MS));
 }
 
 /* Once, by the first caller (racing first callers each read: the same). */
@@ -254,9 +254,9 @@ void hk_mem_init(void) {
   if (knob > 0) set_limits((size_t)knob, 0, HK_MEM_SRC_KNOB);
   else read_cgroup_now();
   uint64_t now = hk_os_now_ms();
-  HK_STORE_RELAXED(next_cgroup_ms, now + CGROUP_EVERY_MS);
+  hk_gate_set(&cgroup_gate, now + CGROUP_EVERY_MS);
   if (HK_LOAD_RELAXED(hk_mem_on)) read_rss(now);
-  __atomic_store_n(&hk_mem_ready, 1, __ATOMIC_RELEASE);
+  HK_STORE_RELEASE(hk_mem_ready, 1);
 }
 
 static unsigned slabs_unread;  /* fresh slabs taken before the limits were read */
@@ -264,7 +264,7 @@ bool hk_mem_limited_slab(void) {
   if (HK_LIKELY(HK_LOAD_RELAXED(hk_mem_ready))) return HK_LOAD_RELAXED(hk_mem_on) != 0;
   hk_knobs_init();
   if (HK_LOAD_RELAXED(hk_knobs.memory_limit) <= 0 &&
-      __atomic_add_fetch(&slabs_unread, 1, __ATOMIC_RELAXED) <= HK_MEM_UNREAD_SLABS)
+      HK_ADD_RELAXED(slabs_unread, 1) + 1 <= HK_MEM_UNREAD_SLABS)
     return false;
   return hk_mem_limited();
 }
@@ -309,17 +309,16 @@ void hk_mem_tick(void) {
   uint64_t now = hk_os_now_ms();
   /* the cgroup may be given a limit later (a container resized): re-read
    * it unless the knob set one */
-  if (HK_LOAD_RELAXED(limit_source) != HK_MEM_SRC_KNOB && now >= HK_LOAD_RELAXED(next_cgroup_ms)) {
-    HK_STORE_RELAXED(next_cgroup_ms, now + CGROUP_EVERY_MS);
+  if (HK_LOAD_RELAXED(limit_source) != HK_MEM_SRC_KNOB && hk_gate_pass(&cgroup_gate, now, CGROUP_EVERY_MS))
     read_cgroup_now();
-  }
-  if (HK_LOAD_RELAXED(hk_mem_on) && now >= HK_LOAD_RELAXED(next_rss_ms)) read_rss(now);
+  /* the reading sets the next deadline, by the pressure it finds */
+  if (HK_LOAD_RELAXED(hk_mem_on) && hk_gate_pass(&rss_gate, now, RSS_EVERY_PRESSED_MS)) read_rss(now);
 }
 
 /* The gate keeps a sixteenth of the hard limit in reserve: the pages that
  * slabs taken before the last reading carve later are in no estimate (a
  * slab is charged when it is taken; the reading then sees only what was
- * touched). Without it a 96 MiB limit's peak was 0.7 MB over (test_memlimit
+ * touched). Without it the peak went past the limit (test_memlimit's
  * cycle). */
 static bool over_hard(size_t bytes) {
   size_t hard = HK_LOAD_RELAXED(limit_hard);
@@ -330,8 +329,8 @@ bool hk_mem_admit(size_t bytes, void (*relieve)(void *), void *arg) {
   if (!hk_mem_limited()) return true;
   /* Charges of memory reused in place (a large block on free span pages)
    * pile up between readings: past the soft line the estimate is read
-   * again, or the pressure would be false (bench_large under a 16 GiB
-   * limit purged 44% more, at 0.78 of the speed). At most once a
+   * again, or the pressure would be false (a program reusing large blocks
+   * under a limit purged far more than it had to, and ran slower). At most once a
    * millisecond: live data past the limit would read it at every slab. */
   if (HK_UNLIKELY(estimate() + bytes >= soft_line())) {
     uint64_t now = hk_os_now_ms();
@@ -344,7 +343,7 @@ bool hk_mem_admit(size_t bytes, void (*relieve)(void *), void *arg) {
      * what the last one could not) */
     bool fail = HK_LOAD_RELAXED(hk_knobs.memory_limit_action) == HK_MEM_ACTION_FAIL;
     if (over_hard(bytes) && (fail || now - HK_LOAD_RELAXED(relief_fruitless_ms) >= RSS_EVERY_PRESSED_MS)) {
-      atomic_fetch_add_explicit((_Atomic unsigned long *)&n_reliefs, 1, memory_order_relaxed);
+      HK_ADD_RELAXED(n_reliefs, 1);
       int saved = errno;
       if (relieve) relieve(arg);
       read_rss(hk_os_now_ms());
@@ -357,14 +356,14 @@ bool hk_mem_admit(size_t bytes, void (*relieve)(void *), void *arg) {
       if (over_hard(bytes)) HK_STORE_RELAXED(relief_fruitless_ms, hk_os_now_ms());
     }
     if (over_hard(bytes)) {
-      atomic_fetch_add_explicit((_Atomic unsigned long *)&n_over, 1, memory_order_relaxed);
+      HK_ADD_RELAXED(n_over, 1);
       if (fail) {
-        atomic_fetch_add_explicit((_Atomic unsigned long *)&n_refused, 1, memory_order_relaxed);
+        HK_ADD_RELAXED(n_refused, 1);
         return false;
       }
     }
   }
-  atomic_fetch_add_explicit((_Atomic size_t *)&charged, bytes, memory_order_relaxed);
+  HK_ADD_RELAXED(charged, bytes);
   return true;
 }
 

@@ -22,7 +22,7 @@ unsigned hk_span_shards(void) { return hk_arena_shards_now(); }
 
 /* n live pages leave: freed, or cut from a block's tail. */
 static void live_sub(uint32_t n) {
-  size_t was = SUB(hk_span_live_pages, n);
+  size_t was = HK_SUB_RELAXED(hk_span_live_pages, n);
   HK_ASSERT(was >= n);
   (void)was;
 }
@@ -109,8 +109,8 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
     }
   }
   bits_set(a, at, need, true);
-  ADD(hk_span_live_pages, need);
-  ADD(hk_span_carved, 1);
+  HK_ADD_RELAXED(hk_span_live_pages, need);
+  HK_ADD_RELAXED(hk_span_carved, 1);
   uint8_t *p = page_addr(a, at);
   /* the block's pages open, its last page closed (it was the run's, closed
    * already, when nothing is left behind it): planned here, the calls made
@@ -322,7 +322,7 @@ size_t hk_span_resize(void *p, size_t size) {
     h->l.fresh |= hk_thp_fresh_chunks(a, i, i, i + need - GUARD_PAGES);
     bits_set(a, j, extra, true);
     a->e[j - 1].tag = 0;
-    ADD(hk_span_live_pages, extra);
+    HK_ADD_RELAXED(hk_span_live_pages, extra);
   }
   if (need != n) {
     h->npages = need;

@@ -6,6 +6,7 @@
 #include "backend/span_arena.h"
 
 #include "base/chunk_map.h"
+#include "base/dlist.h"
 #include "base/knobs.h"
 
 #define BIN_SCAN 32   /* free runs looked at per bin */
@@ -47,7 +48,7 @@ unsigned hk_arena_shards_now(void) {
 static __thread unsigned home_seq;  /* the thread's turn + 1; 0: none yet */
 static unsigned home_next;
 shard_t *hk_arena_home_shard(void) {
-  if (!home_seq) home_seq = 1 + __atomic_fetch_add(&home_next, 1, __ATOMIC_RELAXED);
+  if (!home_seq) home_seq = 1 + HK_ADD_RELAXED(home_next, 1);
   unsigned k = (home_seq - 1) % hk_arena_shards_now();
   HK_ASSERT(k < HK_SPAN_SHARDS);
   return &hk_arena_shards[k];
@@ -83,11 +84,13 @@ static bool free_head_at(const hk_arena_t *a, uint32_t j) {
   return j < ARENA_PAGES && (a->e[j].tag & (T_HEAD | T_FREE)) == (T_HEAD | T_FREE);
 }
 
+/* A free run's lists (base/dlist.h), its bin's and the dirty list, name
+ * runs by their first page: RUN(i) is the links of run i of arena a. */
+#define RUN(i) (a->e[i].f)
+
 static void dirty_unlink(hk_arena_t *a, uint32_t i) {
-  entry_t *e = &a->e[i];
-  if (e->f.dprev) a->e[e->f.dprev].f.dnext = e->f.dnext; else a->dirty_head = e->f.dnext;
-  if (e->f.dnext) a->e[e->f.dnext].f.dprev = e->f.dprev; else a->dirty_tail = e->f.dprev;
-  e->f.dnext = e->f.dprev = 0;
+  HK_DLT_UNLINK_AT(RUN, a->dirty_head, a->dirty_tail, i, dnext, dprev);
+  RUN(i).dnext = RUN(i).dprev = 0;
 }
 
 void hk_arena_free_insert(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t ndirty, uint32_t stamp) {
@@ -103,21 +106,14 @@ void hk_arena_free_insert(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t ndirty
   HK_ASSERT(b < NBINS);
   h->bin = (uint16_t)b;
   h->kind = 0;  /* free run: its pages not yet checked (span_purge.c, cap_check) */
-  h->f.prev = 0;
-  h->f.next = a->bins[b];
-  if (a->bins[b]) a->e[a->bins[b]].f.prev = i;
-  a->bins[b] = i;
+  HK_DL_PUSH_AT(RUN, a->bins[b], i, next, prev);
   h->f.ndirty = ndirty;
   h->f.stamp = stamp;
   h->f.dnext = h->f.dprev = 0;
-  if (ndirty) {
-    h->f.dprev = a->dirty_tail;
-    if (a->dirty_tail) a->e[a->dirty_tail].f.dnext = i; else a->dirty_head = i;
-    a->dirty_tail = i;
-  }
+  if (ndirty) HK_DLT_PUSH_TAIL_AT(RUN, a->dirty_head, a->dirty_tail, i, dnext, dprev);
   a->free_pages += n;
-  ADD(hk_span_dirty_pages, ndirty);
-  ADD(shard_of(a)->dirty, ndirty);
+  HK_ADD_RELAXED(hk_span_dirty_pages, ndirty);
+  HK_ADD_RELAXED(shard_of(a)->dirty, ndirty);
 }
 
 uint32_t hk_arena_free_remove(hk_arena_t *a, uint32_t i) {
@@ -127,12 +123,11 @@ uint32_t hk_arena_free_remove(hk_arena_t *a, uint32_t i) {
   HK_ASSERT((h->tag & (T_HEAD | T_FREE)) == (T_HEAD | T_FREE) && n && i + n <= ARENA_PAGES);
   HK_ASSERT((a->e[i + n - 1].tag & (T_TAIL | T_FREE)) == (T_TAIL | T_FREE) && a->e[i + n - 1].npages == n);
   HK_ASSERT(nd <= n && a->free_pages >= n && HK_LOAD_RELAXED(shard_of(a)->dirty) >= nd);
-  if (h->f.prev) a->e[h->f.prev].f.next = h->f.next; else a->bins[h->bin] = h->f.next;
-  if (h->f.next) a->e[h->f.next].f.prev = h->f.prev;
+  HK_DL_UNLINK_AT(RUN, a->bins[h->bin], i, next, prev);
   if (nd) dirty_unlink(a, i);
   a->free_pages -= n;
-  SUB(hk_span_dirty_pages, nd);
-  SUB(shard_of(a)->dirty, nd);
+  HK_SUB_RELAXED(hk_span_dirty_pages, nd);
+  HK_SUB_RELAXED(shard_of(a)->dirty, nd);
   a->e[i + n - 1].tag = 0;
   h->tag = 0;
   return nd;
@@ -278,7 +273,7 @@ hk_arena_t *hk_arena_new(bool huge, shard_t *sh) {
   while (*pa) pa = &(*pa)->next;
   a->next = NULL;
   *pa = a;
-  ADD(hk_span_arena_count, 1);
+  HK_ADD_RELAXED(hk_span_arena_count, 1);
   return a;
 }
 

@@ -99,8 +99,6 @@ extern size_t hk_span_live_pages, hk_span_dirty_pages;
 extern size_t hk_span_lent_pages;    /* lent to superslabs (not in live pages) */
 extern size_t hk_span_arena_count;
 extern size_t hk_span_carved;        /* blocks carved so far (span_lend.c's quiet rule) */
-#define ADD(x, v) __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
-#define SUB(x, v) __atomic_fetch_sub(&(x), (v), __ATOMIC_RELAXED)
 
 static inline hk_arena_t *arena_of(const void *p) {
   return (hk_arena_t *)((uintptr_t)p & ~(uintptr_t)(ARENA_SIZE - 1));

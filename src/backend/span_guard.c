@@ -57,11 +57,11 @@ static void shut_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
   uint32_t beside = (i > 0 && shut_at(a, i - 1)) + shut_at(a, i + n);
   uint32_t before = a->islands;
   a->islands = on ? a->islands + 1 - beside : a->islands - 1 + beside;
-  ADD(shut_islands, (size_t)a->islands - before);  /* modulo 2^64 */
+  HK_ADD_RELAXED(shut_islands, (size_t)a->islands - before);  /* modulo 2^64 */
   hk_bitmap_set(a->shut, i, n, on);
 }
 
-void hk_guard_arena_gone(const hk_arena_t *a) { SUB(shut_islands, a->islands); }
+void hk_guard_arena_gone(const hk_arena_t *a) { HK_SUB_RELAXED(shut_islands, a->islands); }
 
 /* A freed block's close: its contents stay (PROT_NONE even with markers: a
  * freed block closed by markers is faulted back in at its reuse, which
@@ -192,7 +192,7 @@ static void quar_release_oldest(shard_t *sh) {
   entry_t *h = &q.a->e[q.i];
   uint32_t n = h->npages;
   HK_ASSERT(h->tag == T_FREED && HK_LOAD_RELAXED(quar_pages) >= n);
-  SUB(quar_pages, n);
+  HK_SUB_RELAXED(quar_pages, n);
   hk_arena_run_release(q.a, q.i, n, bits_count(q.a, q.i, n), h->f.stamp);
 }
 
@@ -202,7 +202,7 @@ void hk_quar_push(hk_arena_t *a, uint32_t i, uint32_t stamp) {
   while (sh->quar_n && HK_LOAD_RELAXED(quar_pages) + a->e[i].npages > QUAR_PAGES) quar_release_oldest(sh);
   a->e[i].f.stamp = stamp;
   sh->quar[(sh->quar_first + sh->quar_n++) % QUAR_RUNS] = (quar_t){ a, i };
-  ADD(quar_pages, a->e[i].npages);
+  HK_ADD_RELAXED(quar_pages, a->e[i].npages);
 }
 
 /* The quarantine's marked pages of [i, i + n), purged in place. */

@@ -87,7 +87,7 @@ void *hk_span_take_ss(void) {
   h->l.requested = 0;
   h->l.fresh = 0;
   bits_set(a, at, need, true);
-  ADD(hk_span_lent_pages, need);
+  HK_ADD_RELAXED(hk_span_lent_pages, need);
   hk_unlock(&sh->lock);
   return page_addr(a, at);
 }
@@ -103,7 +103,7 @@ void hk_span_give_ss(void *p, size_t kept) {
   HK_ASSERT(n == HUGE_PAGES && (a->e[i + n - 1].tag & (T_TAIL | T_LIVE)) == (T_TAIL | T_LIVE) &&
             a->e[i + n - 1].npages == n);
   hk_arena_grains_freed(a, i, n, stamp);
-  size_t was = SUB(hk_span_lent_pages, n);
+  size_t was = HK_SUB_RELAXED(hk_span_lent_pages, n);
   HK_ASSERT(was >= n);
   (void)was;
   a->e[i + n - 1].tag = 0;

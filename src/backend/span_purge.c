@@ -204,7 +204,7 @@ static hk_arena_t *take_empty_arenas(void) {
       hk_arena_t *a = *pa;
       if (a->free_pages == ARENA_PAGES - a->first_page) {
         *pa = a->next;
-        SUB(hk_span_arena_count, 1);
+        HK_SUB_RELAXED(hk_span_arena_count, 1);
         hk_guard_arena_gone(a);
         a->next = gone;
         gone = a;

@@ -44,7 +44,7 @@ bool hk_thp_want_huge(uint32_t pages, bool zero) {
 }
 
 void hk_thp_placed(bool huge) {
-  if (!huge && hk_os_thp() != HK_THP_NONE) ADD(thp_plain_blocks, 1);
+  if (!huge && hk_os_thp() != HK_THP_NONE) HK_ADD_RELAXED(thp_plain_blocks, 1);
 }
 
 uint64_t hk_thp_fresh_chunks(const hk_arena_t *a, uint32_t head, uint32_t from, uint32_t to) {
@@ -88,7 +88,7 @@ void hk_thp_sample(hk_arena_t *a, uint32_t i, uint8_t *p) {
   unsigned d = HK_LOAD_RELAXED(thp_density);
   d = (unsigned)((int)d + ((int)f - (int)d) / 4);
   HK_STORE_RELAXED(thp_density, d);
-  ADD(thp_samples, 1);
+  HK_ADD_RELAXED(thp_samples, 1);
   if (d < HK_THP_PLAIN_PM) HK_STORE_RELAXED(thp_plain, true);
   else if (d > HK_THP_HUGE_PM) HK_STORE_RELAXED(thp_plain, false);
 }

@@ -4,7 +4,11 @@
 
 #include <string.h>
 
+#include "base/cap.h"
 #include "base/chunk_map.h"
+#include "base/collect.h"
+#include "base/dlist.h"
+#include "base/gate.h"
 #include "base/knobs.h"
 #include "base/lock.h"
 #include "backend/mem_limit.h"
@@ -15,17 +19,18 @@
 /* Global lists, each under its own lock; a thread takes one of them at most
  * once per superslab it acquires, releases or adopts. */
 static hk_lock_t cache_lock = HK_LOCK_INIT;
+static int collect_busy;  /* a collect pass is running (collect.h, hk_pass_begin) */
 static hk_ss_list_t cache;                 /* empty superslabs, newest first */
 static hk_lock_t abandoned_lock = HK_LOCK_INIT;
 static hk_ss_list_t abandoned[HK_SS_NKINDS];
-static atomic_size_t mapped_count;
+static size_t mapped_count;
 static hk_lock_t all_lock = HK_LOCK_INIT;  /* every mapped superslab, for fork */
 static hk_superslab_t *all_head;
-static _Atomic uint64_t next_collect_ms;
+static uint64_t collect_gate;             /* hk_ss_collect's clock (base/gate.h) */
 /* cached superslabs not purged (under cache_lock; read without it as a
  * hint: hk_ss_shed returns at once when there are none) */
 static size_t cache_unpurged;
-#define UNPURGED(d) __atomic_fetch_add(&cache_unpurged, (size_t)(d), __ATOMIC_RELAXED)
+#define UNPURGED(d) HK_ADD_RELAXED(cache_unpurged, (size_t)(d))
 /* the tier swap's other half (hk_ss_set_grow_hook) */
 static void (*grow_hook)(size_t bytes);
 
@@ -33,43 +38,31 @@ static void (*grow_hook)(size_t bytes);
  * where no thread is purging it, puts it back (hk_ss_orphan_foreign). */
 enum { LIST_NONE = 0, LIST_CACHE = 100, LIST_ABANDONED = 101, OUT_CACHE = 102, OUT_ABANDONED = 103 };
 
-_Atomic unsigned long hk_ss_events[HK_SS_NEVENTS];
-static long purge_delay_ms = -1;           /* -1: the knob's */
+unsigned long hk_ss_events[HK_SS_NEVENTS];
+static long purge_delay_ms = HK_CAP_UNSET;  /* a pinned cap (base/cap.h) */
 
 long hk_ss_purge_delay_ms(void) {
-  long d = HK_LOAD_RELAXED(purge_delay_ms) & ~HK_CAP_PIN;
-  return hk_mem_scale_delay(d >= 0 ? d : HK_LOAD_RELAXED(hk_knobs.purge_delay_ms));
+  return hk_mem_scale_delay(hk_cap_or(&purge_delay_ms, &hk_knobs.purge_delay_ms));
 }
-/* the learner's: a pinned delay stays (one CAS, so a pin is never lost) */
-void hk_ss_set_purge_delay_ms(long ms) {
-  long old = HK_LOAD_RELAXED(purge_delay_ms);
-  while (!(old >= 0 && (old & HK_CAP_PIN)) &&  /* -1: unset, not pinned */
-         !__atomic_compare_exchange_n(&purge_delay_ms, &old, ms, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
+void hk_ss_set_purge_delay_ms(long ms) { hk_cap_learn(&purge_delay_ms, ms); }
 void hk_ss_pin_purge_delay_ms(long ms) {
-  HK_STORE_RELAXED(purge_delay_ms, ms | HK_CAP_PIN);
-  atomic_store_explicit(&next_collect_ms, 0, memory_order_relaxed);  /* a shorter delay: now */
+  hk_cap_pin(&purge_delay_ms, ms);
+  hk_gate_set(&collect_gate, 0);  /* a shorter delay: now */
 }
 
 void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]) {
   for (unsigned i = 0; i < HK_SS_NEVENTS; i++)
-    out[i] = atomic_exchange_explicit(&hk_ss_events[i], 0, memory_order_relaxed);
+    out[i] = HK_XCHG_RELAXED(hk_ss_events[i], 0);
 }
 
 void hk_ss_list_push(hk_ss_list_t *l, hk_superslab_t *ss, uint8_t id) {
-  ss->prev = NULL;
-  ss->next = l->head;
-  if (l->head) l->head->prev = ss;
-  l->head = ss;
+  HK_DL_PUSH(l->head, ss, next, prev);
   l->count++;
   ss->list = id;
 }
 
 void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss) {
-  if (ss->prev) ss->prev->next = ss->next;
-  else l->head = ss->next;
-  if (ss->next) ss->next->prev = ss->prev;
+  HK_DL_UNLINK(l->head, ss, next, prev);
   ss->next = ss->prev = NULL;
   l->count--;
   ss->list = LIST_NONE;
@@ -83,7 +76,7 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
   ss->nused = 0;
   ss->list = LIST_NONE;
   ss->forked = false;
-  atomic_store_explicit(&ss->heap, NULL, memory_order_relaxed);
+  HK_STORE_RELAXED(ss->heap, NULL);
   ss->next = ss->prev = NULL;
   /* every descriptor, not only nslabs: a pointer into the guard's half
    * (measure guard) finds an unused slab */
@@ -181,12 +174,9 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   }
   if (fresh) {
     ss->half_guard = false;
-    atomic_fetch_add_explicit(&mapped_count, 1, memory_order_relaxed);
+    HK_ADD_RELAXED(mapped_count, 1);
     hk_lock(&all_lock);
-    ss->all_prev = NULL;
-    ss->all_next = all_head;
-    if (all_head) all_head->all_prev = ss;
-    all_head = ss;
+    HK_DL_PUSH(all_head, ss, all_next, all_prev);
     hk_unlock(&all_lock);
   }
   if (ss->purged || ss->kind != kind) ss->warm = 0;
@@ -208,18 +198,16 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
 static void ss_unmap(hk_superslab_t *ss) {
   hk_chunk_set(ss, HK_CHUNK_NONE);
   hk_lock(&all_lock);
-  if (ss->all_prev) ss->all_prev->all_next = ss->all_next;
-  else all_head = ss->all_next;
-  if (ss->all_next) ss->all_next->all_prev = ss->all_prev;
+  HK_DL_UNLINK(all_head, ss, all_next, all_prev);
   hk_unlock(&all_lock);
-  atomic_fetch_sub_explicit(&mapped_count, 1, memory_order_relaxed);
+  HK_SUB_RELAXED(mapped_count, 1);
   if (ss->from_span) hk_span_give_ss(ss, ss->purged ? HK_SS_HDR_SIZE : HK_SS_SIZE);  /* a free run again */
   else hk_os_unmap(ss, HK_SS_SIZE);
 }
 
 void hk_ss_release(hk_superslab_t *ss) {
   HK_ASSERT(ss->nused == 0);
-  atomic_store_explicit(&ss->heap, NULL, memory_order_relaxed);
+  HK_STORE_RELAXED(ss->heap, NULL);
   for (unsigned i = 0; i < ss->nslabs; i++) HK_STORE_RELAXED(ss->slabs[i].state, HK_SLAB_UNUSED);
   ss->warm_cls[0] = ss->warm_cls[1] = 0;  /* what cache_take looks at first */
   for (uint32_t m = ss->warm; m; m &= m - 1) {
@@ -244,7 +232,7 @@ void hk_ss_release(hk_superslab_t *ss) {
 }
 
 void hk_ss_abandon(hk_superslab_t *ss) {
-  atomic_store_explicit(&ss->heap, NULL, memory_order_release);
+  HK_STORE_RELEASE(ss->heap, NULL);
   hk_lock(&abandoned_lock);
   hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED);
   hk_unlock(&abandoned_lock);
@@ -263,13 +251,24 @@ hk_superslab_t *hk_ss_take_abandoned(unsigned kind) {
  * backed by a huge page (hk_os_thp() HK_THP_ALL) keeps them until a trim
  * (force): a purge of part of a huge page splits it, and khugepaged may
  * fill it again (RSS grows, jemalloc #1127); it goes back whole, when it
- * empties, from the cache. */
+ * empties, from the cache. Except a superslab its heap keeps wholly unused
+ * for an epoch (a program that freed it all and went idle): its slabs go
+ * back, the huge page split from the header's pages, and khugepaged is
+ * told to leave the range (MADV_NOHUGEPAGE) until a slab of it is taken
+ * again (hk_ss_slab_taken). */
 static bool ss_huge(void) { return hk_os_thp() == HK_THP_ALL; }
 
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
+  bool split = false;
   if (!force && ss_huge()) {
-    ss->dirty_old = ss->dirty_new = 0;
-    return 0;
+    uint32_t all = ss->nslabs >= 32 ? 0xffffffffu : (1u << ss->nslabs) - 1;
+    uint32_t idle = (ss->dirty_old | ss->purged_mask) & ss->free_mask;
+    if (ss->free_mask != all || idle != all || !(ss->dirty_old & ~ss->purged_mask)) {
+      ss->dirty_old = (ss->dirty_old | ss->dirty_new) & ss->free_mask;  /* the epochs go on */
+      ss->dirty_new = 0;
+      return 0;
+    }
+    split = true;
   }
   uint32_t due = (force ? (ss->dirty_old | ss->dirty_new) : ss->dirty_old) & ss->free_mask;
   size_t bytes = 0;
@@ -290,7 +289,18 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
   }
   ss->dirty_old = force ? 0 : (ss->dirty_new & ss->free_mask);
   ss->dirty_new = 0;
+  if (split && bytes) {
+    hk_os_advise_nohuge(ss, HK_SS_SIZE);
+    ss->thp_split = true;
+  }
   return bytes;
+}
+
+void hk_ss_slab_taken(hk_superslab_t *ss) {
+  if (HK_UNLIKELY(ss->thp_split)) {
+    ss->thp_split = false;
+    hk_os_advise_huge(ss, HK_SS_SIZE);
+  }
 }
 
 /* Superslabs taken off a global list to be purged without its lock (no
@@ -326,42 +336,58 @@ static size_t purge_cached(hk_superslab_t *batch) {
   return bytes;
 }
 
-size_t hk_ss_collect(bool force) {
-  uint64_t now = hk_os_now_ms();
-  if (!force && now < atomic_load_explicit(&next_collect_ms, memory_order_relaxed)) return 0;
-  uint64_t delay = (uint64_t)hk_ss_purge_delay_ms();
-  atomic_store_explicit(&next_collect_ms, now + (delay ? delay / HK_COLLECT_DIV + 1 : 0),
-                        memory_order_relaxed);
-  size_t bytes = 0;
-  /* purged after the delay; unmapped after HK_SS_UNMAP_DELAYS (8) delays (or
-   * at once on trim, or after the delay when it is a huge page: it goes back
-   * whole); the purge is made off the list, the lock dropped */
-  hk_superslab_t *victims = NULL, *purge = NULL;
-  hk_lock(&cache_lock);
+/* The cache's collect (base/collect.h): purged after the delay; unmapped
+ * after HK_SS_UNMAP_DELAYS (8) delays (or at once on trim, or after the
+ * delay when it is a huge page: it goes back whole); the purge is made off
+ * the list, the lock dropped. */
+typedef struct {
+  uint64_t now, delay;
+  bool force;
+  hk_superslab_t *victims, *purge;  /* to unmap; to purge (OUT_CACHE); linked by next */
+} collect_t;
+
+static void collect_pick(void *arg) {
+  collect_t *c = arg;
   for (hk_superslab_t *ss = cache.head, *next; ss; ss = next) {
     next = ss->next;
-    bool due = !ss->purged && now - ss->stamp_ms >= delay;
-    if (force || now - ss->stamp_ms >= HK_SS_UNMAP_DELAYS * delay || (due && ss_huge())) {
+    bool due = !ss->purged && c->now - ss->stamp_ms >= c->delay;
+    if (c->force || c->now - ss->stamp_ms >= HK_SS_UNMAP_DELAYS * c->delay || (due && ss_huge())) {
       hk_ss_list_remove(&cache, ss);
       if (!ss->purged) UNPURGED(-1);
-      ss->next = victims;
-      victims = ss;
+      ss->next = c->victims;
+      c->victims = ss;
     } else if (due) {
       hk_ss_list_remove(&cache, ss);
       UNPURGED(-1);
       ss->list = OUT_CACHE;
-      ss->next = purge;
-      purge = ss;
+      ss->next = c->purge;
+      c->purge = ss;
     }
   }
-  hk_unlock(&cache_lock);
-  bytes += purge_cached(purge);
-  while (victims) {
-    hk_superslab_t *next = victims->next;
-    if (!victims->purged) bytes += HK_SS_SIZE;
-    ss_unmap(victims);
-    victims = next;
+}
+
+static size_t collect_release(void *arg) {
+  collect_t *c = arg;
+  size_t bytes = purge_cached(c->purge);
+  for (hk_superslab_t *ss = c->victims, *next; ss; ss = next) {
+    next = ss->next;
+    if (!ss->purged) bytes += HK_SS_SIZE;
+    ss_unmap(ss);
   }
+  return bytes;
+}
+
+size_t hk_ss_collect(bool force) {
+  uint64_t now = hk_os_now_ms();
+  if (!force && !hk_gate_due(&collect_gate, now)) return 0;
+  uint64_t delay = (uint64_t)hk_ss_purge_delay_ms();
+  uint64_t every = delay ? delay / HK_COLLECT_DIV + 1 : 0;
+  if (force) hk_gate_set(&collect_gate, now + every);
+  else if (!hk_gate_pass(&collect_gate, now, every)) return 0;  /* another thread is on it */
+  if (!hk_pass_begin(&collect_busy, force)) return 0;
+  collect_t c = { .now = now, .delay = delay, .force = force };
+  size_t bytes = hk_collect(&cache_lock, collect_pick, collect_release, &c);
+  hk_pass_end(&collect_busy);
   if (force) bytes += hk_ss_purge_abandoned(true);
   return bytes;
 }
@@ -371,38 +397,50 @@ size_t hk_ss_collect(bool force) {
  * whole, pages kept, where its next blocks reuse them; of those from the
  * OS, the oldest not yet purged give back as many bytes, off the list
  * while they are purged. Memory one tier freed then serves the other,
- * not both tiers' peaks summed (learner_phase: 64 MiB of big buffers,
- * then 64 MiB of small objects, in turns). */
-size_t hk_ss_shed(size_t bytes) {
-  if (!HK_LOAD_RELAXED(cache_unpurged)) return 0;
-  hk_superslab_t *purge = NULL, *lent = NULL, *ss;
-  size_t want = 0;
-  hk_lock(&cache_lock);
+ * not both tiers' peaks summed (a program whose phases of big buffers and
+ * of small objects take turns). */
+typedef struct {
+  size_t bytes, want;               /* asked for; taken to purge */
+  hk_superslab_t *purge, *lent;     /* to purge (OUT_CACHE); to give back to the span tier */
+} shed_t;
+
+static void shed_pick(void *arg) {
+  shed_t *t = arg;
+  hk_superslab_t *ss;
   for (ss = cache.head; ss && ss->next; ss = ss->next) {
   }
   for (hk_superslab_t *prev; ss; ss = prev) {  /* from the oldest */
     prev = ss->prev;
-    if (ss->purged || (!ss->from_span && want >= bytes)) continue;
+    if (ss->purged || (!ss->from_span && t->want >= t->bytes)) continue;
     hk_ss_list_remove(&cache, ss);
     UNPURGED(-1);
     if (ss->from_span) {
-      ss->next = lent;
-      lent = ss;
+      ss->next = t->lent;
+      t->lent = ss;
       continue;
     }
     ss->list = OUT_CACHE;
-    ss->next = purge;
-    purge = ss;
-    want += cached_area(ss);
+    ss->next = t->purge;
+    t->purge = ss;
+    t->want += cached_area(ss);
   }
-  hk_unlock(&cache_lock);
-  size_t done = purge_cached(purge);
-  while (lent) {
-    hk_superslab_t *next = lent->next;
-    ss_unmap(lent);
-    lent = next;
+}
+
+/* bytes purged (those given back whole to the span tier are its own) */
+static size_t shed_release(void *arg) {
+  shed_t *t = arg;
+  size_t done = purge_cached(t->purge);
+  for (hk_superslab_t *ss = t->lent, *next; ss; ss = next) {
+    next = ss->next;
+    ss_unmap(ss);
   }
   return done;
+}
+
+size_t hk_ss_shed(size_t bytes) {
+  if (!HK_LOAD_RELAXED(cache_unpurged)) return 0;
+  shed_t t = { .bytes = bytes };
+  return hk_collect(&cache_lock, shed_pick, shed_release, &t);
 }
 
 void hk_ss_set_grow_hook(void (*fn)(size_t bytes)) { HK_STORE_RELAXED(grow_hook, fn); }
@@ -460,7 +498,7 @@ void hk_ss_check_lists(void) {
     check_list(&abandoned[k], LIST_ABANDONED);
     for (const hk_superslab_t *ss = abandoned[k].head; ss; ss = ss->next) {
       HK_ASSERT(ss->kind == k);
-      HK_ASSERT(atomic_load_explicit(&ss->heap, memory_order_relaxed) == NULL);
+      HK_ASSERT(HK_LOAD_RELAXED(ss->heap) == NULL);
     }
   }
   hk_unlock(&abandoned_lock);
@@ -470,7 +508,7 @@ void hk_ss_check_lists(void) {
   for (const hk_superslab_t *ss = cache.head; ss; ss = ss->next) {
     HK_ASSERT(ss->nused == 0);
     HK_ASSERT(ss->stamp_ms <= now);
-    HK_ASSERT(atomic_load_explicit(&ss->heap, memory_order_relaxed) == NULL);
+    HK_ASSERT(HK_LOAD_RELAXED(ss->heap) == NULL);
   }
   hk_unlock(&cache_lock);
 }
@@ -479,7 +517,7 @@ void hk_ss_check_owned(const hk_ss_list_t *l, uint8_t id, unsigned kind, const s
   check_list(l, id);
   for (const hk_superslab_t *ss = l->head; ss; ss = ss->next) {
     HK_ASSERT(ss->kind == kind);
-    HK_ASSERT(atomic_load_explicit(&ss->heap, memory_order_relaxed) == h);
+    HK_ASSERT(HK_LOAD_RELAXED(ss->heap) == h);
     uint32_t all = ss->nslabs == 32 ? 0xffffffffu : ((1u << ss->nslabs) - 1);
     HK_ASSERT((ss->free_mask & ~all) == 0);
     HK_ASSERT(ss->nused == (uint32_t)__builtin_popcount(all & ~ss->free_mask));
@@ -491,13 +529,13 @@ void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]) {
   hk_lock(&all_lock);
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
     if (ss->list == LIST_CACHE) continue;
-    unsigned n = __atomic_load_n(&ss->nslabs, __ATOMIC_RELAXED);
+    unsigned n = HK_LOAD_RELAXED(ss->nslabs);
     for (unsigned i = 0; i < n && i < HK_SS_MAX_SLABS; i++) {
       hk_slab_t *s = &ss->slabs[i];
-      if (__atomic_load_n(&s->state, __ATOMIC_RELAXED) == HK_SLAB_UNUSED) continue;
-      unsigned c = __atomic_load_n(&s->cls, __ATOMIC_RELAXED);
+      if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) continue;
+      unsigned c = HK_LOAD_RELAXED(s->cls);
       if (c >= HK_NCLASS) continue;
-      live[c] += __atomic_load_n(&s->used, __ATOMIC_RELAXED);
+      live[c] += HK_LOAD_RELAXED(s->used);
       slabs[c]++;
     }
   }
@@ -513,13 +551,13 @@ size_t hk_ss_cached_unpurged_bytes(void) {
   return bytes;
 }
 
-size_t hk_ss_count_mapped(void) { return atomic_load_explicit(&mapped_count, memory_order_relaxed); }
+size_t hk_ss_count_mapped(void) { return HK_LOAD_RELAXED(mapped_count); }
 size_t hk_ss_count_cached(void) { return cache.count; }
 size_t hk_ss_count_abandoned(void) { return abandoned[0].count + abandoned[1].count; }
 
 void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_heap *h)) {
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
-    struct hk_heap *owner = atomic_load_explicit(&ss->heap, memory_order_relaxed);
+    struct hk_heap *owner = HK_LOAD_RELAXED(ss->heap);
     if (ss->list == OUT_CACHE || ss->list == OUT_ABANDONED) {  /* its purge was cut off by fork() */
       if (ss->list == OUT_CACHE) hk_ss_list_push(&cache, ss, LIST_CACHE);
       else hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED);
@@ -557,6 +595,7 @@ void hk_ss_fork_prepare(void) { hk_lock(&all_lock); hk_lock(&abandoned_lock); hk
 void hk_ss_fork_parent(void) { hk_unlock(&cache_lock); hk_unlock(&abandoned_lock); hk_unlock(&all_lock); }
 void hk_ss_fork_child(void) {
   hk_lock_reset(&cache_lock);
+  collect_busy = 0;
   hk_lock_reset(&abandoned_lock);
   hk_lock_reset(&all_lock);
 }

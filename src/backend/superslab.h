@@ -30,8 +30,8 @@ enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
  * PROT_NONE, so a stray write 1 MiB past any small block (a wrong stride,
  * an index gone bad), or a contiguous overflow that leaves the slabs,
  * faults there: address space, no memory. Not for mid superslabs: half of
- * their 256 KiB slabs a superslab cost bench_mid 8% (issue 42); they keep
- * one guard page at the end. */
+ * their 256 KiB slabs a superslab cost mid-size loops too much speed
+ * (issue 42); they keep one guard page at the end. */
 #define HK_SS_HALF_GUARD(kind) (HK_M_GUARD && (kind) == HK_SS_KIND_SMALL)
 #define HK_SS_HALF (HK_SS_SIZE / 2)
 
@@ -52,10 +52,12 @@ typedef struct hk_superslab {
   bool half_guard;          /* guard: its second MiB is PROT_NONE (small) */
   bool forked;              /* its heap vanished in fork(): the adopter
                                rebuilds its slabs (hk_slab_rebuild)       */
+  bool thp_split;           /* its huge page split by an idle purge: khugepaged
+                               kept off until a slab is taken again */
   bool from_span;           /* a chunk lent by the span tier (span.c, "the
                                unified backend"): goes back there, not to
                                the OS */
-  _Atomic(struct hk_heap *) heap;  /* owner; NULL when abandoned/cached    */
+  struct hk_heap *heap;            /* owner; NULL when abandoned/cached    */
   struct hk_superslab *next, *prev;
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
   uint64_t stamp_ms;        /* when it entered the cache                   */
@@ -133,6 +135,9 @@ size_t hk_ss_shed(size_t bytes);
 void hk_ss_set_grow_hook(void (*fn)(size_t bytes));
 /* Purge the unused slabs of ss that were unused for a whole epoch. */
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
+/* A slab of ss is taken (hk_heap_fresh_slab): a huge page an idle purge
+ * split is asked for again. */
+void hk_ss_slab_taken(hk_superslab_t *ss);
 /* The unused slabs of abandoned superslabs (all when force). Bytes. */
 size_t hk_ss_purge_abandoned(bool force);
 
@@ -155,9 +160,9 @@ void hk_ss_pin_purge_delay_ms(long ms);   /* the control API's: pinned */
  * superslabs taken from the cache or mapped fresh, purges, and purged
  * memory used again (a refault; the heap notes its slabs' own). */
 enum { HK_SS_CACHE_HITS, HK_SS_OS_MAPS, HK_SS_PURGES, HK_SS_REFAULTS, HK_SS_SPAN_TAKES, HK_SS_NEVENTS };
-extern _Atomic unsigned long hk_ss_events[HK_SS_NEVENTS];
+extern unsigned long hk_ss_events[HK_SS_NEVENTS];
 HK_INLINE void hk_ss_note(unsigned ev) {
-  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) atomic_fetch_add_explicit(&hk_ss_events[ev], 1, memory_order_relaxed);
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) HK_ADD_RELAXED(hk_ss_events[ev], 1);
 }
 /* The counts since the last call; zeroes them. */
 void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]);

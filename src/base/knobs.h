@@ -15,6 +15,9 @@ enum { HK_PROFILE_FAST = 0, HK_PROFILE_BALANCED = 1, HK_PROFILE_LOWMEM = 2 };
 /* HAKMEM_THP's words (os.c reads it with the system's mode). */
 enum { HK_THP_KNOB_AUTO = 0, HK_THP_KNOB_NEVER = 1, HK_THP_KNOB_ALWAYS = 2, HK_THP_KNOB_SPANS = 3 };
 
+/* HAKMEM_BACKGROUND_PURGE's values */
+enum { HK_BG_OFF = 0, HK_BG_ON = 1, HK_BG_AUTO = 2 };
+
 typedef struct hk_knobs {
   long profile;            /* HAKMEM_PROFILE (HK_PROFILE_*)        */
   long purge_delay_ms;     /* HAKMEM_PURGE_DELAY_MS                */
@@ -53,7 +56,7 @@ typedef struct hk_knobs {
   long prof_leaks;         /* HAKMEM_PROF_LEAKS                    */
   long prof_seed;          /* HAKMEM_PROF_SEED (0: random)         */
   char prof_file[512];     /* HAKMEM_PROF_FILE                     */
-  long background_purge;   /* HAKMEM_BACKGROUND_PURGE              */
+  long background_purge;   /* HAKMEM_BACKGROUND_PURGE: HK_BG_*      */
   long thp;                /* HAKMEM_THP (HK_THP_KNOB_*)           */
   long span_shards;        /* HAKMEM_SPAN_SHARDS (0: one per CPU)  */
   long memory_limit;       /* HAKMEM_MEMORY_LIMIT (bytes; 0: the cgroup's) */
@@ -63,10 +66,8 @@ typedef struct hk_knobs {
 extern hk_knobs_t hk_knobs;
 
 /* The knobs the control API may change at run time (hak_ctl_set: ctl.c)
- * are written and read with relaxed atomics (plain loads). A cap the API
- * set carries this bit: the learner no longer moves it (docs/ENV_VARS.md,
- * "Changing knobs at run time"). */
-#define HK_CAP_PIN (1L << 62)
+ * are written and read with relaxed atomics (plain loads). The caps a
+ * layer keeps beside them, which the API pins, are base/cap.h's. */
 
 /* How a knob's text is read (docs/ENV_VARS.md, "How to read the tables"). */
 typedef enum {

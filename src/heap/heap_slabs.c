@@ -5,6 +5,7 @@
 
 #include <stdatomic.h>
 
+#include "base/gate.h"
 #include "base/knobs.h"
 #include "mem/large.h"
 #include "backend/mem_limit.h"
@@ -119,15 +120,12 @@ static void midp_return(hk_block_t *b) {
   if (!hk_remote_push(s, b)) hk_heap_notify(s, b);
 }
 
-static _Atomic uint64_t midp_next_drain_ms;
+static uint64_t midp_gate;  /* base/gate.h */
 
 void hk_heap_midp_drain(bool force) {
   if (!force) {  /* one look a purge delay, whichever heap's clock calls */
-    uint64_t now = hk_os_now_ms(), due = atomic_load_explicit(&midp_next_drain_ms, memory_order_relaxed);
-    if (now < due || !atomic_compare_exchange_strong_explicit(&midp_next_drain_ms, &due,
-                                                              now + (uint64_t)hk_ss_purge_delay_ms(),
-                                                              memory_order_relaxed, memory_order_relaxed))
-      return;
+    uint64_t now = hk_os_now_ms();
+    if (!hk_gate_due(&midp_gate, now) || !hk_gate_pass(&midp_gate, now, (uint64_t)hk_ss_purge_delay_ms())) return;
   }
   /* the blocks go back under the pool's lock: a remote push is a CAS or
    * two, and a copy of the pool first would be a memcpy call (layers:
@@ -203,7 +201,7 @@ void hk_heap_midc_flush(hk_heap_t *h, bool hold) {
 
 void hk_heap_midc_tick(hk_heap_t *h) {
   uint64_t now = hk_os_now_ms();
-  if (now < h->next_purge_ms) return;
+  if (!hk_gate_due(&h->next_purge_ms, now)) return;
   hk_heap_enter(h);
   if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) hk_heap_drain_delayed(h);
   hk_heap_purge_now(h, now);
@@ -222,7 +220,7 @@ static void heap_push_delayed(hk_heap_t *h, hk_block_t *b) {
  * (hk_remote_push said so): the block goes to the owner heap's delayed
  * list, which the owner drains in its slow path, bringing the slab back. */
 void hk_heap_notify(hk_slab_t *s, hk_block_t *b) {
-  hk_heap_t *h = atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_acquire);
+  hk_heap_t *h = HK_LOAD_ACQUIRE(hk_slab_ss(s)->heap);
   if (HK_LIKELY(h != NULL)) heap_push_delayed(h, b);
   hk_remote_notified(s, b, h != NULL);
 }
@@ -284,7 +282,7 @@ bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
 static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
   bool forked = ss->forked;  /* its heap vanished in fork(): rebuild its slabs */
   ss->forked = false;
-  atomic_store_explicit(&ss->heap, h, memory_order_release);
+  HK_STORE_RELEASE(ss->heap, h);
   bool was_full = ss->free_mask == 0;
   hk_ss_list_push(was_full ? &h->ss_full[ss->kind] : &h->ss_avail[ss->kind], ss,
                   was_full ? HK_LIST_FULL : HK_LIST_AVAIL);
@@ -331,15 +329,15 @@ static void heap_relieve(void *arg) {
  * an exited thread's superslab from the cache put its classes on the
  * slabs in its own order, and over the rounds every slab came to hold the
  * pages of the largest (test_midcache churn: 8 threads live at once, each
- * with two blocks of every mid class: RSS grew 4.1 MB in the first round,
- * 16.8 MB in 30; now 4.1-9.6). So a class takes an unused slab that last
+ * with two blocks of every mid class: RSS grew round after round). So a
+ * class takes an unused slab that last
  * served it and kept its pages (warm): in the heap's first few superslabs
  * of its kind, else in a cached superslab among the newest (superslab.c,
  * cache_take: its blocks lie where they lay, on pages resident already);
  * else, in the heap's first superslab, a warm slab of another class (its
  * first pages are resident), else the lowest. Letting a class take the
  * warm slab of the nearest larger class instead of a cached superslab
- * ended at 14 MB: every such move sends the larger class elsewhere. */
+ * ended higher: every such move sends the larger class elsewhere. */
 static bool warm_match(hk_superslab_t *first, unsigned cls, hk_superslab_t **ssp, unsigned *idx) {
   unsigned looked = 0;
   for (hk_superslab_t *t = first; t && looked < 8; t = t->next, looked++) {
@@ -382,13 +380,14 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
     if (!w && !ss) w = hk_ss_acquire(kind);
     if (!w && !ss) return NULL;
     if (w) {
-      atomic_store_explicit(&w->heap, h, memory_order_release);
+      HK_STORE_RELEASE(w->heap, h);
       hk_ss_list_push(&h->ss_avail[kind], w, HK_LIST_AVAIL);
       ss = w;
     }
     if (!matched) idx = any_slab(ss);
   }
   uint32_t bit = 1u << idx;
+  hk_ss_slab_taken(ss);
   ss->free_mask &= ~bit;
   ss->dirty_new &= ~bit;
   ss->dirty_old &= ~bit;
@@ -417,7 +416,7 @@ size_t hk_heap_purge_unused(hk_heap_t *h, bool force) {
 }
 
 void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
-  h->next_purge_ms = now + (uint64_t)hk_ss_purge_delay_ms();
+  hk_gate_set(&h->next_purge_ms, now + (uint64_t)hk_ss_purge_delay_ms());
   /* so that slabs whose blocks wait there can empty; a queue keeps the
    * blocks it holds back (purge delay 0: alloc_order reuse_mid) */
   hk_heap_midc_flush(h, true);
@@ -430,21 +429,21 @@ void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
 }
 
 /* Emptied slabs wait for the purge clock, which only the heap's small slow
- * paths read: a thread gone over to big buffers kept them (learner_shift:
- * 64 MiB of small objects freed, then 64 MiB of big buffers, 157 MB
- * peak; 119 MB with the emptied slabs given back, 92 MB with the unused
+ * paths read: a thread gone over to big buffers kept them (a program that
+ * freed its small objects, then took big buffers, peaked at both summed;
+ * lower with the emptied slabs given back, lower still with the unused
  * slabs of the superslabs the heap keeps purged too). */
 static void unhand_free_list(hk_heap_t *h, hk_slab_t *s);
 void hk_heap_shed(hk_heap_t *h) {
   if (h == &hk_heap_empty) return;
   uint64_t now = hk_os_now_ms();
-  if (now < h->next_shed_ms) return;
-  h->next_shed_ms = now + HK_SHED_EVERY_MS;
+  if (!hk_gate_pass(&h->next_shed_ms, now, HK_SHED_EVERY_MS)) return;
   hk_heap_enter(h);
   hk_heap_release_empty(h);
   /* a class's current slab with no block out pins its superslab too
-   * (learner_phase, 3 runs: 104 -> 88 MB peak RSS, 33.5k -> 22.7k faults:
-   * the superslabs go back to the arena the next big blocks are cut from) */
+   * (a program whose small and big phases take turns peaks lower and
+   * faults less: the superslabs go back to the arena the next big blocks
+   * are cut from) */
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     hk_slab_t *s = h->cur[c];
     if (s == &hk_slab_empty || s->used != 0) continue;
@@ -564,7 +563,7 @@ void hk_heap_check(hk_heap_t *h) {
     for (hk_slab_t *s = h->partial[c]; s; prev = s, s = s->next, on_lists++) {
       HK_ASSERT(s->cls == c && s->prev == prev);
       HK_ASSERT(HK_LOAD_RELAXED(s->state) == HK_SLAB_PARTIAL);
-      HK_ASSERT(atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) == h);
+      HK_ASSERT(HK_LOAD_RELAXED(hk_slab_ss(s)->heap) == h);
     }
     HK_ASSERT(h->partial_tail[c] == prev);
   }

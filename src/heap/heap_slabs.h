@@ -8,6 +8,7 @@
 #define HK_HEAP_SLABS_H
 
 #include "heap/heap.h"
+#include "base/dlist.h"
 #include "base/lock.h"
 
 enum { HK_LIST_AVAIL = 1, HK_LIST_FULL = 2 };   /* hk_superslab_t.list */
@@ -21,18 +22,11 @@ static inline void hk_heap_slab_state(hk_heap_t *h, hk_slab_t *s, uint8_t st) {
 
 static inline void hk_partial_push(hk_heap_t *h, hk_slab_t *s) {  /* at the tail */
   hk_heap_slab_state(h, s, HK_SLAB_PARTIAL);
-  s->next = NULL;
-  s->prev = h->partial_tail[s->cls];
-  if (s->prev) s->prev->next = s;
-  else h->partial[s->cls] = s;
-  h->partial_tail[s->cls] = s;
+  HK_DLT_PUSH_TAIL(h->partial[s->cls], h->partial_tail[s->cls], s, next, prev);
 }
 
 static inline void hk_partial_remove(hk_heap_t *h, hk_slab_t *s) {
-  if (s->prev) s->prev->next = s->next;
-  else h->partial[s->cls] = s->next;
-  if (s->next) s->next->prev = s->prev;
-  else h->partial_tail[s->cls] = s->prev;
+  HK_DLT_UNLINK(h->partial[s->cls], h->partial_tail[s->cls], s, next, prev);
   s->next = s->prev = NULL;
 }
 
@@ -97,7 +91,7 @@ size_t hk_heap_trim(hk_heap_t *h);
  * the cache when empty). h's lists are empty afterwards. */
 void hk_heap_abandon(hk_heap_t *h);
 
-/* The mid pool (issue 41, larson_mid): per mid class, blocks a thread
+/* The mid pool (issue 41): per mid class, blocks a thread
  * freed into another live heap's slabs when its own stack was full. On
  * that heap's remote lists they wait for its owner's slow path, which a
  * thread that allocated once and then only waits never takes: every block
@@ -121,7 +115,7 @@ extern hk_midp_t hk_midp[HK_NCLASS_MID] HK_HIDDEN;
  * heap's: its destroy must find its blocks) and s is in use. */
 HK_INLINE bool hk_heap_midp_wants(hk_slab_t *s) {
   return HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED && !(hk_slab_owner(s) & HK_OWNER_API) &&
-         atomic_load_explicit(&hk_slab_ss(s)->heap, memory_order_relaxed) != NULL;
+         HK_LOAD_RELAXED(hk_slab_ss(s)->heap) != NULL;
 }
 /* Pool b (a block of class HK_NCLASS_SMALL + i); false when full. */
 bool hk_heap_midp_put(unsigned i, hk_block_t *b);

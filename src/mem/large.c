@@ -5,10 +5,13 @@
 #include "mem/large.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <string.h>
 
+#include "base/cap.h"
 #include "base/chunk_map.h"
+#include "base/collect.h"
+#include "base/dlist.h"
+#include "base/gate.h"
 #include "base/knobs.h"
 #include "base/libc.h"  /* the quarantine's memmove: glibc's, unchecked */
 #include "base/lock.h"
@@ -20,52 +23,41 @@
 
 /* ---- counters ------------------------------------------------------------------ */
 
-static atomic_size_t live_count, live_bytes;
-static atomic_size_t total_allocs, total_frees;
+static size_t live_count, live_bytes;
+static size_t total_allocs, total_frees;
 
 void hk_large_count_alloc(size_t bytes) {
-  atomic_fetch_add_explicit(&live_count, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&total_allocs, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&live_bytes, bytes, memory_order_relaxed);
+  HK_ADD_RELAXED(live_count, 1);
+  HK_ADD_RELAXED(total_allocs, 1);
+  HK_ADD_RELAXED(live_bytes, bytes);
 }
 void hk_large_count_free(size_t bytes) {
-  atomic_fetch_sub_explicit(&live_count, 1, memory_order_relaxed);
-  atomic_fetch_add_explicit(&total_frees, 1, memory_order_relaxed);
-  atomic_fetch_sub_explicit(&live_bytes, bytes, memory_order_relaxed);
+  HK_SUB_RELAXED(live_count, 1);
+  HK_ADD_RELAXED(total_frees, 1);
+  HK_SUB_RELAXED(live_bytes, bytes);
 }
 void hk_large_count_resize(size_t old_bytes, size_t new_bytes) {
-  atomic_fetch_add_explicit(&live_bytes, new_bytes - old_bytes, memory_order_relaxed);  /* modulo 2^64 */
+  HK_ADD_RELAXED(live_bytes, new_bytes - old_bytes);  /* modulo 2^64 */
 }
 
 /* ---- caps ---------------------------------------------------------------------- */
 
-/* The cache's caps: the knobs' values until the learner sets others (-1);
- * one the control API set carries HK_CAP_PIN and the learner leaves it. */
-static long cap_count = -1, cap_mb = -1, cap_delay_ms = -1;
+/* The cache's caps, pinned caps (base/cap.h): the knobs' values until the
+ * learner sets others; one the control API set the learner leaves. */
+static long cap_count = HK_CAP_UNSET, cap_mb = HK_CAP_UNSET, cap_delay_ms = HK_CAP_UNSET;
 
-static void cap_learn(long *cap, long v) {
-  long old = HK_LOAD_RELAXED(*cap);
-  while (!(old >= 0 && (old & HK_CAP_PIN)) &&  /* -1: unset, not pinned */
-         !__atomic_compare_exchange_n(cap, &old, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-  }
-}
 void hk_large_set_caps(long count, long mb, long purge_delay_ms) {
-  cap_learn(&cap_count, count);
-  cap_learn(&cap_mb, mb);
-  cap_learn(&cap_delay_ms, purge_delay_ms);
+  hk_cap_learn(&cap_count, count);
+  hk_cap_learn(&cap_mb, mb);
+  hk_cap_learn(&cap_delay_ms, purge_delay_ms);
 }
 void hk_large_pin_cap(unsigned which, long v) {
-  long *cap = which == HK_LARGE_CAP_COUNT ? &cap_count : which == HK_LARGE_CAP_MB ? &cap_mb : &cap_delay_ms;
-  HK_STORE_RELAXED(*cap, v | HK_CAP_PIN);
-}
-static long cap_or(long *cap, long *knob) {
-  long v = HK_LOAD_RELAXED(*cap) & ~HK_CAP_PIN;
-  return v >= 0 ? v : HK_LOAD_RELAXED(*knob);
+  hk_cap_pin(which == HK_LARGE_CAP_COUNT ? &cap_count : which == HK_LARGE_CAP_MB ? &cap_mb : &cap_delay_ms, v);
 }
 /* the memory budget bends them all under pressure, pinned or not */
-static long cache_cap_count(void) { return hk_mem_scale_cap(cap_or(&cap_count, &hk_knobs.large_cache_count)); }
-static long cache_cap_mb(void) { return hk_mem_scale_cap(cap_or(&cap_mb, &hk_knobs.large_cache_mb)); }
-static long purge_delay(void) { return hk_mem_scale_delay(cap_or(&cap_delay_ms, &hk_knobs.purge_delay_ms)); }
+static long cache_cap_count(void) { return hk_mem_scale_cap(hk_cap_or(&cap_count, &hk_knobs.large_cache_count)); }
+static long cache_cap_mb(void) { return hk_mem_scale_cap(hk_cap_or(&cap_mb, &hk_knobs.large_cache_mb)); }
+static long purge_delay(void) { return hk_mem_scale_delay(hk_cap_or(&cap_delay_ms, &hk_knobs.purge_delay_ms)); }
 long hk_large_cap(unsigned which) {
   return which == HK_LARGE_CAP_COUNT ? cache_cap_count() : which == HK_LARGE_CAP_MB ? cache_cap_mb() : purge_delay();
 }
@@ -73,13 +65,13 @@ long hk_large_cap(unsigned which) {
 /* ---- events and hooks ------------------------------------------------------------ */
 
 /* Events the learner reads (hk_large_take_events), only while it is on. */
-static _Atomic unsigned long events[HK_LARGE_NEVENTS];
+static unsigned long events[HK_LARGE_NEVENTS];
 void hk_large_note(unsigned ev) {
-  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) atomic_fetch_add_explicit(&events[ev], 1, memory_order_relaxed);
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) HK_ADD_RELAXED(events[ev], 1);
 }
 void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]) {
   for (unsigned i = 0; i < HK_LARGE_NEVENTS; i++)
-    out[i] = atomic_exchange_explicit(&events[i], 0, memory_order_relaxed);
+    out[i] = HK_XCHG_RELAXED(events[i], 0);
 }
 
 /* The learner's view of a span allocation: a hit when most of its pages
@@ -87,11 +79,11 @@ void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]) {
  * (HK_LARGE_FAULT_PAGES). Pages that faulted in again after the cap purged
  * them are ghost hits (a bigger cap would have kept them: the learner grows
  * it); after the purge clock purged them, refaults (it lengthens the delay). */
-static _Atomic size_t cap_purged_pages, clock_purged_pages;
-static bool owed(_Atomic size_t *pages, size_t n) {
-  size_t v = atomic_load_explicit(pages, memory_order_relaxed);
+static size_t cap_purged_pages, clock_purged_pages;
+static bool owed(size_t *pages, size_t n) {
+  size_t v = HK_LOAD_RELAXED(*pages);
   if (!v) return false;
-  atomic_store_explicit(pages, v > n ? v - n : 0, memory_order_relaxed);
+  HK_STORE_RELAXED(*pages, v > n ? v - n : 0);
   return true;
 }
 void hk_large_note_span(const hk_span_note_t *sn) {
@@ -99,7 +91,7 @@ void hk_large_note_span(const hk_span_note_t *sn) {
   hk_large_note(HK_LARGE_ALLOCS);
   if (sn->resident_pages >= sn->fresh_pages) hk_large_note(HK_LARGE_HITS);
   if (sn->fresh_pages == 0) return;
-  atomic_fetch_add_explicit(&events[HK_LARGE_FAULT_PAGES], sn->fresh_pages, memory_order_relaxed);
+  HK_ADD_RELAXED(events[HK_LARGE_FAULT_PAGES], sn->fresh_pages);
   if (owed(&cap_purged_pages, sn->fresh_pages)) hk_large_note(HK_LARGE_GHOST_HITS);
   else if (owed(&clock_purged_pages, sn->fresh_pages)) hk_large_note(HK_LARGE_REFAULTS);
 }
@@ -186,7 +178,7 @@ void hk_large_span_purge(uint64_t delay_ms, size_t keep_bytes) {
   unsigned long calls;
   size_t purged = hk_span_collect(false, delay_ms, keep_bytes, &calls);
   while (calls--) hk_large_note(HK_LARGE_EVICT_BYTES);
-  if (HK_LOAD_RELAXED(hk_knobs.learn)) atomic_fetch_add_explicit(&cap_purged_pages, purged / HK_PAGE, memory_order_relaxed);
+  if (HK_LOAD_RELAXED(hk_knobs.learn)) HK_ADD_RELAXED(cap_purged_pages, purged / HK_PAGE);
 }
 
 /* The tier swap's other half: the small tier is about to fault in `bytes`
@@ -204,6 +196,7 @@ void hk_large_shed(size_t bytes) {
 /* ---- the cache and quarantine of freed mappings ------------------------------------ */
 
 static hk_lock_t cache_lock = HK_LOCK_INIT;
+static int collect_busy;  /* a collect pass is running (collect.h, hk_pass_begin) */
 static hk_large_t *cache_head, *cache_tail;   /* newest first */
 static size_t cache_count, cache_bytes;       /* cache_bytes: rw_size summed */
 
@@ -268,12 +261,11 @@ static int serve_cost(const hk_large_t *e, size_t need) {
 
 static void cache_unlink(hk_large_t *e) {
   entry_check(e);
-  if (e->prev) e->prev->next = e->next; else cache_head = e->next;
-  if (e->next) e->next->prev = e->prev; else cache_tail = e->prev;
+  HK_DLT_UNLINK(cache_head, cache_tail, e, next, prev);
   e->next = e->prev = NULL;
   HK_ASSERT(cache_count > 0 && HK_LOAD_RELAXED(cache_bytes) >= e->rw_size);
   cache_count--;
-  __atomic_fetch_sub(&cache_bytes, e->rw_size, __ATOMIC_RELAXED);  /* read without the lock by stats */
+  HK_SUB_RELAXED(cache_bytes, e->rw_size);  /* read without the lock by stats */
 }
 
 void hk_large_unmap(hk_large_t *e) {
@@ -361,12 +353,9 @@ void hk_large_cache_put(hk_large_t *h, unsigned ck) {
   hk_lock(&cache_lock);
   h->state = HK_LARGE_CACHED;
   h->stamp_ms = hk_os_now_ms();
-  h->prev = NULL;
-  h->next = cache_head;
-  if (cache_head) cache_head->prev = h; else cache_tail = h;
-  cache_head = h;
+  HK_DLT_PUSH_HEAD(cache_head, cache_tail, h, next, prev);
   cache_count++;
-  __atomic_fetch_add(&cache_bytes, h->rw_size, __ATOMIC_RELAXED);
+  HK_ADD_RELAXED(cache_bytes, h->rw_size);
   while ((long)cache_count > max_count || HK_LOAD_RELAXED(cache_bytes) > cap_bytes) {
     hk_large_t *v = cache_tail;
     hk_large_note((long)cache_count > max_count ? HK_LARGE_EVICT_COUNT : HK_LARGE_EVICT_BYTES);
@@ -401,54 +390,76 @@ void hk_large_quarantine(hk_large_t *h) {
 
 /* ---- the purge clock ---------------------------------------------------------------- */
 
-size_t hk_large_collect(bool force) {
-  static _Atomic uint64_t next_ms;
-  uint64_t now = hk_os_now_ms();
-  if (!force && now < atomic_load_explicit(&next_ms, memory_order_relaxed)) return 0;
-  uint64_t delay = (uint64_t)purge_delay();
-  atomic_store_explicit(&next_ms, now + delay / HK_COLLECT_DIV + 1, memory_order_relaxed);
-  hk_mem_tick();  /* the budget's clock: the resident set read again */
-  HK_STORE_RELAXED(live_held, hk_span_bytes_live());  /* the cap follows what is live now */
-  size_t bytes = 0;
-  hk_large_t *victims = NULL;
-  hk_lock(&cache_lock);
+/* The cache's collect (base/collect.h): a mapping cached for the delay is
+ * purged where it is, under the lock (it stays cached); on trim (force)
+ * every one, and the quarantine's, is unmapped. */
+typedef struct {
+  uint64_t now, delay;
+  bool force;
+  size_t bytes;         /* purged in place */
+  hk_large_t *victims;  /* to unmap, linked by next */
+  size_t span_bytes;    /* the span tier's purge */
+} collect_t;
+
+static void collect_pick(void *arg) {
+  collect_t *c = arg;
   cache_check();
-  while (force && quar_n) {  /* trim: the quarantine too */
+  while (c->force && quar_n) {  /* trim: the quarantine too */
     hk_large_t *e = quar[--quar_n];
-    e->next = victims;
-    victims = e;
+    e->next = c->victims;
+    c->victims = e;
   }
   for (hk_large_t *e = cache_head, *next; e; e = next) {
     next = e->next;
-    if (force) {  /* trim: give it all back */
+    if (c->force) {  /* trim: give it all back */
       cache_unlink(e);
-      e->next = victims;
-      victims = e;
-    } else if (!e->zeroed && now - e->stamp_ms >= delay) {
+      e->next = c->victims;
+      c->victims = e;
+    } else if (!e->zeroed && c->now - e->stamp_ms >= c->delay) {
       hk_os_purge((uint8_t *)e + HK_PAGE, e->rw_size - HK_PAGE);
-      bytes += e->rw_size - HK_PAGE;
+      c->bytes += e->rw_size - HK_PAGE;
       e->zeroed = 1;
       e->purged = 1;
       hk_large_note(HK_LARGE_PURGES);
     }
   }
   cache_check();
-  hk_unlock(&cache_lock);
-  unsigned long calls = 0;
-  size_t span_bytes = hk_span_collect(force, delay, span_cap(), &calls);
-  bytes += span_bytes;
-  while (calls--) hk_large_note(HK_LARGE_PURGES);
-  if (HK_LOAD_RELAXED(hk_knobs.learn) && !force)
-    atomic_fetch_add_explicit(&clock_purged_pages, span_bytes / HK_PAGE, memory_order_relaxed);
-  return bytes + unmap_all(victims);
 }
 
-size_t hk_large_count_allocs(void) { return atomic_load_explicit(&total_allocs, memory_order_relaxed); }
-size_t hk_large_count_frees(void) { return atomic_load_explicit(&total_frees, memory_order_relaxed); }
-size_t hk_large_count_live(void) { return atomic_load_explicit(&live_count, memory_order_relaxed); }
-size_t hk_large_bytes_live(void) { return atomic_load_explicit(&live_bytes, memory_order_relaxed); }
+/* the span tier's free pages first (its own clock, under its shards'
+ * locks), then the unmaps */
+static size_t collect_release(void *arg) {
+  collect_t *c = arg;
+  unsigned long calls = 0;
+  c->span_bytes = hk_span_collect(c->force, c->delay, span_cap(), &calls);
+  while (calls--) hk_large_note(HK_LARGE_PURGES);
+  return c->bytes + c->span_bytes + unmap_all(c->victims);
+}
+
+size_t hk_large_collect(bool force) {
+  static uint64_t gate;  /* base/gate.h */
+  uint64_t now = hk_os_now_ms();
+  if (!force && !hk_gate_due(&gate, now)) return 0;
+  uint64_t delay = (uint64_t)purge_delay();
+  if (force) hk_gate_set(&gate, now + delay / HK_COLLECT_DIV + 1);
+  else if (!hk_gate_pass(&gate, now, delay / HK_COLLECT_DIV + 1)) return 0;  /* another thread is on it */
+  hk_mem_tick();  /* the budget's clock: the resident set read again */
+  if (!hk_pass_begin(&collect_busy, force)) return 0;
+  HK_STORE_RELAXED(live_held, hk_span_bytes_live());  /* the cap follows what is live now */
+  collect_t c = { .now = now, .delay = delay, .force = force };
+  size_t bytes = hk_collect(&cache_lock, collect_pick, collect_release, &c);
+  hk_pass_end(&collect_busy);
+  if (HK_LOAD_RELAXED(hk_knobs.learn) && !force)
+    HK_ADD_RELAXED(clock_purged_pages, c.span_bytes / HK_PAGE);
+  return bytes;
+}
+
+size_t hk_large_count_allocs(void) { return HK_LOAD_RELAXED(total_allocs); }
+size_t hk_large_count_frees(void) { return HK_LOAD_RELAXED(total_frees); }
+size_t hk_large_count_live(void) { return HK_LOAD_RELAXED(live_count); }
+size_t hk_large_bytes_live(void) { return HK_LOAD_RELAXED(live_bytes); }
 size_t hk_large_bytes_cached(void) { return HK_LOAD_RELAXED(cache_bytes) + hk_span_bytes_cached(); }
 
 void hk_large_fork_prepare(void) { hk_lock(&cache_lock); hk_span_fork_prepare(); }
 void hk_large_fork_parent(void) { hk_span_fork_parent(); hk_unlock(&cache_lock); }
-void hk_large_fork_child(void) { hk_span_fork_child(); hk_lock_reset(&cache_lock); }
+void hk_large_fork_child(void) { hk_span_fork_child(); hk_lock_reset(&cache_lock); collect_busy = 0; }

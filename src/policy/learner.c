@@ -2,7 +2,6 @@
  * what the slow paths count, and logs each decision. */
 #include "policy/learner.h"
 
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -216,8 +215,8 @@ void hk_learn_trim_result(hk_learner_t *L, size_t bytes) {
 static hk_learner_t learner;
 static hk_learn_bounds_t bounds;
 static hk_lock_t learn_lock = HK_LOCK_INIT;
-static atomic_ulong slow_units;
-static atomic_ulong small_refills;   /* small-tier slow paths, all threads */
+static unsigned long slow_units;
+static unsigned long small_refills;   /* small-tier slow paths, all threads */
 
 static void log_stderr(const char *cap, long from, long to, const char *why) {
   hk_message("hakmem-learn: %s %ld -> %ld (%s)\n", cap, from, to, why);
@@ -244,7 +243,7 @@ void hk_learner_init(void) {
   hk_learn_init(&learner, &start);
 }
 
-static uint64_t take(atomic_ulong *c) { return atomic_exchange_explicit(c, 0, memory_order_relaxed); }
+static uint64_t take(unsigned long *c) { return HK_XCHG_RELAXED(*c, 0); }
 
 static __thread unsigned small_pending __attribute__((tls_model("initial-exec")));
 
@@ -266,11 +265,11 @@ void hk_learner_slow_tick(unsigned weight) {
   weight = pending;
   pending = 0;
   if (small_pending) {
-    atomic_fetch_add_explicit(&small_refills, small_pending, memory_order_relaxed);
+    HK_ADD_RELAXED(small_refills, small_pending);
     small_pending = 0;
   }
   unsigned long e = (unsigned long)hk_knobs.learn_epoch;
-  unsigned long n = atomic_fetch_add_explicit(&slow_units, weight, memory_order_relaxed);
+  unsigned long n = HK_ADD_RELAXED(slow_units, weight);
   if ((n + weight) / e == n / e) return;  /* no epoch boundary crossed */
   if (!hk_trylock(&learn_lock)) return;
   /* what the layers counted this epoch, read through their functions */
