@@ -195,8 +195,8 @@ HK_INLINE void *hk_alloc_mid_class(unsigned cls, size_t n, unsigned kind) {
 /* The owner's free of b, a mid block of slab s, checked and marked: onto
  * its class's stack in the mid cache; a full stack (or the cache off)
  * leaves it to its slab as before. (Draining the older half instead cost
- * 125 instructions a pair on cost_loop 4096, bursts of 100 frees, against
- * 83 without the cache; a full stack's bottom stays, its top churns.) */
+ * more instructions a malloc/free pair, in bursts of frees, than no cache
+ * at all; a full stack's bottom stays, its top churns.) */
 HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
   unsigned i = s->cls - HK_NCLASS_SMALL, k = h->midc_n[i];
@@ -218,7 +218,7 @@ HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
 
 /* Another thread's free of b, a mid block of slab s (checked and marked):
  * onto the caller's stack too, as tcmalloc's per-thread lists take any
- * block (issue 41, larson_mid: a thread that allocated blocks and then
+ * block (issue 41: a thread that allocated blocks and then
  * only waits never collects the frees of the threads that got them, and
  * their mallocs took fresh memory for every one). The block stays out in
  * its slab, whose owner's confirmation walks every heap's stacks

@@ -1,8 +1,8 @@
 /* bits.h: bit counting and gathering without a call.
  *
  * The x86-64 baseline has no popcnt instruction, so __builtin_popcountll
- * is a call into libgcc (__popcountdi2): 15% of large_cycles'
- * instructions, counting the span tier's resident-page bitmap. These
+ * is a call into libgcc (__popcountdi2): a large share of a big-block
+ * loop's instructions, counting the span tier's resident-page bitmap. These
  * compile to a few shifts and one multiply each. */
 #ifndef HK_BITS_H
 #define HK_BITS_H

@@ -20,6 +20,12 @@
 #define HK_SS_SHIFT    21
 #define HK_SS_SIZE     ((size_t)1 << HK_SS_SHIFT)
 #define HK_SS_MASK     (HK_SS_SIZE - 1)
+
+/* HAKMEM_BACKGROUND_PURGE=auto starts the purge thread once the program
+ * holds this much (superslabs mapped, large blocks live and cached): a
+ * program that never held more keeps no thread, and one that did gets its
+ * memory back within about a purge delay of freeing it, sleeping or not. */
+#define HK_BG_AUTO_BYTES ((size_t)32 << 20)
 #define HK_PAGE        ((size_t)4096)
 
 /* Tiers. */
@@ -37,10 +43,23 @@
 
 #define HK_MAX_ALLOC   ((size_t)PTRDIFF_MAX - 2 * HK_SS_SIZE)
 
-/* Fields one thread writes and others may read (ownership, states): plain
- * moves on x86, but visible to the compiler and to TSan as atomic. */
+/* The one atomic vocabulary (docs/ARCHITECTURE.md, "Shared pieces"):
+ * words threads share are plain C types (not _Atomic), and every access
+ * that another thread may race with is one of these, named by what it does
+ * and its memory order. x is the word itself (not its address); the
+ * read-modify-writes return the value before. Fields one thread writes and
+ * others may read (ownership, states) are plain moves on x86, but visible
+ * to the compiler and to TSan as atomic. */
 #define HK_LOAD_RELAXED(x)      __atomic_load_n(&(x), __ATOMIC_RELAXED)
 #define HK_STORE_RELAXED(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELAXED)
+#define HK_LOAD_ACQUIRE(x)      __atomic_load_n(&(x), __ATOMIC_ACQUIRE)
+#define HK_STORE_RELEASE(x, v)  __atomic_store_n(&(x), (v), __ATOMIC_RELEASE)
+#define HK_ADD_RELAXED(x, v)    __atomic_fetch_add(&(x), (v), __ATOMIC_RELAXED)
+#define HK_SUB_RELAXED(x, v)    __atomic_fetch_sub(&(x), (v), __ATOMIC_RELAXED)
+#define HK_XCHG_RELAXED(x, v)   __atomic_exchange_n(&(x), (v), __ATOMIC_RELAXED)
+/* x becomes v if it holds *old (true); else *old becomes what it holds */
+#define HK_CAS_RELAXED(x, old, v) \
+  __atomic_compare_exchange_n(&(x), (old), (v), false, __ATOMIC_RELAXED, __ATOMIC_RELAXED)
 /* A word another thread may be writing, read where any value it held is
  * fine (the fast path's reads of a slab's owner and block bound): a plain
  * load, which the compiler can fold into a compare; an atomic one under
@@ -80,7 +99,7 @@ HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1)
 #define HK_MIN_BATCH_SMALL_BYTES 8192u
 /* A swap to another slab needs this many freed blocks there (mid classes): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-65b4e5d-mallocs-slow-path */
 #define HK_MIN_BATCH_MID 8u
-/* ... or, when fewer blocks make them, this many bytes (mid; 8 blocks alone cost random_mixed_4096 RSS): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-65b4e5d-mallocs-slow-path */
+/* ... or, when fewer blocks make them, this many bytes (mid; 8 blocks alone cost memory at the largest mid sizes): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-65b4e5d-mallocs-slow-path */
 #define HK_MIN_BATCH_MID_BYTES 4096u
 /* A refill of this many of its own freed blocks is kept, not switched for a richer slab (warm in cache): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
 #define HK_RICH_ENOUGH 16
@@ -140,13 +159,15 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
 /* A realloc shrinking a large block gives its tail back (a syscall) from this many bytes on: not measured */
 #define HK_LARGE_SHRINK_MIN ((size_t)1 << 20)
 /* Free resident span bytes may reach live span bytes / this (or the cache
- * cap, when more; lowmem: the cap only): large_zeroed 12.7 s with the 64 MiB
- * cap alone, 4.3 s with 2, 3.1 s with 1, at the same peak RSS (BENCHMARKS.md) */
+ * cap, when more; lowmem: the cap only): the cap alone, or a divisor of 2,
+ * made a program replacing big zeroed buffers slower at the same peak RSS:
+ * docs/history/src-comment-figures.md */
 #define HK_SPAN_LIVE_DIV 1
 /* The large tier counts as quiet (span.c, hk_span_idle: superslabs may be
  * lent from it and shed its pages) after this many superslabs asked for in
- * a row with no big block carved between: 1 lent thread_churn's pages
- * while its big blocks churned; 8 measured (learner_phase 88 -> 75 MB) */
+ * a row with no big block carved between: 1 lent a program's pages while
+ * its big blocks churned; 8 lowered the peak of a program whose big and
+ * small phases take turns: docs/history/src-comment-figures.md */
 #define HK_SPAN_QUIET_ASKS 8
 /* calloc's fresh span pages up to this many bytes are faulted in at once
  * (MADV_POPULATE_WRITE): past it a block may be a sparse table that is
@@ -165,8 +186,9 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
 #define HK_THP_PLAIN_PM 500
 #define HK_THP_HUGE_PM 600
 /* Span shards (span.c): at most this many (HAKMEM_SPAN_SHARDS' range
- * too), one per CPU the process may run on: big_heap on 16 CPUs at 16
- * threads 324k ops/s with 8 shards, 307k with 2, 250k with one lock */
+ * too), one per CPU the process may run on (many threads on big blocks
+ * ran faster with 8 shards than with 2 or one lock):
+ * docs/BENCHMARKS.md#thread-scaling */
 #define HK_SPAN_SHARDS 8
 /* A purge outside the shard locks takes at most this many runs off the lists at a time: not measured */
 #define HK_SPAN_PURGE_BATCH 32

@@ -27,8 +27,8 @@ const uint8_t hk_class_small[HK_SMALL_MAX / 16 + 1] = {
 
 /* class of n for 1024 < n <= 32 KiB, indexed by (n + 127) / 128: every
  * class boundary above 1 KiB is a multiple of 128 B, so one load replaces
- * the formula's bit arithmetic on the mid malloc path (8 instructions of a
- * 100-instruction replacement on random_mixed_4096) */
+ * the formula's bit arithmetic on the mid malloc path, a sizeable part of
+ * a mid malloc's instructions */
 const uint8_t hk_class_mid[HK_MID_MAX / 128 + 1] = {
   0, 7, 15, 19, 23, 25, 27, 29, 31, 32, 33, 34, 35, 36, 37, 38,
   39, 40, 40, 41, 41, 42, 42, 43, 43, 44, 44, 45, 45, 46, 46, 47,

@@ -19,7 +19,7 @@
 /* The mid cache: per mid class, a stack of blocks the owner freed, in front
  * of the slabs. malloc of a mid size pops the block freed last, whichever
  * slab it is in, so a working set spread over many slabs is reused while
- * its lines are still in cache (issue 41: bench_mid's blocks otherwise came
+ * its lines are still in cache (issue 41: a mid-size loop's blocks otherwise came
  * back only when their slab became current again). At most HK_MIDC_SLOTS
  * blocks a class, and no more than hk_midc_cap[] says (HAKMEM_MID_CACHE_KB
  * of blocks); a block freed onto a full stack goes to its slab. Other
@@ -37,8 +37,8 @@
  * (HK_MIDC_FIFO): malloc takes the oldest block, and only while more than
  * HK_MIDC_HOLD wait, so a block is handed out again only after that many
  * of its class were freed after it; a free onto a full queue sends the
- * oldest to its slab, where it waits as delay says. (The secure build's
- * bench_mid ran at 0.60 of the default's without a cache: every block came
+ * oldest to its slab, where it waits as delay says. (Without a cache the
+ * secure build's mid-size loops ran far slower: every block came
  * back cold, through the slab's lists.) */
 #define HK_NCLASS_MID (HK_NCLASS - HK_NCLASS_SMALL)
 #define HK_MIDC_SLOTS 32
@@ -52,7 +52,7 @@ _Static_assert(2 * HK_MIDC_HOLD <= HK_MIDC_SLOTS, "a queue holds more than it ke
 /* A thread whose mid mallocs all hit its cache makes no slow call, which
  * is where the purge clock is read: every 256 pushes it is read there
  * (hk_heap_midc_tick), counted down by a byte that wraps (one subtract in
- * memory and a branch: 3 instructions less a push than a masked count). */
+ * memory and a branch: fewer instructions a push than a masked count). */
 
 /* Counters a heap keeps in its slow paths when counting (HAKMEM_STATS or
  * HAKMEM_STATS_INTERVAL set); the stats read them (hk_heap_sum_stats). */

@@ -35,8 +35,8 @@ HK_INLINE void heap_maybe_purge(hk_heap_t *h) {
 /* s->free was just filled (local_free is empty): every block of the slab
  * that is not out is on it, so the batch is carved - used blocks. Not in
  * when blocks wait on `aged` (delayed reuse): the batch is
- * then counted on the list (bench_mid counted 446,621 mallocs for
- * 300,000). */
+ * then counted on the list (carved - used counted far more mallocs than
+ * were made). */
 static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
   /* the owner's frees into s go aside (local_free) while it is current:
    * a block freed onto s->free and popped again would pass uncounted */
@@ -82,9 +82,9 @@ static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
 /* The fewest freed blocks another slab must have to be switched to rather
  * than carving in the current one: a slow call per batch, so not a few;
  * but carving costs memory. Small classes: 32 blocks, 8 KiB of them at
- * most (random_mixed_256: 87,557 -> 18,552 slow calls per 1M mallocs, RSS
- * still under mimalloc's). Mid classes: 8 blocks, 4 KiB at most (1 of
- * 4 KiB: random_mixed_4096 kept mimalloc's RSS only with that). */
+ * most (a fraction of the slow calls of switching at any count, at little
+ * memory). Mid classes: 8 blocks, 4 KiB at most (one block of the largest
+ * class: more of them cost memory). */
 HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
   bool mid = s->cls >= HK_NCLASS_SMALL;
   unsigned n = (mid ? HK_MIN_BATCH_MID_BYTES : HK_MIN_BATCH_SMALL_BYTES) / s->block_size,
@@ -96,11 +96,11 @@ HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
  * oldest other partial slab of its class hold more freed blocks? Then
  * switching to it gives the bigger batch. With two slabs sharing a working
  * set, each taking back only its own frees since the last refill made the
- * batches halve at every refill (random_mixed_256: a slow call every 6
- * mallocs). A batch of HK_RICH_ENOUGH blocks, or an eighth of the slab
+ * batches halve at every refill (a slow call every few mallocs). A batch of HK_RICH_ENOUGH blocks, or an eighth of the slab
  * (mid slabs hold 8 to 100 blocks), is kept: its blocks were freed lately
- * and are warm in cache (switching at any size cost the python3 workload
- * 5%; at under 16 blocks, the secure build's bench_mid 6%). HK_RICH_ENOUGH
+ * and are warm in cache (switching at any size cost the python workload
+ * more than it saved; at under 16 blocks, the secure build's mid-size
+ * loops too). HK_RICH_ENOUGH
  * and HK_RICH_SLAB_SHIFT: config.h. */
 HK_INLINE bool heap_other_richer(const hk_heap_t *h, const hk_slab_t *s) {
   unsigned mine = (unsigned)(s->carved - s->used), enough = (unsigned)s->capacity >> HK_RICH_SLAB_SHIFT;
@@ -160,12 +160,12 @@ HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
       for (hk_slab_t *t = next; t && k < HK_REUSE_SCAN; t = t->next, k++)
         if (t->free || heap_refill_lists(h, t)) { next = t; break; }
       /* But a handful of freed blocks is not worth a swap: with every slab
-       * holding one or two, each malloc would come here (random_mixed_512:
-       * 1.0 slow calls per malloc, a third of mimalloc's speed). Carve
+       * holding one or two, each malloc would come here (a slow call per
+       * malloc). Carve
        * here instead, so that batches grow. (Tried: carving in the other
        * slab too when this one is carved to the end, no faster and more
-       * memory; a fresh slab then, larson_small took 2,253 of them and 2.6
-       * times the memory.) */
+       * memory; a fresh slab then, a program of many short-lived small
+       * blocks took thousands of them and more than twice the memory.) */
       if ((unsigned)(next->carved - next->used) < heap_min_batch(s) && hk_slab_extend(s))
         return slab_pop(h, s);
       hk_partial_remove(h, next);
@@ -219,8 +219,8 @@ HK_INLINE bool heap_leaf_refill(hk_slab_t *s) {
 /* The most common slow call: the current slab's free list ran dry and
  * blocks set aside wait on local_free (the owner's own frees are on the
  * free list already: slab.h). This leaf saves no registers (the
- * full path pushes six: 18 of its 53 instructions per call on
- * random_mixed_256). Every 16th call still goes the full way, which drains
+ * full path pushes six, a third of its instructions per call). Every
+ * 16th call still goes the full way, which drains
  * remote frees into full slabs and purges on time; so does any case that
  * needs more (an emptied slab's restart, a switch to a richer slab, stats).
  * With delayed reuse (measure delay) the leaf is the change of generation

@@ -65,9 +65,9 @@ uint32_t hk_sec_freed_tag(void) { return hk_sec_fill ? HK_SEC_FREED_FILL : HK_SE
  * address order), each with its trailer "freed" (canary; filled when
  * asked) or, without canary, the free mark. The permutation is built by one
  * inside-out Fisher-Yates pass (no separate identity pass), and one pass
- * over the blocks, last to first, writes each trailer and link: about half
- * the instructions of shuffling, linking and stamping separately
- * (bench_app: 50 -> 35 per block carved, callgrind). */
+ * over the blocks, last to first, writes each trailer and link: fewer
+ * instructions per block carved than shuffling, linking and stamping
+ * separately. */
 void hk_sec_carve(hk_slab_t *s, uint8_t *first, unsigned n) {
   static __thread uint64_t rng;
   uint16_t order[HK_CARVE_MAX_BYTES / 16];

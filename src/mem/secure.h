@@ -174,8 +174,8 @@ HK_INLINE bool hk_sec_listed_ok(hk_slab_t *s, const void *p) {
  * collects the block, and an owner free racing with a remote one leaves
  * "freed" where "remote" must be. A collector holds what every block of a
  * collected list needs, read once: the block stores in the walk may alias
- * the slab, so the compiler would read them again per block (xthread,
- * callgrind: 18.6 -> 9.8 instructions a block collected). Empty without
+ * the slab, so the compiler would read them again per block (about twice
+ * the instructions a block collected). Empty without
  * canary. */
 /* the tag of a block on an owner's list: "freed", or filled (fill on free) */
 uint32_t hk_sec_freed_tag(void);

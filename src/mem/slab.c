@@ -169,8 +169,8 @@ void hk_slab_rebuild(hk_slab_t *s) {
 
 /* A slab's first batch is 4 KiB of blocks and each one it carves to grow
  * is twice the last, up to HAKMEM_CARVE_KB: a class with a few live blocks
- * touches one page, not 16 KiB (64 classes of 16-1024 B with 6 blocks
- * each: RSS 2520 -> 2348 KiB, mimalloc 2448), a busy one soon carves big
+ * touches one page, not 16 KiB (a program with a few live blocks in each
+ * of many classes pays a page a class), a busy one soon carves big
  * batches. */
 bool hk_slab_extend(hk_slab_t *s) {
   unsigned kb = s->batch_kb;
@@ -180,9 +180,8 @@ bool hk_slab_extend(hk_slab_t *s) {
 
 /* Starting over, the slab carves a batch of the size it had reached: one
  * that empties and restarts often (every block freed by another thread)
- * would otherwise climb from 4 KiB every time and rarely get further
- * (bench_xthread: 63M -> 43M ops/s, with restarts after 4 KiB 1263 times in
- * 2M mallocs). */
+ * would otherwise climb from 4 KiB every time and rarely get further,
+ * and every restart after a small batch is one more slow call. */
 bool hk_slab_restart(hk_slab_t *s) {
   HK_ASSERT(s->used == 0 && s->free == NULL);
   s->local_free = NULL;  /* (and free: hk_slab_become_cur) */

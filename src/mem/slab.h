@@ -67,7 +67,7 @@ HK_INLINE bool hk_slab_extent(const void *p, unsigned ck, const uint8_t **start,
 HK_INLINE void hk_slab_pop_block(hk_slab_t *s, hk_block_t *b) {
   hk_block_t *nx = hk_block_next(s, b);
   /* (nx is tested for NULL itself, not by comparing the stored word with
-   * the key: the key need not stay in a register; 2 instructions less) */
+   * the key: the key need not stay in a register, and the test is shorter) */
   __asm__("" : "+r"(nx));
   /* (the prefetch: the next malloc of this class reads nx's link, and a
    * block freed long ago is a cache miss there; python3 workload +3%, one
@@ -99,8 +99,8 @@ HK_INLINE void hk_slab_push_aside(hk_slab_t *s, hk_block_t *b) {
 }
 /* The owner's free of b: onto the free list malloc pops, so the next
  * malloc of the class gets the block freed last, its lines still in cache
- * (random_mixed: 2.1 simulated L1 misses an operation fewer than onto
- * local_free, whose blocks came back only when free ran dry, long after).
+ * (onto local_free, its blocks came back only when free ran dry, long
+ * after, their lines gone from the cache).
  * With delayed reuse (measure delay) onto local_free: the generations. */
 HK_INLINE void hk_slab_push_local(hk_slab_t *s, hk_block_t *b) {
   if (HK_M_DELAY) {
@@ -143,8 +143,7 @@ HK_INLINE bool hk_slab_take_aged(hk_slab_t *s) {
 HK_INLINE bool hk_slab_take_local(hk_slab_t *s) {
   if (!s->local_free) return false;
   /* not with canary: its carve stamps every block's trailer again, which
-   * cost more than the locality won (cost_loop 512 B: 51.9 -> 35.6 instr.
-   * per malloc, callgrind) */
+   * cost more instructions per malloc than the locality won */
   if (HK_UNLIKELY(s->used == 0) && s->cls < HK_NCLASS_SMALL && !HK_M_CANARY) return hk_slab_restart(s);
   s->free = s->local_free;
   s->local_free = NULL;

@@ -17,11 +17,10 @@
  *     memcpy(dst=..., n=...): block ... of N bytes") and the process
  *     aborts; with HAKMEM_ABORT_ON_INVALID=0 the call is not carried out.
  *
- * Cost (callgrind, bench/copy_loop.c, docs/SECURITY.md): a range outside
- * hakmem memory, two chunk-map reads; memcpy onto the stack 22 instructions
- * more than glibc's alone, into a small or mid block 93 (the slab's slot,
- * its trailer's canary and size), into a span block 144 (its head entry,
- * found from the page or the thread's last one, span.c). The interposer
+ * Cost (callgrind on bench/copy_loop.c; docs/SECURITY.md): a range outside
+ * hakmem memory, two chunk-map reads; into a small or mid block more (the
+ * slab's slot, its trailer's canary and size), into a span block the most
+ * (its head entry, found from the page or the thread's last one, span.c). The interposer
  * reads the chunk map once; its heap path gets the kinds it read.
  *
  * hakmem's own copies (realloc, calloc, fill on free) never come here:

@@ -175,8 +175,8 @@ const char *hk_os_thp_system(void) { return sys_names[read_thp_system()]; }
  * hands its free blocks of 2^order pages and more back to the host, which
  * drops them. A huge page is such a block, so a fresh one must be backed
  * by the host again when the program first writes it: on these machines
- * (order 9) a 2 MiB fault cost about 3 ms (big_heap 3x slower,
- * learner_rotate 4.5x, large_zeroed 2.3x than without huge pages), where
+ * (order 9) a 2 MiB fault waits on the host (programs that fault in big
+ * blocks ran several times slower than without huge pages), where
  * 4 KiB faults mostly take pages the guest holds already. The order, read
  * once; -1 when nothing reports (unset, the kernel prints -1 unsigned). */
 #define MAX_ORDER 10  /* the buddy allocator's largest block: 4 MiB (x86-64) */
@@ -256,6 +256,15 @@ void hk_os_advise_region(void *p, size_t size, bool ss) {
   advise(p, size, advice);
 }
 
+/* An idle superslab's huge page was split by a purge: khugepaged is to
+ * leave it (it would fill the range again), until a slab is taken and it
+ * is asked for again. */
+void hk_os_advise_nohuge(void *p, size_t size) { advise(p, size, MADV_NOHUGEPAGE); }
+void hk_os_advise_huge(void *p, size_t size) {
+  atomic_fetch_add_explicit(&hk_os_stats.huge_advised_bytes, size, memory_order_relaxed);
+  advise(p, size, MADV_HUGEPAGE);
+}
+
 void hk_os_advise_plain(void *p, size_t size) {
   if (read_thp_system() == SYS_ALWAYS) advise(p, size, MADV_NOHUGEPAGE);
 }
@@ -309,8 +318,8 @@ bool hk_os_protect_none(void *p, size_t size) { return protect(p, size, PROT_NON
 /* ---- guard markers ----
  * A marker in a page's table entry faults any access (SIGSEGV), as
  * PROT_NONE does, but splits no mapping: mprotect of one page in an open
- * range makes three mappings of one, a call that took 37% of the secure
- * build's large row, and vm.max_map_count (65,530) bounds how many there
+ * range makes three mappings of one, a call that took a large share of the
+ * secure build's time on big blocks, and vm.max_map_count (65,530) bounds how many there
  * may be. MADV_DONTNEED keeps a marker, fork copies it. */
 #ifndef MADV_GUARD_INSTALL
 #define MADV_GUARD_INSTALL 102
@@ -439,7 +448,7 @@ int hk_os_thread_kid(void) { return (int)syscall(SYS_gettid); }
 unsigned hk_os_cpu_count(void) {
   uint64_t mask[16] = { 0 };  /* 1024 CPUs; the kernel fills the bytes it has */
   /* the process's first thread's: the calling one may have been pinned to
-   * one CPU by a program that spreads its threads (bench_soak, PIN=1) */
+   * one CPU by a program that spreads its threads over the CPUs */
   long n = syscall(SYS_sched_getaffinity, getpid(), sizeof mask, mask);
   unsigned c = 0;
   for (long w = 0; n > 0 && w < (long)(sizeof mask / 8); w++)

@@ -50,6 +50,10 @@ const char *hk_os_thp_system(void);
 /* Advise region p (2 MiB aligned, whole huge pages) as hk_os_thp() says for
  * a region of that kind (ss: a superslab, else a span arena). */
 void  hk_os_advise_region(void *p, size_t size, bool ss);
+/* MADV_NOHUGEPAGE / MADV_HUGEPAGE on a range (counted): an idle purge's
+ * split huge page, and the same range taken again (superslab.c) */
+void  hk_os_advise_nohuge(void *p, size_t size);
+void  hk_os_advise_huge(void *p, size_t size);
 /* Advise a span arena that must not get huge pages (span.c places sparse
  * big blocks there): MADV_NOHUGEPAGE where the system's mode is `always`,
  * nothing otherwise (under `madvise` an unadvised region gets none). */
