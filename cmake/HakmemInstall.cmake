@@ -14,8 +14,9 @@
 #   lib/cmake/hakmem/hakmem{Config,ConfigVersion,Targets*}.cmake       find_package(hakmem)
 #   bin/hakmem                                                         launcher (tools/hakmem)
 #   bin/hakmem-report                                                  stats timeline viewer, if present
-#   share/doc/hakmem/                                                  README, LICENSE
+#   share/doc/hakmem/                                                  README, LICENSE, CONTRIBUTING
 #   share/doc/hakmem/docs/                                             docs/*.md and their images
+#   share/doc/hakmem/{examples,bench/results,docs/history,...}         what those pages link to
 #   share/man/man1/hakmem.1                                            man hakmem (docs/hakmem.1)
 #
 # Debug info: the libraries are compiled with -g (code generation is the same
@@ -297,7 +298,7 @@ endif()
 # (README -> docs/ENV_VARS.md, docs/bench-latest.svg) work in the installed
 # copy too.
 file(GLOB _hk_docs_top ${PROJECT_SOURCE_DIR}/README.md ${PROJECT_SOURCE_DIR}/LICENSE
-     ${PROJECT_SOURCE_DIR}/CHANGELOG.md)
+     ${PROJECT_SOURCE_DIR}/CHANGELOG.md ${PROJECT_SOURCE_DIR}/CONTRIBUTING.md)
 file(GLOB _hk_docs ${PROJECT_SOURCE_DIR}/docs/*.md ${PROJECT_SOURCE_DIR}/docs/*.png
      ${PROJECT_SOURCE_DIR}/docs/*.svg)
 if(_hk_docs_top)
@@ -306,6 +307,70 @@ endif()
 if(_hk_docs)
   install(FILES ${_hk_docs} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT doc)
 endif()
+
+# Every other file or folder of the source tree those pages link to (the
+# examples/, the bench/results/ files that figures cite, docs/history/), at
+# the same place relative to them, so that no link of the installed copy is
+# dead; a linked page's own links are followed too. Read at configure time:
+# editing a page configures again. (tests/ecosystem.sh install checks every
+# link of every installed page.)
+set(_hk_doc_todo)
+foreach(_f ${_hk_docs_top} ${_hk_docs})
+  if(_f MATCHES "[.]md$")
+    file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${_f})
+    list(APPEND _hk_doc_todo ${_rel})
+  endif()
+endforeach()
+set(_hk_doc_seen ${_hk_doc_todo})
+set(_hk_doc_linked)
+while(_hk_doc_todo)
+  list(GET _hk_doc_todo 0 _page)
+  list(REMOVE_AT _hk_doc_todo 0)
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${_page})
+  file(READ ${PROJECT_SOURCE_DIR}/${_page} _text)
+  # "](target" (a link or an image), without the bracket: a "]" in a list
+  # element would join it to the next
+  string(REPLACE "](" "\n<hk-link>" _text "${_text}")
+  string(REGEX MATCHALL "<hk-link>[^)# \t\n;]+" _links "${_text}")
+  get_filename_component(_dir ${PROJECT_SOURCE_DIR}/${_page} DIRECTORY)
+  foreach(_l ${_links})
+    string(SUBSTRING "${_l}" 9 -1 _t)
+    if(_t MATCHES "^[a-z]+:")
+      continue()
+    endif()
+    get_filename_component(_abs ${_dir}/${_t} ABSOLUTE)
+    file(RELATIVE_PATH _rel ${PROJECT_SOURCE_DIR} ${_abs})
+    if(_rel MATCHES "^[.][.]/" OR NOT EXISTS ${_abs} OR _rel IN_LIST _hk_doc_seen)
+      continue()
+    endif()
+    list(APPEND _hk_doc_seen ${_rel})
+    # installed above already: README, LICENSE, CHANGELOG, CONTRIBUTING, docs/*
+    if(_rel MATCHES "^(README[.]md|LICENSE|CHANGELOG[.]md|CONTRIBUTING[.]md|docs/[^/]+)$")
+      continue()
+    endif()
+    list(APPEND _hk_doc_linked ${_rel})
+    if(_rel MATCHES "[.]md$" AND NOT IS_DIRECTORY ${_abs})
+      list(APPEND _hk_doc_todo ${_rel})
+    endif()
+  endforeach()
+endwhile()
+foreach(_rel ${_hk_doc_linked})
+  set(_inside FALSE)  # in a folder installed whole
+  foreach(_o ${_hk_doc_linked})
+    if(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${_o} AND _rel MATCHES "^${_o}/")
+      set(_inside TRUE)
+    endif()
+  endforeach()
+  if(_inside)
+    continue()
+  elseif(IS_DIRECTORY ${PROJECT_SOURCE_DIR}/${_rel})
+    install(DIRECTORY ${PROJECT_SOURCE_DIR}/${_rel}/ DESTINATION ${CMAKE_INSTALL_DOCDIR}/${_rel}
+            COMPONENT doc PATTERN target EXCLUDE PATTERN "build*" EXCLUDE)
+  else()
+    get_filename_component(_d ${_rel} DIRECTORY)
+    install(FILES ${PROJECT_SOURCE_DIR}/${_rel} DESTINATION ${CMAKE_INSTALL_DOCDIR}/${_d} COMPONENT doc)
+  endif()
+endforeach()
 
 # ---- man page: `man hakmem` (the launcher, the knobs, the control API) --------------
 if(EXISTS ${PROJECT_SOURCE_DIR}/docs/hakmem.1)

@@ -17,7 +17,8 @@
 #   stats_file     HAKMEM_STATS_FILE: %p and %% expanded, one file per process;
 #                  an unwritable path named on stderr, then the report on stderr;
 #                  the text report follows a timeline into its file
-#                  (`hakmem stats -o F -i MS`)
+#                  (`hakmem stats -o F -i MS`); HAKMEM_STATS_INTERVAL
+#                  without a file: a warning
 #   stats_json     the JSON report: JSON Lines, a schema field, the profile and
 #                  the knobs; committed and reserved apart from mapped; the text
 #                  report has the config line and says what mapped is;
@@ -258,6 +259,12 @@ assert pids == {want}, (sys.argv[1], pids)' "$f" || fail "fork: $f holds another
   [ "$(printf '%s\n' "$err" | grep -c "^hakmem: cannot open HAKMEM_STATS_FILE $W: Is a directory; no timeline")" = 1 ] ||
     fail "timeline on an unwritable path: '$err'"
   [ "$(printf '%s\n' "$err" | grep -c 'cannot open')" = 1 ] || fail "timeline: not one line: '$err'"
+  # a timeline without a file to go to: one warning saying so, no file
+  mkdir "$W/iv"
+  err=$(cd "$W/iv" && env HAKMEM_STATS_INTERVAL=1 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  [ "$err" = "hakmem: warning: HAKMEM_STATS_INTERVAL=1 without HAKMEM_STATS_FILE: no timeline is written (set HAKMEM_STATS_FILE to a path)" ] ||
+    fail "HAKMEM_STATS_INTERVAL without HAKMEM_STATS_FILE: '$err'"
+  [ -z "$(ls -A "$W/iv")" ] || fail "HAKMEM_STATS_INTERVAL without a file wrote $(ls -A "$W/iv")"
   # a text report with a timeline: the report after the timeline, in its
   # file, not on stderr (hakmem stats -o F -i MS, no --json)
   mkdir "$W/tt"
@@ -279,7 +286,7 @@ assert pids == {want}, (sys.argv[1], pids)' "$f" || fail "fork: $f holds another
   err=$(cd "$W" && HAKMEM_LIB="$LIB" HAKMEM_PROF_DIR="$W/pr" "$H" prof -- "$TRUE" 2>&1 >/dev/null)
   printf '%s\n' "$err" | grep -q 'no allocation was sampled.*HAKMEM_PROF_SAMPLE' ||
     fail "prof of a program with nothing sampled: no hint: '$err'"
-  [ $fails = 0 ] && ok "%p and %% expanded; unwritable path reported, report on stderr; text report in the timeline's file; -o relative to the caller; prof's empty-profile hint"
+  [ $fails = 0 ] && ok "%p and %% expanded; unwritable path reported, report on stderr; text report in the timeline's file; -o relative to the caller; prof's empty-profile hint; an interval without a file warned about"
 }
 
 case_stats_json() {

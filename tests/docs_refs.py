@@ -97,7 +97,7 @@ def label_ok(path, label):
 
 def files_to_read(root):
     out = []
-    for name in ("README.md", "CHANGELOG.md", "tools/hakmem", "docs/hakmem.1"):
+    for name in ("README.md", "CHANGELOG.md", "CONTRIBUTING.md", "tools/hakmem", "docs/hakmem.1"):
         if os.path.isfile(os.path.join(root, name)):
             out.append(name)
     for d, sub in (("docs", False), ("include", False), ("src", True), ("tests", True)):
@@ -128,7 +128,7 @@ def plant(root):
             for d in ("docs", "include", "src", "tools", "tests", "bench", "examples"):
                 if os.path.isdir(os.path.join(root, d)):
                     shutil.copytree(os.path.join(root, d), os.path.join(copy, d), symlinks=True)
-            for f in ("README.md", "CHANGELOG.md"):
+            for f in ("README.md", "CHANGELOG.md", "CONTRIBUTING.md"):
                 shutil.copy(os.path.join(root, f), copy)
             with open(os.path.join(copy, rel), "a", encoding="utf-8") as f:
                 f.write(text)

@@ -29,6 +29,7 @@
 #include "base/chunk_map.h"
 #include "mem/freelist.h"
 #include "base/knobs.h"
+#include "base/path.h"
 #include "base/libc.h"  /* memcpy, memset: glibc's, unchecked (measure copy) */
 #include "base/lock.h"
 #include "pal/os.h"
@@ -56,7 +57,7 @@ static __thread prof_tls_t tls __attribute__((tls_model("initial-exec")));
 static double rate;              /* HAKMEM_PROF_SAMPLE, bytes */
 static uint64_t seed;
 static pid_t start_pid;
-static _Atomic uint64_t thread_seq;
+static uint64_t thread_seq;
 
 /* ln(u) for u in (0, 1], without libm (a static link needs no -lm): u =
  * m 2^e with m in [1/sqrt 2, sqrt 2), ln m = 2 atanh(t), t = (m-1)/(m+1),
@@ -101,7 +102,7 @@ static int64_t draw(prof_tls_t *t) {
 static prof_tls_t *tls_get(void) {
   prof_tls_t *t = &tls;
   if (HK_UNLIKELY(!t->ready)) {
-    t->rng = hk_random_stream(seed, atomic_fetch_add(&thread_seq, 1));
+    t->rng = hk_random_stream(seed, HK_ADD_RELAXED(thread_seq, 1));
     for (unsigned i = 0; i < NSTREAM; i++) t->left[i] = draw(t);
     t->ready = 1;
   }
@@ -193,8 +194,8 @@ _Static_assert(HK_MID_MAX + HK_PAGE <= SLOT, "a mid block at its alignment fits 
 _Static_assert(NCHUNK_TAB >= 2 * (NSLOT_MAX / SLOTS_PER_CHUNK), "chunk table half full at most");
 
 typedef struct {
-  _Atomic uint32_t live;
-  _Atomic uint32_t off;          /* the block's offset in its slot; 0: never used */
+  uint32_t live;
+  uint32_t off;                  /* the block's offset in its slot; 0: never used */
   uint32_t stack;                /* index into stacks; NSTACK: none */
   uint32_t pad;
   size_t size;                   /* usable bytes */
@@ -202,7 +203,7 @@ typedef struct {
 } meta_t;
 
 static meta_t *meta;             /* NSLOT_MAX entries, mapped at init */
-static _Atomic uintptr_t *chunk_tab;  /* chunk address + its number; 0: empty */
+static uintptr_t *chunk_tab;          /* chunk address + its number; 0: empty */
 static uint8_t **free_slots;     /* NSLOT_MAX entries, mapped at init */
 static unsigned nfree, nslots;
 
@@ -212,7 +213,7 @@ static unsigned chunk_home(uintptr_t c) { return (unsigned)(((c >> 21) * 0x9e377
 static long slot_no(uintptr_t a) {
   uintptr_t c = a & ~(uintptr_t)(HK_SS_SIZE - 1);
   for (unsigned i = chunk_home(c), k = 0; k < NCHUNK_TAB; i = (i + 1) & (NCHUNK_TAB - 1), k++) {
-    uintptr_t e = atomic_load_explicit(&chunk_tab[i], memory_order_acquire);
+    uintptr_t e = HK_LOAD_ACQUIRE(chunk_tab[i]);
     if (e == 0) return -1;
     if ((e & ~(uintptr_t)(HK_SS_SIZE - 1)) == c)
       return (long)((e & (HK_SS_SIZE - 1)) * SLOTS_PER_CHUNK + ((a >> SLOT_SHIFT) & (SLOTS_PER_CHUNK - 1)));
@@ -227,8 +228,8 @@ static uint8_t *slot_get(void) {
     uint8_t *c = hk_os_map_aligned(HK_SS_SIZE, HK_SS_SIZE);
     if (!c) return NULL;
     unsigned i = chunk_home((uintptr_t)c);
-    while (atomic_load_explicit(&chunk_tab[i], memory_order_relaxed)) i = (i + 1) & (NCHUNK_TAB - 1);
-    atomic_store_explicit(&chunk_tab[i], (uintptr_t)c + nslots / SLOTS_PER_CHUNK, memory_order_release);
+    while (HK_LOAD_RELAXED(chunk_tab[i])) i = (i + 1) & (NCHUNK_TAB - 1);
+    HK_STORE_RELEASE(chunk_tab[i], (uintptr_t)c + nslots / SLOTS_PER_CHUNK);
     hk_chunk_set(c, HK_CHUNK_PROF);
     for (size_t k = SLOTS_PER_CHUNK; k-- > 0;) free_slots[nfree++] = c + k * SLOT;
     nslots += (unsigned)SLOTS_PER_CHUNK;
@@ -267,10 +268,27 @@ static void unrecord(uint32_t idx, size_t size, double weight) {
   stacks[idx].lbytes -= weight * (double)size;
 }
 
-/* FILE.NNNN.heap (FILE less its .heap) */
+/* This process's profile: HAKMEM_PROF_FILE with %p the pid and %% a %
+ * (base/path.h); a fork child of a name without %p adds .PID, so that its
+ * profile lies beside its parent's. false, and dst empty, if too long. */
+static bool prof_path(char *dst, size_t size) {
+  bool ok = hk_path_expand(hk_knobs.prof_file, dst, size);
+  pid_t me = getpid();
+  if (ok && me != start_pid && !hk_path_has_pid(hk_knobs.prof_file)) {
+    size_t n = strlen(dst);
+    int w = snprintf(dst + n, size - n, ".%d", (int)me);
+    ok = w > 0 && (size_t)w < size - n;
+  }
+  if (!ok) dst[0] = 0;
+  return ok;
+}
+
+#define PROF_PATH_MAX (sizeof hk_knobs.prof_file + 128)
+
+/* FILE.NNNN.heap (FILE, expanded, less its .heap) */
 static void dump_due(void) {
-  char path[600];
-  const char *f = hk_knobs.prof_file;
+  char f[PROF_PATH_MAX], path[PROF_PATH_MAX + 16];
+  if (!prof_path(f, sizeof f)) return;
   size_t n = strlen(f);
   if (n >= 5 && strcmp(f + n - 5, ".heap") == 0) n -= 5;
   snprintf(path, sizeof path, "%.*s.%04u.heap", (int)n, f, ++dump_seq);
@@ -298,8 +316,8 @@ static void *sample_alloc(prof_tls_t *t, size_t size, size_t align, double weigh
   m->size = size;
   m->weight = weight;
   m->stack = record(pc, n, size, weight, &dump);
-  atomic_store_explicit(&m->off, (uint32_t)off, memory_order_relaxed);
-  atomic_store_explicit(&m->live, 1, memory_order_release);
+  HK_STORE_RELAXED(m->off, (uint32_t)off);
+  HK_STORE_RELEASE(m->live, 1);
   live_blocks++;
   live_mapped += SLOT;
   hk_unlock(&prof_lock);
@@ -330,7 +348,7 @@ void *hk_prof_small(unsigned cls) {
 typedef struct { uintptr_t addr; uint32_t stack; uint32_t pad; size_t size; double weight; } lsample_t;
 
 static lsample_t *ltab;
-static _Atomic unsigned nlarge;
+static unsigned nlarge;
 
 static unsigned lslot(uintptr_t a) { return (unsigned)((a >> 12) * 0x9e3779b97f4a7c15ull >> 48) & (NLARGE - 1); }
 
@@ -344,11 +362,11 @@ void hk_prof_large(void *p, size_t size) {
   double weight = weight_of(size);
   bool dump = false;
   hk_lock(&prof_lock);
-  if (atomic_load_explicit(&nlarge, memory_order_relaxed) < NLARGE / 4 * 3) {
+  if (HK_LOAD_RELAXED(nlarge) < NLARGE / 4 * 3) {
     unsigned i = lslot((uintptr_t)p);
     while (ltab[i].addr && ltab[i].addr != (uintptr_t)p) i = (i + 1) & (NLARGE - 1);
     if (ltab[i].addr) unrecord(ltab[i].stack, ltab[i].size, ltab[i].weight);  /* (missed free) */
-    else atomic_fetch_add_explicit(&nlarge, 1, memory_order_relaxed);
+    else HK_ADD_RELAXED(nlarge, 1);
     ltab[i] = (lsample_t){ (uintptr_t)p, record(pc, n, size, weight, &dump), 0, size, weight };
   } else {
     dropped++;
@@ -359,13 +377,13 @@ void hk_prof_large(void *p, size_t size) {
 }
 
 void hk_prof_forget(const void *p) {
-  if (atomic_load_explicit(&nlarge, memory_order_relaxed) == 0) return;
+  if (HK_LOAD_RELAXED(nlarge) == 0) return;
   hk_lock(&prof_lock);
   unsigned i = lslot((uintptr_t)p);
   while (ltab[i].addr && ltab[i].addr != (uintptr_t)p) i = (i + 1) & (NLARGE - 1);
   if (ltab[i].addr) {
     unrecord(ltab[i].stack, ltab[i].size, ltab[i].weight);
-    atomic_fetch_sub_explicit(&nlarge, 1, memory_order_relaxed);
+    HK_SUB_RELAXED(nlarge, 1);
     /* backward shift: move up every later entry that may sit at the hole */
     for (unsigned j = (i + 1) & (NLARGE - 1); ltab[j].addr; j = (j + 1) & (NLARGE - 1)) {
       unsigned home = lslot(ltab[j].addr);
@@ -394,7 +412,7 @@ static meta_t *meta_of(const void *p) {
   long id = slot_no((uintptr_t)p);
   if (id < 0) return NULL;
   meta_t *m = &meta[id];
-  uint32_t off = atomic_load_explicit(&m->off, memory_order_relaxed);
+  uint32_t off = HK_LOAD_RELAXED(m->off);
   return off && off == ((uintptr_t)p & (SLOT - 1)) ? m : NULL;
 }
 
@@ -405,12 +423,12 @@ bool hk_prof_free(const char *what, void *p) {
     return false;
   }
   hk_lock(&prof_lock);  /* (the one atomic here: live is changed under it) */
-  if (!atomic_load_explicit(&m->live, memory_order_relaxed)) {
+  if (!HK_LOAD_RELAXED(m->live)) {
     hk_unlock(&prof_lock);
     hk_report_invalid(what, p, HK_WHY_DOUBLE_FREE);
     return false;
   }
-  atomic_store_explicit(&m->live, 0, memory_order_relaxed);
+  HK_STORE_RELAXED(m->live, 0);
   unrecord(m->stack, m->size, m->weight);
   live_blocks--;
   live_mapped -= SLOT;
@@ -423,7 +441,7 @@ bool hk_prof_free(const char *what, void *p) {
 size_t hk_prof_usable(const void *p) {
   const meta_t *m = meta_of(p);
   if (!m) return 0;
-  return atomic_load_explicit(&m->live, memory_order_acquire) ? m->size : 0;
+  return HK_LOAD_ACQUIRE(m->live) ? m->size : 0;
 }
 
 void hk_prof_live(size_t *blocks, size_t *mapped) {
@@ -504,31 +522,31 @@ HK_EXPORT int hak_prof_dump(const char *path) {
 
 void hk_prof_at_exit(void) {
   if (!hk_prof_on) return;
-  if (getpid() != start_pid) {  /* a fork child's profile beside its parent's */
-    size_t n = strlen(hk_knobs.prof_file);
-    snprintf(hk_knobs.prof_file + n, sizeof hk_knobs.prof_file - n, ".%d", (int)getpid());
-    start_pid = getpid();
+  char path[PROF_PATH_MAX];
+  if (!prof_path(path, sizeof path)) {
+    hk_message("hakmem: prof: HAKMEM_PROF_FILE=%s is too long once expanded; no profile\n", hk_knobs.prof_file);
+    return;
   }
   prof_tls_t *t = tls_get();
   t->busy = 1;
   hk_lock(&prof_lock);
-  int r = write_profile(hk_knobs.prof_file, false);
+  int r = write_profile(path, false);
   double lo = 0, lb = 0;
   unsigned nlive = 0;
   for (unsigned i = 0; i < NSTACK; i++)
     if (stacks[i].hash && rnd(stacks[i].lbytes) > 0) { lo += stacks[i].lobjs; lb += stacks[i].lbytes; nlive++; }
-  char leak_path[600];
+  char leak_path[PROF_PATH_MAX + 8];
   int rl = 0;
   if (hk_knobs.prof_leaks) {
-    snprintf(leak_path, sizeof leak_path, "%s.leaks", hk_knobs.prof_file);
+    snprintf(leak_path, sizeof leak_path, "%s.leaks", path);
     rl = write_profile(leak_path, true);
   }
   uint64_t ns = samples, nd = dropped;
   hk_unlock(&prof_lock);
-  if (r != 0) hk_message("hakmem: prof: cannot write %s\n", hk_knobs.prof_file);
+  if (r != 0) hk_message("hakmem: prof: cannot write %s\n", path);
   else if (hk_knobs.verbose)
     hk_message("hakmem: prof: %lu samples (%lu dropped) in %s\n", (unsigned long)ns, (unsigned long)nd,
-               hk_knobs.prof_file);
+               path);
   if (hk_knobs.prof_leaks) {
     if (rl != 0) hk_message("hakmem: prof: cannot write %s\n", leak_path);
     else if (nlive)
@@ -592,7 +610,7 @@ void hk_prof_init(void) {
   hk_unwind_with(HK_UNWIND_LIBGCC, pc, DEPTH);
   hk_unwind(pc, DEPTH);
   t->busy = 0;
-  __atomic_store_n(&hk_prof_on, 1, __ATOMIC_RELEASE);
+  HK_STORE_RELEASE(hk_prof_on, 1);
 }
 
 void hk_prof_fork_prepare(void) { hk_lock(&prof_lock); }

@@ -10,12 +10,14 @@
 
 #include "../include/hakmem.h"
 #include "heap/heap.h"
+#include "base/gate.h"
 #include "base/knobs.h"
 #include "mem/large.h"
 #include "base/libc.h"  /* memcpy/memset: glibc's, not the copy measure's */
 #include "base/lock.h"
 #include "backend/mem_limit.h"
 #include "pal/os.h"
+#include "base/report.h"
 #include "policy/stats_print.h"
 #include "base/size_class.h"
 #include "backend/span.h"
@@ -25,7 +27,7 @@ static uint64_t peak_blocks[HK_NCLASS];   /* sampled                         */
 static size_t peak_live_bytes;
 static size_t peak_committed;             /* sampled, as peak_live_bytes */
 static hk_lock_t tick_lock = HK_LOCK_INIT;
-static _Atomic uint64_t next_tick_ms;
+static uint64_t tick_gate;  /* base/gate.h */
 static uint64_t start_ms;
 
 /* Of the address space hakmem has mapped (`mapped`), the bytes that hold
@@ -149,6 +151,10 @@ static void snap_collect(hk_stats_snap_t *o) {
 
 void hk_stats_init(void) {
   start_ms = hk_os_now_ms();
+  /* the timeline goes only to a file: without one it is not written */
+  if (hk_knobs.stats_interval_ms && !hk_knobs.stats_file[0])
+    hk_message("hakmem: warning: HAKMEM_STATS_INTERVAL=%ld without HAKMEM_STATS_FILE: no timeline is "
+               "written (set HAKMEM_STATS_FILE to a path)\n", hk_knobs.stats_interval_ms);
   hk_stats_timeline_open();
 }
 
@@ -156,10 +162,10 @@ void hk_stats_init(void) {
  * one, for the peaks), by one thread at a time, the others never waiting. */
 void hk_stats_tick(void) {
   uint64_t now = hk_os_now_ms();
-  if (now < atomic_load_explicit(&next_tick_ms, memory_order_relaxed)) return;
+  if (!hk_gate_due(&tick_gate, now)) return;
   if (!hk_trylock(&tick_lock)) return;  /* someone else is on it: never wait */
   uint64_t iv = hk_knobs.stats_interval_ms ? (uint64_t)hk_knobs.stats_interval_ms : 50;
-  atomic_store_explicit(&next_tick_ms, now + iv, memory_order_relaxed);
+  hk_gate_set(&tick_gate, now + iv);  /* the lock is the gate's pass */
   snap_collect(&snap);
   hk_stats_write_timeline(&snap, now - start_ms);
   hk_unlock(&tick_lock);

@@ -12,6 +12,7 @@
 
 #include "backend/mem_limit.h"
 #include "base/knobs.h"
+#include "base/path.h"
 #include "base/report.h"
 #include "base/writer.h"
 #include "pal/os.h"
@@ -26,44 +27,13 @@ static int timeline_fd = -1;
 static pid_t timeline_pid;     /* the process that opened it (a fork child reopens) */
 static bool stats_file_failed; /* said once: the reports go to stderr */
 
-/* HAKMEM_STATS_FILE with %p replaced by the pid and %% by %, so that every
- * process of a launcher script gets a file of its own. false (and a
+/* HAKMEM_STATS_FILE expanded (base/path.h: %p the pid, %% a %), so that
+ * every process of a launcher script gets a file of its own. false (and a
  * message) when the result does not fit. */
 static bool stats_path(char *dst, size_t size) {
-  const char *s = hk_knobs.stats_file;
-  size_t n = 0;
-  for (; *s; s++) {
-    char pid[24];
-    const char *add = NULL;
-    char one[2] = { *s, 0 };
-    if (s[0] == '%' && s[1] == 'p') {
-      snprintf(pid, sizeof pid, "%d", (int)getpid());
-      add = pid;
-      s++;
-    } else if (s[0] == '%' && s[1] == '%') {
-      add = "%";
-      s++;
-    } else {
-      add = one;
-    }
-    for (; *add; add++) {
-      if (n + 1 >= size) {
-        hk_message("hakmem: HAKMEM_STATS_FILE=%s is too long once expanded; statistics on stderr\n",
-                   hk_knobs.stats_file);
-        return false;
-      }
-      dst[n++] = *add;
-    }
-  }
-  dst[n] = 0;
-  return true;
-}
-
-static bool path_has_pid(void) {
-  for (const char *s = hk_knobs.stats_file; *s; s++) {
-    if (s[0] == '%' && s[1] == '%') s++;
-    else if (s[0] == '%' && s[1] == 'p') return true;
-  }
+  if (hk_path_expand(hk_knobs.stats_file, dst, size)) return true;
+  hk_message("hakmem: HAKMEM_STATS_FILE=%s is too long once expanded; statistics on stderr\n",
+             hk_knobs.stats_file);
   return false;
 }
 
@@ -93,7 +63,7 @@ void hk_stats_timeline_open(void) {
 
 /* A child of fork() writes to a file of its own when the name has %p. */
 static void timeline_check_pid(void) {
-  if (timeline_fd < 0 || !path_has_pid()) return;
+  if (timeline_fd < 0 || !hk_path_has_pid(hk_knobs.stats_file)) return;
   pid_t me = getpid();
   if (me == timeline_pid) return;
   close(timeline_fd);
