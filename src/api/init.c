@@ -83,6 +83,12 @@ static void print_budget(void) {
                 m.resident, m.hard > m.resident ? m.hard - m.resident : 0);
 }
 
+/* What the program holds, for the background purge's auto start: the
+ * superslabs mapped and the large tiers' live and cached bytes. */
+static void note_held(void) {
+  hk_bg_held(hk_ss_count_mapped() * HK_SS_SIZE + hk_large_bytes_live() + hk_large_bytes_cached());
+}
+
 /* The tier swap (docs/ARCHITECTURE.md, "Tier swap"): a span block about
  * to fault in fresh pages takes them from the small tier's idle memory:
  * this thread's emptied and unused slabs, then the cached superslabs. */
@@ -90,6 +96,12 @@ static void tier_swap_large(size_t bytes) {
   hk_heap_t *h = hk_tls_heap;
   if (!h->api) hk_heap_shed(h);
   hk_ss_shed(bytes);
+  note_held();
+}
+/* ... and a superslab mapped sheds the large tier's idle pages */
+static void tier_swap_small(size_t bytes) {
+  hk_large_shed(bytes);
+  note_held();
 }
 
 /* The memory budget's relief of last resort (mem_limit.h): hak_ctl("purge")'s work. */
@@ -120,14 +132,14 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_heap_set_hooks(&hooks);
   if (learn) hk_large_set_alloc_hook(hk_learner_slow_tick);
   hk_mem_set_purge_hook(budget_purge);
-  hk_ss_set_grow_hook(hk_large_shed);  /* the tier swap, both ways */
+  hk_ss_set_grow_hook(tier_swap_small);  /* the tier swap, both ways */
   hk_large_set_grow_hook(tier_swap_large);
   if (hk_knobs.verbose || hk_knobs.stats) {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
     if (fd >= 0) report_fd = fd;
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);  /* allocates: all is ready */
-  hk_bg_start();  /* HAKMEM_BACKGROUND_PURGE */
+  hk_bg_start();  /* HAKMEM_BACKGROUND_PURGE=on; auto starts in note_held */
 }
 
 /* The exit line names the measures in force, so a test can prove which

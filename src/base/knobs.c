@@ -90,7 +90,11 @@ static const knob_row_t knob_table[] = {
   SIZE("HAKMEM_PROF_INTERVAL",        prof_interval,      START(NONE), 0, 1125899906842624, 0, 0, 0),
   NUMBER("HAKMEM_PROF_LEAKS",         prof_leaks,         START(NONE), 0, 1, 0, 0, 0),
   NUMBER("HAKMEM_PROF_SEED",          prof_seed,          START(NONE), 0, 9223372036854775807, 0, 0, 0),
-  NUMBER("HAKMEM_BACKGROUND_PURGE",   background_purge,   START(BG), 0, 1, 0, 0, 0),
+  /* off, on (the thread from start-up), auto (started once the program has
+   * held HK_BG_AUTO_BYTES: a small program never gets one); 0 and 1 as
+   * before this knob had words */
+  KEYWORD("HAKMEM_BACKGROUND_PURGE",  background_purge,   START(BG), HK_BG_AUTO, HK_BG_AUTO, HK_BG_AUTO,
+          { "auto", HK_BG_AUTO }, { "off", HK_BG_OFF }, { "on", HK_BG_ON }, { "0", HK_BG_OFF }, { "1", HK_BG_ON }),
   KEYWORD("HAKMEM_THP",               thp,                START(NONE), 0, 0, 0,
           { "auto", HK_THP_KNOB_AUTO }, { "never", HK_THP_KNOB_NEVER }, { "always", HK_THP_KNOB_ALWAYS },
           { "spans", HK_THP_KNOB_SPANS }),

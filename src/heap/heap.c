@@ -70,7 +70,10 @@ void hk_heap_start(void) {
     hk_list_key_init();
     midc_caps_init();
     HK_STORE_RELAXED(hk_heap_counting, hk_knobs.stats != 0 || hk_knobs.stats_interval_ms != 0);
-    hk_heap_bg_on = hk_knobs.background_purge != 0;   /* before any heap exists */
+    /* before any heap exists: on and auto both take bg_lock in every slow
+     * path from the start, so that a thread started later may purge any
+     * heap (switching it on later would race an owner inside a slow path) */
+    hk_heap_bg_on = hk_knobs.background_purge != HK_BG_OFF;
     atomic_store_explicit(&start_state, 2, memory_order_release);
     return;
   }
@@ -98,7 +101,7 @@ static void stats_retire(hk_heap_t *h) {
 
 /* A released heap struct, or the next never-used slot of the mapped chunk
  * (a slot is touched only when handed out: linking all of a fresh 64 KiB
- * chunk at once made every process pay 64 KiB of RSS for one heap). */
+ * chunk at once made every process touch the whole chunk for one heap). */
 static hk_heap_t *registry_alloc(void) {
   static uint8_t *chunk_next, *chunk_end;
   hk_lock(&registry_lock);

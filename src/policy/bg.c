@@ -1,5 +1,7 @@
-/* Background purge (HAKMEM_BACKGROUND_PURGE=1): one thread that runs the
- * purge clock when the program has stopped calling malloc. Each tick (one
+/* Background purge (HAKMEM_BACKGROUND_PURGE): one thread that runs the
+ * purge clock when the program has stopped calling malloc; from start-up
+ * (on), or (auto, the default) once the program has held HK_BG_AUTO_BYTES,
+ * so that a small program never gets one. Each tick (one
  * purge delay) it gives back what is due: other threads' unused and emptied
  * slabs (purge_heaps, below: the safety argument is there), abandoned
  * superslabs' unused slabs, the superslab cache, the large tier's free
@@ -138,8 +140,9 @@ static void *bg_main(void *arg) {
   return NULL;
 }
 
-void hk_bg_start(void) {
-  if (!hk_knobs.background_purge || !hk_heap_bg_on) return;
+/* The thread, now (once: a second call finds it running). */
+static void start_thread(void) {
+  if (!hk_heap_bg_on) return;  /* the heaps take no bg_lock: nothing may be touched */
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -156,6 +159,20 @@ void hk_bg_start(void) {
   pthread_sigmask(SIG_SETMASK, &old, NULL);
   pthread_mutex_unlock(&mu);
   if (running) pthread_setname_np(thread, "hakmem-purge");
+}
+
+void hk_bg_start(void) {
+  if (hk_knobs.background_purge == HK_BG_ON) start_thread();
+}
+
+/* auto: the first caller to see the program holding HK_BG_AUTO_BYTES
+ * starts it; the rest return at the flag. */
+static atomic_bool auto_started;
+void hk_bg_held(size_t held) {
+  if (HK_LIKELY(atomic_load_explicit(&auto_started, memory_order_relaxed))) return;
+  if (hk_knobs.background_purge != HK_BG_AUTO || held < HK_BG_AUTO_BYTES) return;
+  if (atomic_exchange_explicit(&auto_started, true, memory_order_relaxed)) return;
+  start_thread();
 }
 
 void hk_bg_wake(void) {
@@ -194,12 +211,14 @@ bool hk_bg_running(void) {
 
 /* fork(): the thread is not copied into the child. Take mu around fork so
  * the child's copy is in a known state, then start a new thread there when
- * the knob is on (the child's first tick one delay later). */
+ * the parent had one (on, or auto once started: the child holds what the
+ * parent held; its first tick one delay later). */
 void hk_bg_fork_prepare(void) { pthread_mutex_lock(&mu); }
 void hk_bg_fork_parent(void) { pthread_mutex_unlock(&mu); }
 void hk_bg_fork_child(void) {
   pthread_mutex_t fresh = PTHREAD_MUTEX_INITIALIZER;
   mu = fresh;
+  bool had = running;
   running = false;
-  hk_bg_start();
+  if (had) start_thread();
 }

@@ -6,7 +6,11 @@
 
 #include "base/config.h"
 
-void hk_bg_start(void);          /* no-op unless the knob is on */
+void hk_bg_start(void);          /* at start-up: the thread, when the knob is on */
+/* The memory the program holds grew to `held` bytes (the grow hooks,
+ * init.c): with the knob at auto, the thread starts once it passes
+ * HK_BG_AUTO_BYTES. */
+void hk_bg_held(size_t held);
 void hk_bg_stop(void);           /* at exit: stop and join */
 void hk_bg_wake(void);           /* tick now (the purge delay changed) */
 bool hk_bg_running(void);

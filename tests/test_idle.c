@@ -1,0 +1,235 @@
+/* Memory over time (issue 61): what a program freed goes back while it is
+ * idle, by default, whether it sleeps or keeps making a few allocations.
+ *
+ *   test_idle sleep SIZE    fill FILL_MB (env, default 256) with SIZE-byte
+ *                           blocks, free all but the first thousandth, then
+ *                           sleep, calling nothing: RSS must come down to
+ *                           its start + the bytes still live + 32 MiB
+ *   test_idle light SIZE    the same, making one malloc(64)/free every 10 ms
+ *   test_idle thread SIZE   a thread fills and frees, then exits; main sleeps
+ *   test_idle fork SIZE     after the frees, fork: the child's RSS comes
+ *                           down too (its purge thread, started again by the
+ *                           fork handler), then the parent's
+ *   test_idle small         a program that holds a few MiB: no purge thread
+ *                           (HAKMEM_BACKGROUND_PURGE=auto starts none)
+ *   test_idle off SIZE      HAKMEM_BACKGROUND_PURGE=off: no thread, and the
+ *                           memory stays (the check can fail)
+ *
+ * RSS is polled every 50 ms; the wait is bounded by the purge delay + 10 s
+ * (HAKMEM_PURGE_DELAY_MS as hakmem reports it), a hang guard, not a speed
+ * requirement: the time it took is printed (bench/bench_idle measures it).
+ * Every kept block's bytes are checked at the end. */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../include/hakmem.h"
+
+static size_t rss_bytes(void) {
+  FILE *f = fopen("/proc/self/statm", "r");
+  unsigned long size = 0, res = 0;
+  if (f) {
+    if (fscanf(f, "%lu %lu", &size, &res) != 2) res = 0;
+    fclose(f);
+  }
+  return res * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+static uint64_t now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void sleep_ms(unsigned ms) {
+  struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
+  while (nanosleep(&t, &t) != 0) {
+  }
+}
+
+/* threads of this process named hakmem-purge */
+static int purge_threads(void) {
+  DIR *d = opendir("/proc/self/task");
+  int n = 0;
+  struct dirent *e;
+  while (d && (e = readdir(d))) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], name[64] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    if (fgets(name, sizeof name, f) && strncmp(name, "hakmem-purge", 12) == 0) n++;
+    fclose(f);
+  }
+  if (d) closedir(d);
+  return n;
+}
+
+static long purge_delay_ms(void) {
+  long v = 1000;
+  if (hak_ctl_get("HAKMEM_PURGE_DELAY_MS", &v) != 0) v = 1000;
+  return v;
+}
+
+typedef struct {
+  size_t size, n, kept;
+  unsigned char **blocks;
+  size_t live;
+} fill_t;
+
+/* fill with blocks of f->size, write them, free all but the first one in
+ * a thousand (a program's long-lived data, allocated first). Survivors
+ * scattered one per slab would pin every slab they sit in: that is
+ * fragmentation, which no purge of free slabs returns (bench_idle's
+ * KEEP_PERMILLE measures it). */
+static void fill_and_free(fill_t *f) {
+  size_t total = (size_t)(getenv("FILL_MB") ? atoi(getenv("FILL_MB")) : 256) << 20;
+  f->n = total / f->size;
+  f->blocks = calloc(f->n, sizeof *f->blocks);
+  if (!f->blocks) { printf("FAIL: no memory for the block table\n"); exit(1); }
+  for (size_t i = 0; i < f->n; i++) {
+    f->blocks[i] = malloc(f->size);
+    if (!f->blocks[i]) { printf("FAIL: malloc(%zu) failed at block %zu\n", f->size, i); exit(1); }
+    memset(f->blocks[i], (int)(i & 0xff), f->size);
+  }
+  f->kept = 0;
+  f->live = f->n * sizeof *f->blocks;
+  for (size_t i = 0; i < f->n; i++) {
+    if (i < f->n / 1000) { f->kept++; f->live += f->size; continue; }
+    free(f->blocks[i]);
+    f->blocks[i] = NULL;
+  }
+}
+
+static int check_kept(const fill_t *f) {
+  for (size_t i = 0; i < f->n; i++) {
+    if (!f->blocks[i]) continue;
+    for (size_t k = 0; k < f->size; k += 61)
+      if (f->blocks[i][k] != (unsigned char)(i & 0xff)) {
+        printf("FAIL: kept block %zu corrupted at byte %zu\n", i, k);
+        return 1;
+      }
+    free(f->blocks[i]);
+  }
+  free(f->blocks);
+  return 0;
+}
+
+/* wait, sleeping (light: with one malloc/free every 10 ms), until RSS is
+ * within base + live + 32 MiB; the ms it took, or -1 past the guard */
+static long wait_returned(const char *who, size_t base, size_t live, bool light) {
+  size_t goal = base + live + ((size_t)32 << 20);
+  uint64_t t0 = now_ms(), guard = (uint64_t)purge_delay_ms() + 10000;
+  for (;;) {
+    size_t rss = rss_bytes();
+    uint64_t t = now_ms() - t0;
+    if (rss <= goal) {
+      printf("%s: RSS %zu KiB within %zu KiB (start %zu + live %zu + 32 MiB) after %llu ms\n", who,
+             rss >> 10, goal >> 10, base >> 10, live >> 10, (unsigned long long)t);
+      return (long)t;
+    }
+    if (t > guard) {
+      printf("%s: RSS %zu KiB still over %zu KiB (start %zu + live %zu + 32 MiB) after %llu ms\n", who,
+             rss >> 10, goal >> 10, base >> 10, live >> 10, (unsigned long long)t);
+      return -1;
+    }
+    if (light) {
+      for (int i = 0; i < 5; i++) {
+        volatile unsigned char *q = malloc(64);
+        if (q) { q[0] = 1; q[63] = 2; }
+        free((void *)q);
+        sleep_ms(10);
+      }
+    } else {
+      sleep_ms(50);
+    }
+  }
+}
+
+static void *thread_fill(void *arg) {
+  fill_and_free(arg);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "sleep";
+  size_t size = argc > 2 ? strtoul(argv[2], NULL, 10) : 120;
+  if (size == 0) size = 1;
+  setvbuf(stdout, NULL, _IONBF, 0);
+  hak_stats_read(NULL, 0);  /* hakmem started (its knobs read) before the base reading */
+  size_t base = rss_bytes();
+  fill_t f = { .size = size };
+
+  if (strcmp(mode, "small") == 0) {
+    void *p[256];
+    for (int r = 0; r < 20; r++) {
+      for (int i = 0; i < 256; i++) p[i] = malloc((size_t)(i + 1) * 64);
+      for (int i = 0; i < 256; i++) free(p[i]);
+    }
+    sleep_ms(200);
+    int n = purge_threads();
+    printf("small: %d purge threads\n", n);
+    if (n != 0) { printf("FAIL: a program that held a few MiB has a purge thread\n"); return 1; }
+    printf("test_idle small: 1 passed, 0 failed\n");
+    return 0;
+  }
+  if (strcmp(mode, "thread") == 0) {
+    pthread_t t;
+    if (pthread_create(&t, NULL, thread_fill, &f) != 0 || pthread_join(t, NULL) != 0) return 1;
+  } else {
+    fill_and_free(&f);
+  }
+  printf("%s %zu: %zu blocks, %zu kept, peak about %zu KiB\n", mode, size, f.n, f.kept,
+         (f.n * size) >> 10);
+
+  if (strcmp(mode, "off") == 0) {
+    sleep_ms((unsigned)purge_delay_ms() + 2000);
+    size_t rss = rss_bytes(), goal = base + f.live + ((size_t)32 << 20);
+    int n = purge_threads();
+    printf("off: RSS %zu KiB (goal %zu KiB), %d purge threads\n", rss >> 10, goal >> 10, n);
+    if (n != 0 || rss <= goal) {
+      printf("FAIL: with HAKMEM_BACKGROUND_PURGE=off the memory went back while idle, or a thread ran\n");
+      return 1;
+    }
+    printf("test_idle off: 1 passed, 0 failed\n");
+    return check_kept(&f);
+  }
+  if (strcmp(mode, "fork") == 0) {
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid == 0) {
+      long t = wait_returned("child", base, f.live, false);
+      _exit(t < 0 ? 1 : check_kept(&f));
+    }
+    long t = wait_returned("parent", base, f.live, false);
+    int st = 0;
+    waitpid(pid, &st, 0);
+    bool child_ok = WIFEXITED(st) && WEXITSTATUS(st) == 0;
+    if (!child_ok) printf("FAIL: the child's memory did not come back (status %d)\n", st);
+    if (t < 0) printf("FAIL: the parent's memory did not come back\n");
+    if (t < 0 || !child_ok || check_kept(&f)) return 1;
+    printf("test_idle fork: 2 passed, 0 failed\n");
+    return 0;
+  }
+  bool light = strcmp(mode, "light") == 0;
+  if (!light && strcmp(mode, "sleep") != 0 && strcmp(mode, "thread") != 0) {
+    fprintf(stderr, "usage: test_idle sleep|light|thread|fork|off SIZE | small\n");
+    return 2;
+  }
+  long t = wait_returned(mode, base, f.live, light);
+  if (t < 0) {
+    printf("FAIL: the freed memory did not come back while the program was idle\n");
+    return 1;
+  }
+  if (check_kept(&f)) return 1;
+  printf("test_idle %s: 1 passed, 0 failed\n", mode);
+  return 0;
+}
