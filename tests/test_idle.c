@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "../include/hakmem.h"
+#include "purge_threads.h"
 
 static size_t rss_bytes(void) {
   FILE *f = fopen("/proc/self/statm", "r");
@@ -55,23 +56,6 @@ static void sleep_ms(unsigned ms) {
   }
 }
 
-/* threads of this process named hakmem-purge */
-static int purge_threads(void) {
-  DIR *d = opendir("/proc/self/task");
-  int n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char path[300], name[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    if (fgets(name, sizeof name, f) && strncmp(name, "hakmem-purge", 12) == 0) n++;
-    fclose(f);
-  }
-  if (d) closedir(d);
-  return n;
-}
 
 static long purge_delay_ms(void) {
   long v = 1000;

@@ -11,24 +11,8 @@
 #include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "../purge_threads.h"
 
-static int purge_threads(void) {
-  DIR *d = opendir("/proc/self/task");
-  if (!d) return -1;
-  int n = 0;
-  struct dirent *e;
-  while ((e = readdir(d))) {
-    if (e->d_name[0] == '.') continue;
-    char path[300], name[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    if (fgets(name, sizeof name, f) && strncmp(name, "hakmem-purge", 12) == 0) n++;
-    fclose(f);
-  }
-  closedir(d);
-  return n;
-}
 
 int main(int argc, char **argv) {
   static const size_t sizes[] = {16, 1000, 40000, 300000, 4u << 20};
