@@ -91,14 +91,14 @@ plant purge_range backend/superslab.c \
 # missed this fault once in CI)
 CHECK1="HAKMEM_CHECK_EVERY=1 HAKMEM_PURGE_DELAY_MS=0"
 plant partial_unlink heap/heap_slabs.h \
-  '/^static inline void hk_partial_remove/,/^}/s|if (s->next) s->next->prev = s->prev;|if (s->next) (void)0;  /* planted */|' \
+  '/^static inline void hk_partial_remove/,/^}/s|HK_DLT_UNLINK(h->partial\[s->cls\], h->partial_tail\[s->cls\], s, next, prev);|if (s->prev) s->prev->next = s->next; else h->partial[s->cls] = s->next; if (!s->next) h->partial_tail[s->cls] = s->prev;  /* planted: the successor keeps its back link */|' \
   "env $CHECK1 $DBG/tests/test_stress 1" \
   "$DBG/tests/test_stress 8" \
   "bash $RND $DBG" \
   "$REL/tests/test_stress 8"
 
 plant cache_unlink backend/superslab.c \
-  '/^void hk_ss_list_remove/,/^}/{/if (ss->next) ss->next->prev = ss->prev;/d}' \
+  '/^void hk_ss_list_remove/,/^}/s|HK_DL_UNLINK(l->head, ss, next, prev);|if (ss->prev) ss->prev->next = ss->next; else l->head = ss->next;  /* planted: the successor keeps its back link */|' \
   "env $PURGE1 $DBG/tests/test_stress 8" \
   "env $PURGE1 bash $RND $DBG" \
   "$DBG/tests/test_ss_purge"
