@@ -104,6 +104,17 @@ struct hak_stats {
   size_t superslabs_lent;         /* of `superslabs`, chunks lent by span arenas */
   /* ---- unreleased too: span shards (docs/OBSERVABILITY.md, "Pages") ---- */
   int    span_shards;             /* span arena shards in use, each with its lock */
+  /* ---- unreleased too: jemalloc's figures (docs/OBSERVABILITY.md, "Memory figures") ----
+   * allocated <= active <= resident <= mapped_bytes; retained = mapped_bytes - resident.
+   * Fragmentation: 1 - allocated / active (the report prints it). */
+  size_t allocated;               /* bytes of live blocks (their usable sizes: live_bytes) */
+  size_t active;                  /* pages of slabs in use and live large blocks */
+  size_t metadata;                /* hakmem's own bookkeeping: superslab headers,
+                                     thread heaps, the span arenas' page maps (mapped) */
+  size_t resident;                /* hakmem's memory that may be resident: superslabs
+                                     and large pages, less what was given back
+                                     (an upper bound, at most rss_bytes) */
+  size_t retained;                /* mapped, not resident: address space kept for reuse */
 };
 
 /* The ABI rule of struct hak_stats: fields are only ever appended at its

@@ -8,7 +8,9 @@
  *     zeroes the rest of a bigger caller's struct, returns what it filled,
  *     and writes nothing for size 0 or NULL;
  *   - the fields of 0.1 are where they were (offsets frozen);
- *   - the appended `profile` is the profile in force. */
+ *   - the appended `profile` is the profile in force;
+ *   - allocated, active, metadata, resident, retained come last, in that
+ *     order, and allocated <= active <= resident <= mapped. */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdio.h>
@@ -54,6 +56,21 @@ int main(void) {
   CHECK(s.profile == 1);  /* balanced: the test runs with no HAKMEM_PROFILE */
   CHECK(s.live_bytes >= 100);
   CHECK(s.classes[0].block_size == 16);
+
+  /* jemalloc's figures: appended after span_shards, in this order, and
+   * ordered as their meanings say (hakmem.h) */
+  CHECK(offsetof(struct hak_stats, allocated) > offsetof(struct hak_stats, span_shards));
+  CHECK(offsetof(struct hak_stats, active) == offsetof(struct hak_stats, allocated) + sizeof(size_t));
+  CHECK(offsetof(struct hak_stats, metadata) == offsetof(struct hak_stats, active) + sizeof(size_t));
+  CHECK(offsetof(struct hak_stats, resident) == offsetof(struct hak_stats, metadata) + sizeof(size_t));
+  CHECK(offsetof(struct hak_stats, retained) == offsetof(struct hak_stats, resident) + sizeof(size_t));
+  CHECK(sizeof(struct hak_stats) == offsetof(struct hak_stats, retained) + sizeof(size_t));
+  CHECK(s.allocated == s.live_bytes);
+  CHECKF(s.active >= s.allocated && s.active >= 64 * 1024, "active %zu, allocated %zu", s.active, s.allocated);
+  CHECKF(s.metadata >= s.superslabs * 8192 && s.metadata > 0, "metadata %zu", s.metadata);
+  CHECKF(s.resident >= s.active && s.resident <= s.mapped_bytes, "resident %zu, active %zu, mapped %zu",
+         s.resident, s.active, s.mapped_bytes);
+  CHECK(s.retained == s.mapped_bytes - s.resident);
 
   /* a caller built against an older header: only its bytes */
   size_t sizes[] = { 1, 8, 16, 207, 208, V1_SIZE - 1, V1_SIZE };

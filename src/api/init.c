@@ -104,6 +104,12 @@ static void tier_swap_small(size_t bytes) {
   note_held();
 }
 
+/* The dump signal's work (policy/bg.c): the stats report, the heap profile. */
+static void dump_now(void) {
+  hk_stats_dump();
+  hk_prof_dump_next();
+}
+
 /* The memory budget's relief of last resort (mem_limit.h): hak_ctl("purge")'s work. */
 static void budget_purge(void) {
   hk_heap_trim(hk_tls_heap);
@@ -139,7 +145,9 @@ __attribute__((constructor(101))) static void hk_init(void) {
     if (fd >= 0) report_fd = fd;
   }
   pthread_atfork(fork_prepare, fork_parent, fork_child);  /* allocates: all is ready */
-  hk_bg_start();  /* HAKMEM_BACKGROUND_PURGE=on; auto starts in note_held */
+  hk_bg_set_hooks(hk_stats_tick, dump_now);
+  hk_bg_start();  /* HAKMEM_BACKGROUND_PURGE=on, the timeline, the dump signal;
+                     auto starts in note_held */
 }
 
 /* The exit line names the measures in force, so a test can prove which

@@ -339,6 +339,9 @@ size_t hk_span_resize(void *p, size_t size) {
 
 size_t hk_span_bytes_live(void) { return HK_LOAD_RELAXED(hk_span_live_pages) << PAGE_SHIFT; }
 size_t hk_span_bytes_dirty(void) { return HK_LOAD_RELAXED(hk_span_dirty_pages) << PAGE_SHIFT; }
+size_t hk_span_bytes_meta(void) {
+  return HK_LOAD_RELAXED(hk_span_arena_count) * hk_align_up(sizeof(hk_arena_t), HK_PAGE);
+}
 size_t hk_span_bytes_cached(void) { return (HK_LOAD_RELAXED(hk_span_dirty_pages) + hk_quar_pages()) << PAGE_SHIFT; }
 
 void hk_span_fork_prepare(void) { hk_arena_lock_all(); }

@@ -73,6 +73,7 @@ static const knob_row_t knob_table[] = {
   NUMBER("HAKMEM_GUARD_MARKERS",      guard_markers,      START(NONE), 0, 1, 1, 1, 1),
   NUMBER("HAKMEM_CHECK_EVERY",        check_every,        START(NONE), 0, 1000000, 256, 256, 256),
   NUMBER("HAKMEM_STATS_INTERVAL",     stats_interval_ms,  START(NONE), 0, 86400000, 0, 0, 0),
+  NUMBER("HAKMEM_DUMP_SIGNAL",        dump_signal,        START(NONE), 0, 64, 0, 0, 0),
   NUMBER("HAKMEM_LEARN",              learn,              RUN(LEARN), 0, 1, 0, 0, 0),
   NUMBER("HAKMEM_LEARN_LOG",          learn_log,          RUN(NONE), 0, 1, 0, 0, 0),
   NUMBER("HAKMEM_LEARN_EPOCH",        learn_epoch,        START(NONE), 16, 1000000, 256, 256, 256),

@@ -36,6 +36,7 @@ typedef struct hk_knobs {
   long stats;              /* HAKMEM_STATS: 0 off, 1 text, 2 json  */
   long stats_interval_ms;  /* HAKMEM_STATS_INTERVAL                */
   char stats_file[512];    /* HAKMEM_STATS_FILE                    */
+  long dump_signal;       /* HAKMEM_DUMP_SIGNAL (0: none)         */
   /* learner */
   long learn;              /* HAKMEM_LEARN                         */
   long learn_log;          /* HAKMEM_LEARN_LOG                     */

@@ -295,6 +295,10 @@ static void dump_due(void) {
   hak_prof_dump(path);
 }
 
+void hk_prof_dump_next(void) {
+  if (hk_prof_on) dump_due();
+}
+
 static double weight_of(size_t size) { return 1.0 / one_minus_exp_neg((double)size / rate); }
 static double class_weight[HK_NCLASS];  /* weight_of each class's size, set at init */
 

@@ -46,6 +46,9 @@ void   hk_prof_live(size_t *blocks, size_t *mapped);
 /* purge the free slots' pages (malloc_trim); the bytes purged */
 size_t hk_prof_trim(void);
 
+/* The profile so far, now, named as the interval dumps are (FILE.NNNN.heap);
+ * nothing with profiling off. From a thread not inside malloc. */
+void hk_prof_dump_next(void);
 void hk_prof_at_exit(void);
 void hk_prof_fork_prepare(void);
 void hk_prof_fork_parent(void);

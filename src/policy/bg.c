@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "policy/bg.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -27,6 +28,8 @@ static pthread_t thread;
 static bool running;               /* a thread was started (under mu) */
 static bool stop, done;            /* under mu */
 static bool woken;                 /* under mu: tick now */
+static atomic_bool purging;        /* it purges (on, or auto past its threshold);
+                                      else it runs for the stats or the dump signal */
 
 /* ---- other threads' heaps ------------------------------------------------------
  *
@@ -115,11 +118,72 @@ size_t hk_bg_tick(bool force) {
   return bytes;
 }
 
+/* ---- the timeline and the dump signal ------------------------------------------
+ *
+ * With HAKMEM_STATS_INTERVAL and HAKMEM_STATS_FILE the thread runs from
+ * start-up and calls the stats tick each interval, so the timeline gets
+ * points while the program calls nothing (when memory should go back).
+ *
+ * HAKMEM_DUMP_SIGNAL=N: a handler for signal N, installed at start-up,
+ * which only sets a flag (async-signal-safe: one atomic store, errno kept)
+ * and chains to the action it replaced: a function is called; SIG_DFL and
+ * SIG_IGN are not (a signal chosen for dumps must not end the process,
+ * whatever its default). The thread sees the flag within DUMP_POLL_MS and
+ * writes the stats report and, with HAKMEM_PROF=1, a heap profile. A
+ * handler the program installs later for N replaces ours (sigaction has
+ * one action per signal): no dump then. */
+
+#define DUMP_POLL_MS 50
+#define IDLE_MS 3600000L  /* a thread that does not purge: no purge tick */
+
+static atomic_bool dump_pending;
+static void (*stats_hook)(void), (*dump_hook)(void);  /* init.c's: the stats layer is beside us */
+
+void hk_bg_set_hooks(void (*stats_tick)(void), void (*dump)(void)) {
+  stats_hook = stats_tick;
+  dump_hook = dump;
+}
+static struct sigaction prev_action;
+
+static void on_dump_signal(int sig, siginfo_t *info, void *uc) {
+  int e = errno;
+  atomic_store_explicit(&dump_pending, true, memory_order_relaxed);
+  if (prev_action.sa_flags & SA_SIGINFO) {
+    if (prev_action.sa_sigaction) prev_action.sa_sigaction(sig, info, uc);
+  } else if (prev_action.sa_handler != SIG_DFL && prev_action.sa_handler != SIG_IGN) {
+    prev_action.sa_handler(sig);
+  }
+  errno = e;
+}
+
+static void install_dump_signal(void) {
+  int sig = (int)hk_knobs.dump_signal;
+  if (sig <= 0 || sig == SIGKILL || sig == SIGSTOP) return;
+  struct sigaction sa = { 0 };
+  sa.sa_sigaction = on_dump_signal;
+  sa.sa_flags = SA_SIGINFO | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(sig, &sa, &prev_action);
+}
+
+static bool timeline_on(void) { return hk_knobs.stats_interval_ms > 0 && hk_knobs.stats_file[0]; }
+
+static void dump_if_asked(void) {
+  if (!atomic_exchange_explicit(&dump_pending, false, memory_order_relaxed)) return;
+  if (dump_hook) dump_hook();
+}
+
+static long min_ms(long a, long b) { return a < b ? a : b; }
+
 static void *bg_main(void *arg) {
   (void)arg;
+  uint64_t purge_at = hk_os_now_ms() + (uint64_t)hk_ss_purge_delay_ms();
   pthread_mutex_lock(&mu);
   while (!stop) {
-    long delay = hk_ss_purge_delay_ms();
+    bool purge = atomic_load_explicit(&purging, memory_order_relaxed);
+    long delay = purge ? hk_ss_purge_delay_ms() : IDLE_MS;
+    if (timeline_on()) delay = min_ms(delay, hk_knobs.stats_interval_ms);
+    if (hk_knobs.dump_signal) delay = min_ms(delay, DUMP_POLL_MS);
     if (delay < 1) delay = 1;
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
@@ -128,10 +192,19 @@ static void *bg_main(void *arg) {
     if (t.tv_nsec >= 1000000000L) { t.tv_sec++; t.tv_nsec -= 1000000000L; }
     while (!stop && !woken && pthread_cond_timedwait(&cv, &mu, &t) == 0) {
     }
+    bool now = woken;
     woken = false;
     if (stop) break;
     pthread_mutex_unlock(&mu);
-    hk_bg_tick(false);
+    dump_if_asked();
+    if (timeline_on() && stats_hook) stats_hook();
+    /* the purge clock: each purge delay, or at once when woken */
+    uint64_t ms = hk_os_now_ms();
+    /* (the coarse clock may lag the wait's by a tick: 20 ms of slack) */
+    if (atomic_load_explicit(&purging, memory_order_relaxed) && (now || ms + 20 >= purge_at)) {
+      hk_bg_tick(false);
+      purge_at = hk_os_now_ms() + (uint64_t)hk_ss_purge_delay_ms();
+    }
     pthread_mutex_lock(&mu);
   }
   done = true;
@@ -140,16 +213,24 @@ static void *bg_main(void *arg) {
   return NULL;
 }
 
-/* The thread, now (once: a second call finds it running). */
-static void start_thread(void) {
-  if (!hk_heap_bg_on) return;  /* the heaps take no bg_lock: nothing may be touched */
+/* The thread, now (once: a second call finds it running). purge: it
+ * purges from now on (else it runs for the timeline or the dump signal). */
+static void start_thread(bool purge) {
+  if (purge) {
+    if (!hk_heap_bg_on) return;  /* the heaps take no bg_lock: nothing may be touched */
+    atomic_store_explicit(&purging, true, memory_order_relaxed);
+  }
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_mutex_lock(&mu);
+  if (running) {  /* it purges from its next pass */
+    pthread_mutex_unlock(&mu);
+    pthread_condattr_destroy(&ca);
+    return;
+  }
   pthread_cond_init(&cv, &ca);
   pthread_condattr_destroy(&ca);
-  pthread_mutex_lock(&mu);
-  if (running) { pthread_mutex_unlock(&mu); return; }
   stop = done = woken = false;
   /* no signal of the program's is ever delivered to our thread */
   sigset_t all, old;
@@ -161,8 +242,12 @@ static void start_thread(void) {
   if (running) pthread_setname_np(thread, "hakmem-purge");
 }
 
+/* At start-up: the dump signal's handler; the thread when the knob is on,
+ * or for the timeline or the dump signal. */
 void hk_bg_start(void) {
-  if (hk_knobs.background_purge == HK_BG_ON) start_thread();
+  install_dump_signal();
+  bool purge = hk_knobs.background_purge == HK_BG_ON;
+  if (purge || timeline_on() || hk_knobs.dump_signal > 0) start_thread(purge);
 }
 
 /* auto: the first caller to see the program holding HK_BG_AUTO_BYTES
@@ -172,7 +257,7 @@ void hk_bg_held(size_t held) {
   if (HK_LIKELY(atomic_load_explicit(&auto_started, memory_order_relaxed))) return;
   if (hk_knobs.background_purge != HK_BG_AUTO || held < HK_BG_AUTO_BYTES) return;
   if (atomic_exchange_explicit(&auto_started, true, memory_order_relaxed)) return;
-  start_thread();
+  start_thread(true);
 }
 
 void hk_bg_wake(void) {
@@ -204,7 +289,7 @@ void hk_bg_stop(void) {
 
 bool hk_bg_running(void) {
   pthread_mutex_lock(&mu);
-  bool r = running;
+  bool r = running && atomic_load_explicit(&purging, memory_order_relaxed);
   pthread_mutex_unlock(&mu);
   return r;
 }
@@ -220,5 +305,5 @@ void hk_bg_fork_child(void) {
   mu = fresh;
   bool had = running;
   running = false;
-  if (had) start_thread();
+  if (had) start_thread(atomic_load_explicit(&purging, memory_order_relaxed));
 }

@@ -6,6 +6,9 @@
 
 #include "base/config.h"
 
+/* Before hk_bg_start: what the thread calls for the timeline (the stats
+ * tick) and for the dump signal (the stats report and the heap profile). */
+void hk_bg_set_hooks(void (*stats_tick)(void), void (*dump)(void));
 void hk_bg_start(void);          /* at start-up: the thread, when the knob is on */
 /* The memory the program holds grew to `held` bytes (the grow hooks,
  * init.c): with the knob at auto, the thread starts once it passes

@@ -41,6 +41,32 @@ static size_t committed_of(const struct hak_stats *s) {
   return c < s->mapped_bytes ? c : s->mapped_bytes;
 }
 
+/* jemalloc's figures (hakmem.h; docs/OBSERVABILITY.md, "Memory figures"),
+ * from the figures collected and the committed bytes c:
+ *  - allocated: the live blocks' usable bytes (live_bytes);
+ *  - active: the slabs in use, each whole (a class up to HK_SMALL_MAX has
+ *    64 KiB slabs, a larger one 256 KiB), and the live large blocks' pages;
+ *  - metadata: the superslabs' headers, the live thread heaps and the span
+ *    arenas' descriptors (page maps), counted as mapped;
+ *  - resident: the committed bytes less the cached superslabs that were
+ *    purged whole; slabs purged in place inside a superslab still count, so
+ *    it is an upper bound, and never above the process's RSS when known;
+ *  - retained: mapped and not resident. */
+static void memory_figures(struct hak_stats *o, size_t c) {
+  o->allocated = o->live_bytes;
+  size_t active = o->large_live_bytes;
+  for (unsigned k = 0; k < HK_NCLASS; k++)
+    active += o->classes[k].slabs * (o->classes[k].block_size <= HK_SMALL_MAX ? (size_t)64 << 10 : (size_t)256 << 10);
+  o->active = active;
+  o->metadata = o->superslabs * HK_SS_META_SIZE + o->heaps * sizeof(hk_heap_t) + hk_span_bytes_meta();
+  size_t cached = o->superslabs_cached * HK_SS_SIZE, unpurged = hk_ss_cached_unpurged_bytes();
+  size_t purged = cached > unpurged ? cached - unpurged : 0;
+  size_t res = c > purged ? c - purged : 0;
+  if (o->rss_bytes && res > o->rss_bytes) res = o->rss_bytes;
+  o->resident = res;
+  o->retained = o->mapped_bytes > res ? o->mapped_bytes - res : 0;
+}
+
 void hk_stats_collect(struct hak_stats *o) {
   memset(o, 0, sizeof *o);
   o->counting = HK_LOAD_RELAXED(hk_heap_counting);
@@ -135,6 +161,7 @@ void hk_stats_collect(struct hak_stats *o) {
   o->mem_reliefs = m.reliefs;
   size_t c = committed_of(o);
   if (c > HK_LOAD_RELAXED(peak_committed)) HK_STORE_RELAXED(peak_committed, c);
+  memory_figures(o, c);
 }
 
 /* ---- the snapshot the outputs print, and when ---------------------------------- */
@@ -177,6 +204,13 @@ void hk_stats_at_exit(int report_fd) {
   snap_collect(&snap);
   uint64_t now = hk_os_now_ms();
   hk_stats_write_report(&snap, now - start_ms, report_fd);
+  hk_unlock(&tick_lock);
+}
+
+void hk_stats_dump(void) {
+  hk_lock(&tick_lock);
+  snap_collect(&snap);
+  hk_stats_write_dump(&snap, hk_os_now_ms() - start_ms);
   hk_unlock(&tick_lock);
 }
 

@@ -17,6 +17,9 @@ void hk_stats_collect(struct hak_stats *out);
 /* At exit: the HAKMEM_STATS report and the final timeline line. */
 void hk_stats_at_exit(int report_fd);
 void hk_stats_init(void);
+/* The dump signal's report (policy/bg.c): the text report (JSON under
+ * HAKMEM_STATS=json) appended to HAKMEM_STATS_FILE, else on stderr. */
+void hk_stats_dump(void);
 
 
 void hk_stats_print_glibc_style(FILE *out);   /* malloc_stats() */

@@ -112,6 +112,12 @@ static void print_budget_text(hk_writer_t *w, const struct hak_stats *s) {
                s->mem_reliefs, s->mem_over, s->mem_refused);
 }
 
+/* 1 - allocated / active: the share of the active pages no live block
+ * holds (0 with nothing active). */
+static double fragmentation(const struct hak_stats *s) {
+  return s->active && s->allocated < s->active ? 1.0 - (double)s->allocated / (double)s->active : 0.0;
+}
+
 static void print_text(hk_writer_t *w, const hk_stats_snap_t *snap) {
   const struct hak_stats *s = &snap->s;
   hk_write_fmt(w, "hakmem %s statistics (pid %d)\n", HK_VERSION_STRING, (int)getpid());
@@ -121,6 +127,9 @@ static void print_text(hk_writer_t *w, const hk_stats_snap_t *snap) {
                s->peak_rss_bytes);
   hk_write_fmt(w, "  address space: %zu bytes mapped (peak %zu), %zu of them reserved, not memory\n",
                s->mapped_bytes, s->peak_mapped_bytes, s->mapped_bytes - snap->committed);
+  hk_write_fmt(w, "  memory: allocated %zu, active %zu, metadata %zu, resident %zu, retained %zu bytes; "
+                  "fragmentation %.4f (1 - allocated/active)\n",
+               s->allocated, s->active, s->metadata, s->resident, s->retained, fragmentation(s));
   hk_write_fmt(w, "  superslabs: %zu mapped (%zu lent by span arenas), %zu cached, %zu abandoned   thread heaps: %zu\n",
                s->superslabs, s->superslabs_lent, s->superslabs_cached, s->superslabs_abandoned, s->heaps);
   hk_write_fmt(w, "  large/huge: %zu live (%zu bytes), %zu allocs, %zu frees, %zu bytes cached\n",
@@ -187,7 +196,8 @@ static void print_config_json(hk_writer_t *w) {
 
 /* The JSON record's layout: a reader checks "schema" before it trusts a key.
  * 1: the first numbered one (adds schema, hakmem, profile, knobs); later
- * added, in 1: committed, peak_committed, reserved. Bump it when a key
+ * added, in 1: committed, peak_committed, reserved; allocated, active,
+ * metadata, resident, retained, fragmentation. Bump it when a key
  * changes meaning or goes; new keys alone do not need it. */
 #define HK_STATS_JSON_SCHEMA 1
 
@@ -205,6 +215,9 @@ static void print_json(hk_writer_t *w, const hk_stats_snap_t *snap, uint64_t t_m
                s->live_bytes, s->peak_live_bytes, s->mapped_bytes, s->peak_mapped_bytes,
                snap->committed, snap->peak_committed, s->mapped_bytes - snap->committed, s->superslabs,
                s->superslabs_lent, s->heaps, s->allocs, s->frees, s->fast_path_hit_rate);
+  hk_write_fmt(w, "\"allocated\": %zu, \"active\": %zu, \"metadata\": %zu, \"resident\": %zu, "
+                  "\"retained\": %zu, \"fragmentation\": %.6f, ",
+               s->allocated, s->active, s->metadata, s->resident, s->retained, fragmentation(s));
   hk_write_fmt(w, "\"os\": {\"mmap\": %lu, \"munmap\": %lu, \"madvise\": %lu, \"mremap\": %lu, "
                   "\"mmap_bytes\": %zu, \"munmap_bytes\": %zu, \"madvise_bytes\": %zu, \"mprotect\": %lu, \"guard\": %lu}, ",
                s->mmap_calls, s->munmap_calls, s->madvise_calls, s->mremap_calls, s->mmap_bytes,
@@ -306,6 +319,20 @@ void hk_stats_write_report(const hk_stats_snap_t *snap, uint64_t t_ms, int repor
   int fd = timeline_fd >= 0 ? timeline_fd : report_fd, own = -1;
   if (hk_knobs.stats_file[0] && timeline_fd < 0) {
     own = open_stats_file("the report on stderr");
+    if (own >= 0) fd = own;
+  }
+  hk_writer_t w;
+  hk_writer_to_fd(&w, fd, out_buf, sizeof out_buf);
+  if (hk_knobs.stats == 2) print_json(&w, snap, t_ms);
+  else print_text(&w, snap);
+  hk_write_flush(&w);
+  if (own >= 0) close(own);
+}
+
+void hk_stats_write_dump(const hk_stats_snap_t *snap, uint64_t t_ms) {
+  int fd = timeline_fd >= 0 ? timeline_fd : STDERR_FILENO, own = -1;
+  if (hk_knobs.stats_file[0] && timeline_fd < 0) {
+    own = open_stats_file("the dump on stderr");
     if (own >= 0) fd = own;
   }
   hk_writer_t w;

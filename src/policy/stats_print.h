@@ -29,6 +29,9 @@ void hk_stats_write_timeline(const hk_stats_snap_t *snap, uint64_t t_ms);
  * JSON) into the timeline's file, HAKMEM_STATS_FILE, or report_fd. */
 void hk_stats_write_report(const hk_stats_snap_t *snap, uint64_t t_ms, int report_fd);
 
+/* The dump signal's report: text (JSON under HAKMEM_STATS=json) appended
+ * to HAKMEM_STATS_FILE, else on stderr. */
+void hk_stats_write_dump(const hk_stats_snap_t *snap, uint64_t t_ms);
 void hk_stats_write_text(FILE *fp, const hk_stats_snap_t *snap);   /* hak_stats_print */
 void hk_stats_write_glibc(FILE *fp, const hk_stats_snap_t *snap);  /* malloc_stats    */
 void hk_stats_write_xml(FILE *fp, const hk_stats_snap_t *snap);    /* malloc_info     */
