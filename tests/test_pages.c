@@ -19,7 +19,7 @@
  *      (calloc'd ones checked zero) while every free purges (run with
  *      HAKMEM_PURGE_DELAY_MS=0 HAKMEM_LARGE_CACHE_MB=0): a range madvised
  *      after another thread got it back reads zeros where its pattern was.
- *   E. huge or plain (span.c): big blocks touched at one page each, freed,
+ *   E. huge or plain (span_thp.c): big blocks touched at one page each, freed,
  *      bring the running share of touched chunks (hak_stats thp_density)
  *      under 500 per mille, and the next blocks go to arenas without huge
  *      pages (thp_plain_blocks grows); D then runs there; big blocks

@@ -24,7 +24,7 @@
  *   G. (`test_span joined`, with HAKMEM_PURGE_DELAY_MS of 100-1000) a block
  *      freed beside a free run 0.9 delays old joins it, and stays resident
  *      while the purge clock gives back the older run's pages one delay
- *      after their free (span.c, grains_freed). The cap must hold both
+ *      after their free (span_arena.c, hk_arena_grains_freed). The cap must hold both
  *      blocks (HAKMEM_LARGE_CACHE_MB of 16 or more; ctest sets 64): the cap
  *      goes by a run's age, and under HAKMEM_PROFILE=lowmem's 8 MiB it
  *      purges the joined run whole at the second free.
@@ -217,7 +217,7 @@ static void two_arenas(void) {
     b[k][n - 1] = (unsigned char)(k + 1);
   }
   /* a hole in the first arena is reused before the second arena's
-   * untouched tail (span.c, arena_new): b[3] is freed, then b[5] (the
+   * untouched tail (span_arena.c, arena_new): b[3] is freed, then b[5] (the
    * secure build's quarantine keeps the newest freed block from malloc).
    * A purge running beside (the background purge thread) may hold a freed
    * run off the lists for a moment, and the malloc then takes another fit:
@@ -398,7 +398,7 @@ static void teardown(void) {
 }
 
 /* L. (`test_span lend`, HAKMEM_PURGE_DELAY_MS of 200-5000) the unified
- * backend (span.c, "superslabs"): big blocks written and freed, then small
+ * backend (span_lend.c, "superslabs"): big blocks written and freed, then small
  * blocks (16-256 B, 24 MiB of them, each filled with a pattern of its own,
  * half of them by a thread that exits before they are checked and freed):
  * their superslabs are chunks of the arena the big blocks left resident
@@ -491,7 +491,7 @@ static void lend(void) {
 }
 
 /* M. (`test_span shed`, HAKMEM_PURGE_DELAY_MS of 200-5000) the tier swap
- * once big blocks stay live (span.c, hk_span_idle; large.c,
+ * once big blocks stay live (span_lend.c, hk_span_idle; large.c,
  * hk_large_shed): 48 blocks of 1 MiB, every other one freed (24 MiB of
  * holes no superslab fits in), and 8 of 2 MiB freed (a run superslabs
  * can be lent from), while 24 MiB stay live: more than a quarter of the
@@ -674,7 +674,7 @@ static void spent(void) {
   free(b);
 }
 
-/* N. Shards (span.c, "shards"), forced on by HAKMEM_SPAN_SHARDS (S >= 4):
+/* N. Shards (span_arena.c, "shards"), forced on by HAKMEM_SPAN_SHARDS (S >= 4):
  *  - the stats say S shards are in use;
  *  - the resident rule: a block freed (its pages written, so resident) by
  *    a thread of one shard is what the next thread, of the next shard,

@@ -54,7 +54,7 @@ typedef struct hk_superslab {
                                rebuilds its slabs (hk_slab_rebuild)       */
   bool thp_split;           /* its huge page split by an idle purge: khugepaged
                                kept off until a slab is taken again */
-  bool from_span;           /* a chunk lent by the span tier (span.c, "the
+  bool from_span;           /* a chunk lent by the span tier (span_lend.c, "the
                                unified backend"): goes back there, not to
                                the OS */
   struct hk_heap *heap;            /* owner; NULL when abandoned/cached    */

@@ -163,7 +163,7 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
  * made a program replacing big zeroed buffers slower at the same peak RSS:
  * docs/history/src-comment-figures.md */
 #define HK_SPAN_LIVE_DIV 1
-/* The large tier counts as quiet (span.c, hk_span_idle: superslabs may be
+/* The large tier counts as quiet (span_lend.c, hk_span_idle: superslabs may be
  * lent from it and shed its pages) after this many superslabs asked for in
  * a row with no big block carved between: 1 lent a program's pages while
  * its big blocks churned; 8 lowered the peak of a program whose big and
@@ -177,7 +177,7 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
  * block, purge tick or stats call, or its slab after this many fresh ones
  * (2 MiB at most): not measured */
 #define HK_MEM_UNREAD_SLABS 8
-/* Huge or plain (span.c): freed blocks of at least HK_THP_BIG bytes are
+/* Huge or plain (span_thp.c): freed blocks of at least HK_THP_BIG bytes are
  * sampled for the share of their 2 MiB chunks the program touched; span
  * blocks go to arenas without huge pages once the samples' running mean
  * falls below HK_THP_PLAIN_PM per mille, and back to huge-page arenas above
@@ -185,7 +185,7 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
 #define HK_THP_BIG ((size_t)2 << 20)
 #define HK_THP_PLAIN_PM 500
 #define HK_THP_HUGE_PM 600
-/* Span shards (span.c): at most this many (HAKMEM_SPAN_SHARDS' range
+/* Span shards (span_arena.c): at most this many (HAKMEM_SPAN_SHARDS' range
  * too), one per CPU the process may run on (many threads on big blocks
  * ran faster with 8 shards than with 2 or one lock):
  * docs/BENCHMARKS.md#thread-scaling */

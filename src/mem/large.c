@@ -182,7 +182,7 @@ void hk_large_span_purge(uint64_t delay_ms, size_t keep_bytes) {
 }
 
 /* The tier swap's other half: the small tier is about to fault in `bytes`
- * (a superslab mapped from the OS); while the span tier is idle (span.c,
+ * (a superslab mapped from the OS); while the span tier is idle (span_lend.c,
  * hk_span_idle), its free resident pages give back as many, the oldest
  * first. Not while big blocks stay live and churn: their freed pages are
  * what the next big blocks reuse, and shedding them at every superslab

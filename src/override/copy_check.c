@@ -12,7 +12,7 @@
  *     requested with: small and mid blocks by their slab (the slot holding
  *     the address, one multiply) and trailer word (live, canary intact,
  *     requested size: secure.h); large blocks by their span entry or
- *     mapping header (large.c, span.c). Anything else, a freed block or
+ *     mapping header (large_huge.c, span.c). Anything else, a freed block or
  *     metadata included, is reported ("hakmem: heap overflow in
  *     memcpy(dst=..., n=...): block ... of N bytes") and the process
  *     aborts; with HAKMEM_ABORT_ON_INVALID=0 the call is not carried out.

@@ -54,7 +54,7 @@ void  hk_os_advise_region(void *p, size_t size, bool ss);
  * split huge page, and the same range taken again (superslab.c) */
 void  hk_os_advise_nohuge(void *p, size_t size);
 void  hk_os_advise_huge(void *p, size_t size);
-/* Advise a span arena that must not get huge pages (span.c places sparse
+/* Advise a span arena that must not get huge pages (span_thp.c places sparse
  * big blocks there): MADV_NOHUGEPAGE where the system's mode is `always`,
  * nothing otherwise (under `madvise` an unadvised region gets none). */
 void  hk_os_advise_plain(void *p, size_t size);
