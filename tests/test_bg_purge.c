@@ -33,6 +33,7 @@
 #include "check.h"
 #include "hakmem.h"
 #include "block_set.h"
+#include "purge_threads.h"
 
 #define SLACK_KIB (24 * 1024)   /* of the 100 MiB touched, at most this may stay */
 
@@ -57,23 +58,6 @@ static void sleep_ms(long ms) {
   nanosleep(&t, NULL);
 }
 
-/* threads of this process named hakmem-purge */
-static int purge_threads(void) {
-  DIR *d = opendir("/proc/self/task");
-  int n = 0;
-  struct dirent *e;
-  while (d && (e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
-    char path[300], comm[64] = "";
-    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    if (fgets(comm, sizeof comm, f) && strncmp(comm, "hakmem-purge", 12) == 0) n++;
-    fclose(f);
-  }
-  if (d) closedir(d);
-  return n;
-}
 
 /* mib in all: a third each of 1 MiB, 8 KiB and 100 B blocks */
 static set_t alloc_thirds(size_t mib) { return alloc_set(mib / 3, mib / 3, mib - 2 * (mib / 3)); }

@@ -51,6 +51,14 @@ static unsigned read_tree(size_t *hard, size_t *soft) {
   return hk_mem_read_cgroup(proc, root, hard, soft);
 }
 
+/* the same, and the folder of the cgroup whose limit binds */
+static unsigned read_tree_group(size_t *hard, size_t *soft, char *group, size_t size) {
+  char proc[512], root[512];
+  snprintf(proc, sizeof proc, "%s/proc_self_cgroup", top);
+  snprintf(root, sizeof root, "%s/sys", top);
+  return hk_mem_read_cgroup_group(proc, root, hard, soft, group, size);
+}
+
 #define EXPECT(src_, hard_, soft_)                                                              \
   do {                                                                                          \
     size_t h_, s_;                                                                              \
@@ -138,11 +146,9 @@ int main(void) {
   put("sys/app/memory.stat", "anon 100000000\nfile 90000000\nactive_file 10485760\ninactive_file 52428800\n");
   put("sys/app/web/memory.current", "1048576\n");
   {
-    char proc[512], root[512], group[768];
+    char group[768];
     size_t h, so;
-    snprintf(proc, sizeof proc, "%s/proc_self_cgroup", top);
-    snprintf(root, sizeof root, "%s/sys", top);
-    unsigned src = hk_mem_read_cgroup_group(proc, root, &h, &so, group, sizeof group);
+    unsigned src = read_tree_group(&h, &so, group, sizeof group);
     CHECKF(src == HK_MEM_SRC_CGROUP2 && h == 268435456, "group v2: source %u hard %zu", src, h);
     CHECKF(strstr(group, "/sys/app/") && !strstr(group, "web"), "group v2: the binding cgroup is %.200s", group);
     size_t u = hk_mem_read_group_usage(group, src);
@@ -160,11 +166,9 @@ int main(void) {
   put("sys/memory/jobs/a/memory.usage_in_bytes", "104857600\n");
   put("sys/memory/jobs/a/memory.stat", "cache 20971520\ninactive_file 1048576\ntotal_inactive_file 4194304\n");
   {
-    char proc[512], root[512], group[768];
+    char group[768];
     size_t h, so;
-    snprintf(proc, sizeof proc, "%s/proc_self_cgroup", top);
-    snprintf(root, sizeof root, "%s/sys", top);
-    unsigned src = hk_mem_read_cgroup_group(proc, root, &h, &so, group, sizeof group);
+    unsigned src = read_tree_group(&h, &so, group, sizeof group);
     CHECKF(src == HK_MEM_SRC_CGROUP1 && h == 134217728, "group v1: source %u hard %zu", src, h);
     CHECKF(strstr(group, "/jobs/a/") != NULL, "group v1: the binding cgroup is %.200s", group);
     size_t u = hk_mem_read_group_usage(group, src);
@@ -176,11 +180,9 @@ int main(void) {
   put("proc_self_cgroup", "0::/x\n");
   put("sys/x/memory.max", "1048576000\n");
   {
-    char proc[512], root[512], group[768];
+    char group[768];
     size_t h, so;
-    snprintf(proc, sizeof proc, "%s/proc_self_cgroup", top);
-    snprintf(root, sizeof root, "%s/sys", top);
-    unsigned src = hk_mem_read_cgroup_group(proc, root, &h, &so, group, sizeof group);
+    unsigned src = read_tree_group(&h, &so, group, sizeof group);
     CHECKF(hk_mem_read_group_usage(group, src) == 0, "no memory.current: usage 0");
   }
 

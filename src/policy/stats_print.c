@@ -311,14 +311,15 @@ void hk_stats_write_timeline(const hk_stats_snap_t *snap, uint64_t t_ms) {
   hk_write_flush(&w);
 }
 
-void hk_stats_write_report(const hk_stats_snap_t *snap, uint64_t t_ms, int report_fd) {
-  hk_stats_write_timeline(snap, t_ms);
-  /* json with a timeline: its last line, just written, is the report; the
-   * text report follows the timeline into its file */
-  if (!hk_knobs.stats || (hk_knobs.stats == 2 && timeline_fd >= 0)) return;
-  int fd = timeline_fd >= 0 ? timeline_fd : report_fd, own = -1;
-  if (hk_knobs.stats_file[0] && timeline_fd < 0) {
-    own = open_stats_file("the report on stderr");
+/* One report of snap: after the timeline in its file, else into
+ * HAKMEM_STATS_FILE, else on fd; fallback names fd in the line that says
+ * the file could not be opened. */
+static void write_one(const hk_stats_snap_t *snap, uint64_t t_ms, int fd, const char *fallback) {
+  int own = -1;
+  if (timeline_fd >= 0) {
+    fd = timeline_fd;
+  } else if (hk_knobs.stats_file[0]) {
+    own = open_stats_file(fallback);
     if (own >= 0) fd = own;
   }
   hk_writer_t w;
@@ -329,18 +330,16 @@ void hk_stats_write_report(const hk_stats_snap_t *snap, uint64_t t_ms, int repor
   if (own >= 0) close(own);
 }
 
+void hk_stats_write_report(const hk_stats_snap_t *snap, uint64_t t_ms, int report_fd) {
+  hk_stats_write_timeline(snap, t_ms);
+  /* json with a timeline: its last line, just written, is the report; the
+   * text report follows the timeline into its file */
+  if (!hk_knobs.stats || (hk_knobs.stats == 2 && timeline_fd >= 0)) return;
+  write_one(snap, t_ms, report_fd, "the report on stderr");
+}
+
 void hk_stats_write_dump(const hk_stats_snap_t *snap, uint64_t t_ms) {
-  int fd = timeline_fd >= 0 ? timeline_fd : STDERR_FILENO, own = -1;
-  if (hk_knobs.stats_file[0] && timeline_fd < 0) {
-    own = open_stats_file("the dump on stderr");
-    if (own >= 0) fd = own;
-  }
-  hk_writer_t w;
-  hk_writer_to_fd(&w, fd, out_buf, sizeof out_buf);
-  if (hk_knobs.stats == 2) print_json(&w, snap, t_ms);
-  else print_text(&w, snap);
-  hk_write_flush(&w);
-  if (own >= 0) close(own);
+  write_one(snap, t_ms, STDERR_FILENO, "the dump on stderr");
 }
 
 void hk_stats_write_text(FILE *fp, const hk_stats_snap_t *snap) {
