@@ -182,6 +182,19 @@ HK_INLINE void *heap_pop(struct hak_heap *w, size_t n) {
   return hk_alloc_from(h, h->cur[cls], cls, n, HK_KIND_MALLOC);
 }
 
+/* A large block p of the first-class heap w: entered in the table of
+ * large blocks, or freed (ENOMEM) when the table cannot grow. */
+static void *large_enter(struct hak_heap *w, void *p) {
+  if (!p) return NULL;
+  hk_lock(&table_lock);
+  bool ok = table_add(p, w, hk_usable(p));
+  hk_unlock(&table_lock);
+  if (ok) return p;
+  hk_free_other(p, HK_KIND_ANY, 0);
+  errno = ENOMEM;
+  return NULL;
+}
+
 static void *heap_alloc(struct hak_heap *w, size_t n, bool zero) {
   if (HK_M_ZERO && n == 0) return hk_zero_alloc();
   if (n <= HK_MID_MAX - HK_PAD) {
@@ -190,17 +203,7 @@ static void *heap_alloc(struct hak_heap *w, size_t n, bool zero) {
     return p;
   }
   if (n > HK_MAX_ALLOC) { errno = ENOMEM; return NULL; }
-  void *p = hk_large_alloc(n, 0, zero, HK_KIND_MALLOC);
-  if (!p) return NULL;
-  hk_lock(&table_lock);
-  bool ok = table_add(p, w, hk_usable(p));
-  hk_unlock(&table_lock);
-  if (!ok) {
-    hk_free_other(p, HK_KIND_ANY, 0);
-    errno = ENOMEM;
-    return NULL;
-  }
-  return p;
+  return large_enter(w, hk_large_alloc(n, 0, zero, HK_KIND_MALLOC));
 }
 
 /* A small block inline, as malloc's fast path pops one (the class by
@@ -243,17 +246,7 @@ HK_EXPORT void *hak_heap_aligned_alloc(hak_heap_t *w, size_t align, size_t n) {
       }
   }
   if (n > HK_MAX_ALLOC) { errno = ENOMEM; goto out; }
-  p = hk_large_alloc(n, align, false, HK_KIND_MALLOC);
-  if (p) {
-    hk_lock(&table_lock);
-    bool ok = table_add(p, w, hk_usable(p));
-    hk_unlock(&table_lock);
-    if (!ok) {
-      hk_free_other(p, HK_KIND_ANY, 0);
-      errno = ENOMEM;
-      p = NULL;
-    }
-  }
+  p = large_enter(w, hk_large_alloc(n, align, false, HK_KIND_MALLOC));
 out:
   hk_unlock(&w->lock);
   return p;
