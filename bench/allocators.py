@@ -133,7 +133,7 @@ def discover_allocators(args, log):
         else:
             skipped.append({"allocator": name,
                             "reason": "not installed: apt-get install -y %s" % pkg})
-    # --pretend LABEL=HOW: realise LABEL some other way (bench/selftest.sh uses
+    # --pretend LABEL=HOW: realise LABEL some other way (tests/repo/bench_selftest.sh uses
     # it to prove that a mis-linked run is caught)
     for spec in args.pretend or []:
         label, _, how = spec.partition("=")

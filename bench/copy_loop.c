@@ -3,7 +3,7 @@
  * (heap), into the middle of a 1 MiB block (large: a span, its 128th
  * page), or onto a stack buffer (stack), each through a volatile function pointer from a
  * non-inlined function, copy_once: the loop whose instructions
- * tests/security/cost.sh counts with callgrind (--toggle-collect=copy_once:
+ * bench/security_cost.sh counts with callgrind (--toggle-collect=copy_once:
  * the call and everything under it, i.e. glibc's memcpy, and the copy
  * measure's check where the library has it). A plain program: run it under
  * LD_PRELOAD. */
@@ -19,7 +19,7 @@ __attribute__((noinline)) void copy_once(void *d, size_t n) { fn_memcpy(d, src, 
 static void usage(FILE *f) {
   fprintf(f, "usage: copy_loop [SIZE] [heap|large|stack] [CALLS]\n"
              "  CALLS memcpy calls of SIZE bytes into a heap block, a large block or the\n"
-             "  stack (defaults 16 heap 200000): the loop tests/security/cost.sh counts\n");
+             "  stack (defaults 16 heap 200000): the loop bench/security_cost.sh counts\n");
 }
 
 /* a decimal count, or the usage and exit 2 */

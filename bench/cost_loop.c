@@ -1,5 +1,5 @@
 /* cost_loop [SIZE]: 2000 rounds of 100 malloc(SIZE) then 100 free, the loop
- * whose instructions tests/security/cost.sh counts with callgrind (malloc and
+ * whose instructions bench/security_cost.sh counts with callgrind (malloc and
  * free of one size class, nothing else). A plain program: run it under
  * LD_PRELOAD. */
 #include <stdio.h>
@@ -9,7 +9,7 @@
 static void usage(FILE *f) {
   fprintf(f, "usage: cost_loop [SIZE]\n"
              "  2000 rounds of 100 malloc(SIZE) then 100 free (default 16): the loop\n"
-             "  tests/security/cost.sh counts\n");
+             "  bench/security_cost.sh counts\n");
 }
 
 int main(int argc, char **argv) {

@@ -92,7 +92,7 @@ import runner  # noqa: E402
 from runner import machine_info, os_call_baseline, probe_strace, run_all, run_soak  # noqa: E402
 from stats import add_build_comparisons, add_verdicts, overall_verdict  # noqa: E402
 
-# bench/selftest.sh reads these two as harness.Progress and harness.fmt_dur
+# tests/repo/bench_selftest.sh reads these two as harness.Progress and harness.fmt_dur
 Progress, fmt_dur = runner.Progress, runner.fmt_dur
 
 
@@ -253,12 +253,12 @@ def main():
     ap.add_argument("--pretend", action="append", metavar="LABEL=HOW",
                     help="testing aid: realise allocator LABEL differently (HOW: none = no preload, plain = the "
                          "non-static binary, or a library path to preload). The run must then be rejected; "
-                         "bench/selftest.sh uses this")
+                         "tests/repo/bench_selftest.sh uses this")
     ap.add_argument("--inject-crash", action="append", metavar="BENCH/LABEL=N",
                     help="testing aid: start N of benchmark BENCH's program for allocator LABEL (1 = the first; "
                          "0 = every start; a gdb re-run counts as a start) kills itself with SIGSEGV instead; "
                          "synthetic benchmarks and the soak (BENCH soak) only. The row must then be FAIL; "
-                         "bench/selftest.sh uses this")
+                         "tests/repo/bench_selftest.sh uses this")
     ap.add_argument("--rss-drift", type=float, default=0.05, help="soak: max RSS drift (default +0.05)")
     ap.add_argument("--tp-drift", type=float, default=-0.05, help="soak: min throughput drift (default -0.05)")
     ap.add_argument("--soak-threads", type=int, default=2, help="soak: worker threads (default 2)")

@@ -11,8 +11,8 @@
 #   DIR/libmimalloc.so           the plain build (should run as Debian's)
 #   DIR/libmimalloc-secure.so    the secure build
 #
-# tests/security/cost.sh then puts the reference's secure/plain ratio beside
-# hakmem's secure/default one: COST_REF=DIR bash tests/security/cost.sh.
+# bench/security_cost.sh then puts the reference's secure/plain ratio beside
+# hakmem's secure/default one: COST_REF=DIR bash bench/security_cost.sh.
 # Needs the Debian archive (a deb-src entry is added for the download only,
 # then removed), cmake and a C compiler. Not part of the test suite.
 set -eu

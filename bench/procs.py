@@ -99,7 +99,7 @@ def exit_fields(rc, timed_out=False):
     return d
 
 
-# --inject-crash BENCH/LABEL=N (testing aid, bench/selftest.sh): start N of
+# --inject-crash BENCH/LABEL=N (testing aid, tests/repo/bench_selftest.sh): start N of
 # that row's program kills itself with SIGSEGV (every start when N is 0)
 INJECT_DIR = None
 

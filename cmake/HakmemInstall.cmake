@@ -312,7 +312,7 @@ endif()
 # examples/, the bench/results/ files that figures cite, docs/history/), at
 # the same place relative to them, so that no link of the installed copy is
 # dead; a linked page's own links are followed too. Read at configure time:
-# editing a page configures again. (tests/ecosystem.sh install checks every
+# editing a page configures again. (tests/system/ecosystem.sh install checks every
 # link of every installed page.)
 set(_hk_doc_todo)
 foreach(_f ${_hk_docs_top} ${_hk_docs})

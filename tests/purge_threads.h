@@ -1,6 +1,6 @@
 /* purge_threads.h: how many threads of this process are named
  * hakmem-purge (the background purge thread, src/policy/bg.c), from
- * /proc/self/task/TID/comm. Used by tests/test_idle.c and
+ * /proc/self/task/TID/comm. Used by tests/system/test_idle.c and
  * tests/progs/static_probe.c. */
 #ifndef HK_TEST_PURGE_THREADS_H
 #define HK_TEST_PURGE_THREADS_H

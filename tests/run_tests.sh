@@ -46,7 +46,7 @@ for d in "${dirs[@]}"; do
     echo "FAIL $B (ctest exited $rc)"; bad_dirs=$((bad_dirs + 1))
   fi
   # every test's output, passed ones too: no HAKMEM_* name of the suite may
-  # be one the library does not know (tests/cli.sh script_names checks the
+  # be one the library does not know (tests/system/cli.sh script_names checks the
   # names; this catches one set some other way)
   if grep -h '^hakmem: unknown variable' "$B"/Testing/Temporary/LastTest*.log 2>/dev/null | sort -u | grep .; then
     echo "FAIL $B (the lines above: a test set a HAKMEM_* variable that is no knob)"; bad_dirs=$((bad_dirs + 1))

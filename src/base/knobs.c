@@ -50,7 +50,7 @@ typedef struct {
   { n, HK_KNOB_PATH, when, NULL, hk_knobs.f, sizeof hk_knobs.f, NULL, 0, 0, { 0, 0, 0 } }
 
 /* The one table. docs/ENV_VARS.md and docs/hakmem.1 document each row
- * (tests/cli.sh docs checks them against it). HAKMEM_PROFILE comes first: it
+ * (tests/system/cli.sh docs checks them against it). HAKMEM_PROFILE comes first: it
  * is read first, and picks every other row's default. */
 static const knob_row_t knob_table[] = {
   KEYWORD("HAKMEM_PROFILE",           profile,            START(NONE), 1, 1, 1,
@@ -250,11 +250,11 @@ static void read_row(size_t i) {
 static const char *const non_knob_prefix = "HAKMEM_TEST_";
 static const char *const non_knob_names[] = {
   "HAKMEM_LIB",              /* tools/hakmem: the library to preload      */
-  "HAKMEM_PRELOAD_LIB",      /* tests/preload_programs.sh                 */
+  "HAKMEM_PRELOAD_LIB",      /* tests/system/preload_programs.sh                 */
   "HAKMEM_LINK",             /* examples/rust: static or dylib            */
   "HAKMEM_LIB_DIR",          /* examples/rust: where libhakmem is         */
-  "HAKMEM_SECURITY_MATRIX",  /* tests/security.sh                         */
-  "HAKMEM_SECURITY_SCUDO",   /* tests/security.sh                         */
+  "HAKMEM_SECURITY_MATRIX",  /* tests/security/by_hand.sh                         */
+  "HAKMEM_SECURITY_SCUDO",   /* tests/security/by_hand.sh                         */
   "HAKMEM_SECURITY_PEER",    /* tests/security: the peer allocator        */
   "HAKMEM_SCUDO_LIB",        /* tests/security/peer.sh                    */
   "HAKMEM_PROF_DIR",         /* tools/hakmem prof: where its files go     */

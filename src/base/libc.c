@@ -4,7 +4,7 @@
  * Nothing here may call memcpy, memmove or memset under their own names:
  * with the measure those are copy_check.c's, which call back here. The
  * byte loops below are kept loops (GCC would turn them into those calls),
- * and tests/layers.sh would see such a call as an edge to copy_check.c. */
+ * and tests/repo/layers.sh would see such a call as an edge to copy_check.c. */
 #define _GNU_SOURCE
 #define HK_LIBC_KEEP_NAMES
 #include "base/libc.h"

@@ -9,7 +9,7 @@
  * uses those names for the calls it makes itself (struct copies, zeroing,
  * loops it turns into a memcpy). Every file of src/ that copies includes
  * it; one that forgets references memcpy itself, which copy_check.c
- * defines, and tests/layers.sh reports that edge (UP ... -> copy_check.c).
+ * defines, and tests/repo/layers.sh reports that edge (UP ... -> copy_check.c).
  * copy_check.c and libc.c keep the names (HK_LIBC_KEEP_NAMES before the
  * include): the one defines them, the other must not call them.
  *

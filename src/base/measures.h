@@ -102,7 +102,7 @@
 
 /* The measures in table order, for what names them at run time (the exit
  * line of HAKMEM_VERBOSE) and the only list of their names: CMake,
- * tests/layers.py, tests/security/matrix.sh and cost.sh read it. */
+ * tests/repo/layers.py, tests/security/matrix.sh and bench/security_cost.sh read it. */
 #define HK_MEASURE_LIST(X)                                                    \
   X(keys, HK_M_KEYS) X(canary, HK_M_CANARY) X(slack, HK_M_SLACK)              \
   X(shuffle, HK_M_SHUFFLE) X(delay, HK_M_DELAY) X(guard, HK_M_GUARD)          \

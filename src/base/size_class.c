@@ -1,5 +1,5 @@
 /* Size-class tables (generated once by the formula in size_class.h and
- * checked against it, size by size, by tests/test_size_class.c): 16-byte
+ * checked against it, size by size, by tests/unit/test_size_class.c): 16-byte
  * steps up to 128 B, then 8 classes per power of two up to 32 KiB, so waste
  * stays <= 12.5% above 128 B. */
 #include "base/size_class.h"

@@ -16,7 +16,7 @@
 
 /* Profiling needs blocks without a trailer and untracked by memcheck: the
  * builds with the canary (and what needs it), guard, or valgrind ignore it.
- * HK_NO_PROF compiles the hooks out: `tests/prof.sh BUILD fastpath` (ctest
+ * HK_NO_PROF compiles the hooks out: `tests/system/prof.sh BUILD fastpath` (ctest
  * prof/fastpath) compares malloc and free with and without them. */
 #if defined(HK_NO_PROF) || HK_M_CANARY || HK_M_GUARD || HK_TRACKING
 #define HK_PROF_BUILD 0

@@ -1,4 +1,4 @@
-/* Heap profiling's test program (tests/prof.sh), run under LD_PRELOAD of
+/* Heap profiling's test program (tests/system/prof.sh), run under LD_PRELOAD of
  * libhakmem.so with HAKMEM_PROF=1. Three call sites allocate known amounts
  * in three tiers (small, mid, large), each far more than 200 sampling
  * intervals, and keep a known part live; it prints the truth per site.

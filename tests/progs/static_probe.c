@@ -1,4 +1,4 @@
-/* static_probe: a program linked with libhakmem.a (tests/static_link.sh).
+/* static_probe: a program linked with libhakmem.a (tests/system/static_link.sh).
  * It allocates a little of every tier, then with the argument "fork" forks
  * and counts, in parent and child, the threads named hakmem-purge: the
  * child has one only if hakmem's fork handler ran (threads are not copied

@@ -1,4 +1,4 @@
-/* Shared by the attack programs of tests/security.sh. Each program is a plain
+/* Shared by the attack programs of tests/security/by_hand.sh. Each program is a plain
  * malloc user (not linked to hakmem) run under LD_PRELOAD of the library under
  * test; the script checks how it ends (signal, exit status) and what it wrote
  * to stderr. */

@@ -6,7 +6,7 @@
 # BUILD/security) under LD_PRELOAD of a peer allocator instead of hakmem:
 # today scudo, the hardened allocator Android ships (Debian package
 # libclang-rt-14-dev: libclang_rt.scudo_standalone-x86_64.so). Information
-# for the comparison column of tests/security.sh and tests/security/table.sh,
+# for the comparison column of tests/security/by_hand.sh and tests/security/table.sh,
 # not a test. Prints one line on stdout, its first word saying what happened:
 #
 #   caught   a "Scudo ERROR" line (or GWP-ASan's report) on stderr and
