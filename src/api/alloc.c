@@ -40,9 +40,23 @@ static HK_NOINLINE void *alloc_mid_refill(hk_heap_t *h, unsigned cls, size_t n, 
 /* The stack is empty: the current slab's free list (a leaf, no frame),
  * then alloc_mid_refill. */
 void *hk_alloc_mid_miss(hk_heap_t *h, unsigned cls, size_t n, unsigned kind) {
+  /* a queue (HK_MIDC_FIFO) holds its blocks back for 8 frees, so its pop
+   * comes too late for the newest, the block a dangling pointer most
+   * likely still names: its seal is checked here, while the queue is
+   * short (a program's first frees of the class), at no cost to the pop */
+  unsigned i = cls - HK_NCLASS_SMALL, k = h->midc_n[i];
+  if (HK_MIDC_FIFO && k != 0 && HK_UNLIKELY((*hk_midc_slot(h, i, k - 1))->enc != hk_free_mark)) {
+    hk_report_invalid("malloc", *hk_midc_slot(h, i, k - 1), "block was written after it was freed");
+    h->midc_n[i] = (uint8_t)(k - 1);  /* left out, never handed out again */
+  }
   hk_slab_t *s = h->cur[cls];
   if (HK_LIKELY(s->free != NULL)) return hk_alloc_from(h, s, cls, n, kind);
   return alloc_mid_refill(h, cls, n, kind);
+}
+
+void *hk_alloc_mid_written(hk_block_t *b, size_t n, unsigned kind) {
+  hk_report_invalid("malloc", b, "block was written after it was freed");
+  return hk_malloc_kind(n, kind);  /* b stays out: it is never handed out again */
 }
 
 /* another thread's mid block, out of line: the owner's free in

@@ -53,6 +53,10 @@ void   hk_free_other(void *p, unsigned kind, size_t size);  /* all but small */
 void   hk_free_mid(void *p);          /* mid slabs, mid cache on (HK_MIDC_ON) */
 void   hk_free_remote_checked(hk_slab_t *s, void *p);
 void   hk_free_mid_foreign_call(hk_slab_t *s, hk_block_t *b);  /* out of line */
+/* a mid block popped from the mid cache with its seal broken (alloc.h):
+ * reported; with HAKMEM_ABORT_ON_INVALID=0 the block is left out and
+ * another one is handed out */
+void  *hk_alloc_mid_written(hk_block_t *b, size_t n, unsigned kind);
 /* malloc of mid class cls whose stack is empty (alloc.h) */
 void  *hk_alloc_mid_miss(struct hk_heap *h, unsigned cls, size_t n, unsigned kind);
 void   hk_free_invalid(void *p, hk_slab_t *s);     /* reports; cold        */
@@ -162,6 +166,14 @@ HK_INLINE void *hk_alloc_class(unsigned cls, size_t n, unsigned kind) {
   return hk_alloc_from(h, h->cur[cls], cls, n, kind);
 }
 
+/* The mid cache's seal (issue 63): a block that waits on a stack, a queue
+ * or the pool holds the free mark in its first word too, where a block on
+ * its slab's list holds its encoded link, and the pop checks it (and,
+ * without canary, the free mark in the second word): a write through a
+ * dangling pointer over a cached block's first bytes is reported when the
+ * block is handed out again, as a slab pop reports a corrupted link. */
+HK_INLINE void hk_midc_seal(hk_block_t *b) { b->enc = hk_free_mark; }
+
 /* A block of h's stack of mid class cls (k blocks on it, k > HK_MIDC_HOLD)
  * for a request of n bytes: the top of a stack, the oldest of a queue
  * (heap.h); canary: its trailer checked "freed" and made "live", as a
@@ -171,6 +183,9 @@ HK_INLINE void *hk_alloc_mid_pop(hk_heap_t *h, unsigned cls, unsigned k, size_t 
   hk_block_t *b = *hk_midc_slot(h, i, HK_MIDC_FIFO ? 0 : k - 1);
   if (HK_MIDC_FIFO) h->midc_head[i] = (uint8_t)((h->midc_head[i] + 1) & (HK_MIDC_SLOTS - 1));
   h->midc_n[i] = (uint8_t)(k - 1);
+  uintptr_t m = hk_free_mark;  /* the seal (hk_midc_seal): both words, canary its first */
+  if (HK_UNLIKELY(((b->enc ^ m) | (HK_M_CANARY ? 0 : hk_mark_load(b) ^ m)) != 0))
+    return hk_alloc_mid_written(b, n, kind);
   if (!HK_M_CANARY) hk_mark_store(b, 0);  /* live: no free mark */
   if (HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting))) h->st.handed[cls]++;
   hk_hook_alloc(b, cls);
@@ -199,6 +214,7 @@ HK_INLINE void *hk_alloc_mid_class(unsigned cls, size_t n, unsigned kind) {
  * at all; a full stack's bottom stays, its top churns.) */
 HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
+  hk_midc_seal(b);  /* a block that goes on to its slab gets its link there instead */
   unsigned i = s->cls - HK_NCLASS_SMALL, k = h->midc_n[i];
   if (HK_LIKELY(k < HK_LOAD_RACY(hk_midc_cap[i]))) {
     *hk_midc_slot(h, i, k) = b;
@@ -228,6 +244,7 @@ HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
  * remote list, as before. */
 HK_INLINE void hk_free_mid_foreign(hk_slab_t *s, hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
+  hk_midc_seal(b);  /* the stack's or the pool's; the remote list links it */
   unsigned i = s->cls - HK_NCLASS_SMALL, k = h->midc_n[i];
   if (HK_LIKELY(k < HK_LOAD_RACY(hk_midc_cap[i]) && h != &hk_heap_empty &&
                 HK_LOAD_RELAXED(s->state) != HK_SLAB_UNUSED &&

@@ -104,13 +104,17 @@ bool hk_guard_close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
  * again (opening_undo): the shut runs it did not open are shut again. */
 
 /* With markers an arena is opened up to open_to: the free run's pages up
- * to `end` and on to the next 2 MiB (markers stay; the arena's last page,
- * the run's guard, never), one call per 2 MiB of growth, not one per block
- * (test_span many). Under the lock: the pages up to open_to may be handed
- * out to any thread. */
+ * to `end` and on to the next MiB (markers stay; the arena's last page,
+ * the run's guard, never), one call per MiB of growth, not one per block
+ * (test_span many). A MiB, not 2: a stray store 1 MiB past the arena's
+ * last block then lands in the reservation's PROT_NONE (attack
+ * far_write_1m_256k, issue 63; with 2 MiB it landed in opened pages no
+ * block held). Under the lock: the pages up to open_to may be handed out
+ * to any thread. */
+#define OPEN_STEP (HUGE_PAGES / 2)
 static bool open_to_reach(hk_arena_t *a, uint32_t end) {
   if (end <= a->open_to) return true;
-  uint32_t to = (end + HUGE_PAGES - 1) & ~(HUGE_PAGES - 1);
+  uint32_t to = (end + OPEN_STEP - 1) & ~(OPEN_STEP - 1);
   if (to > ARENA_PAGES - 1) to = ARENA_PAGES - 1;
   if (to < end) to = end;
   if (!hk_os_commit(page_addr(a, a->open_to), (size_t)(to - a->open_to) << PAGE_SHIFT)) return false;
