@@ -110,8 +110,10 @@ def discover_allocators(args, log):
                                 build="default" if settings.BUILDS else None))
     else:
         skipped.append({"allocator": "hakmem", "reason": "build/libhakmem.so not found: run `make` first"})
-    if args.variants:
+    if args.variants or getattr(args, "lowmem_only", False):
         for label, env, lib, what in VARIANTS:
+            if not args.variants and label != "hakmem:lowmem":
+                continue
             vso = hakmem_so(lib)
             if vso:
                 allocs.append(Allocator(label, "hakmem", preload=vso, env=env, expect_file=lib,

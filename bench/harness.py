@@ -222,7 +222,8 @@ def main():
     vg = ap.add_mutually_exclusive_group()
     vg.add_argument("--variants", dest="variants", action="store_true", default=None,
                     help="also run hakmem's variants beside it: " + ", ".join(VARIANT_LABELS) +
-                         " (on in --full), each reported with its ratio to the default hakmem")
+                         " (on in --full; --quick runs hakmem:lowmem alone unless --no-variants), each "
+                         "reported with its ratio to the default hakmem")
     vg.add_argument("--no-variants", dest="variants", action="store_false", help="no variants, even in --full")
     ap.add_argument("--hakmem-env", action="append", metavar="KEY=VAL",
                     help="environment for the hakmem runs only, e.g. HAKMEM_LEARN=1 (repeatable)")
@@ -273,6 +274,10 @@ def main():
     args = ap.parse_args()
     if args.runs is not None and args.runs < 1:
         ap.error("--runs must be >= 1")
+    # the round's lowmem rule (bench/verdict.py, lowmem_rss) is judged in
+    # every quick run: without --variants or --no-variants, --quick runs
+    # hakmem:lowmem beside hakmem (--full runs every variant)
+    args.lowmem_only = args.variants is None and not args.full and not args.soak
     if args.variants is None:
         args.variants = bool(args.full)
     settings.USE_GDB = not args.no_gdb

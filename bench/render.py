@@ -204,6 +204,53 @@ def verdict_table(res, legend=True):
     return L
 
 
+def rules_table(res, legend=True):
+    """The round's two rules, one row per benchmark: the peers that dominate
+    the default build (both faster and leaner beyond noise) and the lowmem
+    profile's peak RSS against the leanest peer's."""
+    L = ["### The round's rules: dominance and lowmem", ""]
+    if legend:
+        L += ["**Dominance** (the default build): a peer dominates a row when it is both faster and "
+              "leaner than %s beyond noise (the 95%% bootstrap interval of each ratio lies wholly on "
+              "the peer's side); a row is *not dominated* when no peer does. **lowmem** (`%s`, run "
+              "in every `--quick` run and with `--variants`): its median peak RSS ÷ the leanest peer's, *within* when at most "
+              "%.2f, *over* when the interval's low end is above it, *over (within noise)* otherwise."
+              % (verdict.SUBJECT, verdict.LOWMEM, verdict.LOWMEM_BOUND), ""]
+    L += ["| benchmark | dominance | dominated by | leanest peer | lowmem ÷ leanest (peak RSS) [95% CI] | lowmem |",
+          "|---|---|---|---|---:|---|"]
+    for b in res.get("benchmarks", []):
+        r = b.get("round_rules")
+        if not r:
+            continue
+        d, lm = r["dominance"], r["lowmem"]
+        dw = d["verdict"] if d["verdict"] not in ("n/a",) else "n/a (%s)" % d.get("reason", "?")
+        by = ", ".join("%s (%s, %s)" % (p, fmt_vratio(d["peers"][p]["throughput"][0]),
+                                        fmt_vratio(d["peers"][p]["rss"][0])) for p in d["by"]) or "-"
+        ratio = fmt_vratio(lm.get("ratio"))
+        if lm.get("ci"):
+            ratio += " [%s, %s]" % (fmt_vratio(lm["ci"][0]), fmt_vratio(lm["ci"][1]))
+        lw = lm["verdict"] if lm["verdict"] != "n/a" else "n/a (%s)" % lm.get("reason", "?")
+        L.append("| %s | %s | %s | %s | %s | %s |" % (
+            b["name"], "**dominated**" if dw == "dominated" else dw, by, lm.get("peer") or "-", ratio,
+            "**%s**" % lw if lw.startswith("over") else lw))
+    c = res.get("round_rule_counts") or {}
+    L += ["", "Dominance: %s. lowmem: %s." % tuple(
+        ", ".join("%d %s" % (n, w) for w, n in sorted((c.get(k) or {}).items())) or "none"
+        for k in ("dominance", "lowmem"))]
+    return L
+
+
+def rules_summary(res):
+    """One line: the rows a peer dominates, and the lowmem rows over the bound."""
+    dom = ["%s (by %s)" % (b["name"], ", ".join(b["round_rules"]["dominance"]["by"]))
+           for b in res.get("benchmarks", []) if (b.get("round_rules") or {}).get("dominance", {}).get("by")]
+    over = ["%s %.2f" % (b["name"], b["round_rules"]["lowmem"]["ratio"])
+            for b in res.get("benchmarks", [])
+            if (b.get("round_rules") or {}).get("lowmem", {}).get("verdict", "").startswith("over")]
+    return "round rules: dominated rows: %s; lowmem over %.2fx the leanest peer: %s" % (
+        ", ".join(dom) or "none", verdict.LOWMEM_BOUND, ", ".join(over) or "none")
+
+
 def with_verdicts(res, L, blank):
     """The (benchmark, verdicts) of a verdicts table's rows, in order; a
     skipped benchmark has none: its line (the reason, then `blank` empty
@@ -283,6 +330,9 @@ def markdown(res, svg_name, rss_chart=None):
         L += verdict_table(res)
         L.append("")
         L.append(verdict_summary(res)[0].upper() + verdict_summary(res)[1:] + ".")
+        L.append("")
+    if any(b.get("round_rules") for b in res["benchmarks"]):
+        L += rules_table(res)
         L.append("")
     L += memory_table(res, rss_chart)
     bt = builds_table(res)
@@ -621,6 +671,8 @@ def log_report(res, skipped):
     else:
         out.append("VERDICT: PASS (every run of every row was accepted)")
     out.append(verdict_summary(res))
+    if res.get("round_rule_counts"):
+        out.append(rules_summary(res))
     if res.get("builds"):
         out.append(builds_summary(res))
     return out

@@ -112,8 +112,10 @@ def rejudge(res):
 def add_verdicts(res):
     """Each benchmark row's verdicts against the best peer (bench/verdict.py),
     from the runs the JSON holds: b["verdicts"] = {"subject", "throughput",
-    "rss"}, and res["verdict_counts"] (ahead/tie/behind/FAIL/n/a per metric).
-    Skipped benchmarks get none."""
+    "rss"}, and res["verdict_counts"] (ahead/tie/behind/FAIL/n/a per metric);
+    the round's two rules (verdict.round_rules: dominance of the default
+    build, the lowmem profile's peak RSS) in b["round_rules"] and their
+    counts in res["round_rule_counts"]. Skipped benchmarks get none."""
     vs = []
     for b in res.get("benchmarks", []):
         if b.get("skipped") or not b.get("results"):
@@ -121,7 +123,13 @@ def add_verdicts(res):
             continue
         b["verdicts"] = verdict.row_verdicts(b["results"], metrics=b.get("metrics") or ())
         vs.append(b["verdicts"])
+        b["round_rules"] = verdict.round_rules(b["results"])
     res["verdict_counts"] = {m: verdict.counts(vs, m) for m in ("throughput", "rss")}
+    rr = {"dominance": {}, "lowmem": {}}
+    for b in res.get("benchmarks", []):
+        for k, v in (b.get("round_rules") or {}).items():
+            rr[k][v["verdict"]] = rr[k].get(v["verdict"], 0) + 1
+    res["round_rule_counts"] = rr
     return res
 
 

@@ -255,3 +255,90 @@ def build_pairs(allocators):
     if len(named) == 1 and SUBJECT in labels:
         return SUBJECT, named
     return None, []
+
+
+# ----------------------------------------------------------- the round's rules
+# Two rules judge memory against speed (DEVELOPERS.md, round 4):
+#  - dominance, for the default build: on no row may a peer be both faster
+#    and leaner than hakmem, each beyond noise (the interval of the ratio
+#    excludes 1 on the peer's side for throughput and for peak RSS);
+#  - the lowmem profile (hakmem:lowmem, --variants) is judged on peak RSS
+#    alone: its median within LOWMEM_BOUND times the leanest peer's median.
+LOWMEM = "hakmem:lowmem"
+LOWMEM_BOUND = 1.10
+
+
+def dominance(row, subject=SUBJECT, n_boot=N_BOOT, seed=SEED, conf=CONF):
+    """Whether a peer dominates `subject` on a row: {"verdict": "not
+    dominated" | "dominated" | FAIL | n/a, "by": [peers both faster and leaner
+    beyond noise], "peers": {label: {"throughput": [ratio, lo, hi], "rss":
+    [ratio, lo, hi]}}}, ratios oriented as compare's (> 1: hakmem better).
+    A peer with fewer than MIN_RUNS runs on either metric cannot be judged;
+    with no peer judged the verdict is n/a."""
+    out = {"subject": subject, "verdict": "n/a", "by": [], "peers": {}}
+    s = row.get(subject)
+    if not s:
+        out["reason"] = "no %s result" % subject
+        return out
+    if not _ok(s):
+        out.update(verdict="FAIL", reason=s.get("verdict_reason") or "the %s row is FAIL" % subject)
+        return out
+    for label in sorted(row):
+        p = row[label]
+        if is_hakmem(label) or not _ok(p):
+            continue
+        got = {}
+        for metric in ("throughput", "rss"):
+            h, v = run_values(s, metric), run_values(p, metric)
+            if len(h) < MIN_RUNS or len(v) < MIN_RUNS:
+                break
+            num, den = (h, v) if METRICS[metric][2] else (v, h)
+            ratio, ci = bootstrap_ratio(num, den, n_boot=n_boot, seed=seed, conf=conf)
+            got[metric] = [ratio, ci[0], ci[1]]
+        if len(got) < 2:
+            continue
+        out["peers"][label] = got
+        if got["throughput"][2] < 1.0 and got["rss"][2] < 1.0:
+            out["by"].append(label)
+    if not out["peers"]:
+        out["reason"] = "no peer with %d runs of both metrics" % MIN_RUNS
+        return out
+    out["verdict"] = "dominated" if out["by"] else "not dominated"
+    return out
+
+
+def lowmem_rss(row, variant=LOWMEM, bound=LOWMEM_BOUND, n_boot=N_BOOT, seed=SEED, conf=CONF):
+    """The lowmem profile's peak RSS against the leanest peer's:
+    {"peer", "ratio" (variant / peer, medians), "ci", "bound", "verdict"}:
+    "within" when the ratio is at most `bound`, "over" when the interval's
+    low end is above it (beyond noise), "over (within noise)" otherwise;
+    FAIL when the variant's row is FAIL; n/a without the variant (run with
+    --variants), a peer, or MIN_RUNS runs a side."""
+    out = {"variant": variant, "bound": bound, "peer": best_peer(row, "rss"), "ratio": None, "ci": None}
+    s = row.get(variant)
+    if not s:
+        out.update(verdict="n/a", reason="no %s result (--variants)" % variant)
+        return out
+    if not _ok(s):
+        out.update(verdict="FAIL", reason=s.get("verdict_reason") or "the %s row is FAIL" % variant)
+        return out
+    if out["peer"] is None:
+        out.update(verdict="n/a", reason="no peer with a valid result")
+        return out
+    h, p = run_values(s, "rss"), run_values(row[out["peer"]], "rss")
+    if not h or not p:
+        out.update(verdict="n/a", reason="no rss values")
+        return out
+    ratio, ci = bootstrap_ratio(h, p, n_boot=n_boot, seed=seed, conf=conf)
+    out["ratio"] = ratio
+    if ci is None:
+        out.update(verdict="n/a", reason=NEED_RUNS)
+        return out
+    out["ci"] = [ci[0], ci[1]]
+    out["verdict"] = "within" if ratio <= bound else "over" if ci[0] > bound else "over (within noise)"
+    return out
+
+
+def round_rules(row, **kw):
+    """Both rules of the round on one row."""
+    return {"dominance": dominance(row, **kw), "lowmem": lowmem_rss(row, **kw)}

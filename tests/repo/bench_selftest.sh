@@ -24,6 +24,9 @@
 #      n/a with one run a side, lower RSS is ahead, FAIL stays FAIL, the best
 #      peer skips hakmem variants and FAIL rows; a memory-over-time figure
 #      (idle_end) is judged lower-is-better and read from a run's output;
+#      the round's rules: a peer faster and leaner beyond noise dominates, one
+#      within noise on either does not; lowmem within or over 1.10x the
+#      leanest peer's peak RSS, n/a without its runs;
 #  12. a real glibc,hakmem run writes the verdicts (JSON, report, log), and
 #      --render adds them to a results file that has none.
 #  13. two hakmem builds in one run (--build A=DIR --build B=COPY): both
@@ -331,6 +334,34 @@ if [ "$out" = "mimalloc,tcmalloc" ]; then
     pass "verdict: best peer skips hakmem variants and FAIL rows (throughput mimalloc, RSS tcmalloc)"
 else
     bad "best_peer: '$out', expected mimalloc,tcmalloc"
+fi
+# the round's rules (verdict.dominance, verdict.lowmem_rss) on synthetic rows:
+# R(label=(throughputs, peak RSSs), ...) builds a row of PASS results
+R='(lambda **k: {l: {"status": "ok", "verdict": "PASS", "median": sorted(t)[len(t)//2], "rss_kib": sorted(r)[len(r)//2], "runs": [{"status": "ok", "throughput": a, "rss_kib": b} for a, b in zip(t, r)]} for l, (t, r) in k.items()})'
+H='([100,101,99,100,102], [1000,1001,999,1000,1002])'
+out=$(V "(lambda d: '%s|%s' % (d['verdict'], ','.join(d['by'])))(v.dominance($R(hakmem=$H, tcmalloc=([150,151,149,150,152], [800,801,799,800,802]), glibc=([50,51,49,50,52], [500,501,499,500,502]))))")
+if [ "$out" = "dominated|tcmalloc" ]; then
+    pass "round rules: a peer faster and leaner beyond noise dominates (tcmalloc); one leaner but slower does not (glibc)"
+else
+    bad "dominance: '$out', expected dominated|tcmalloc"
+fi
+out=$(V "(lambda d: '%s|%s' % (d['verdict'], ','.join(d['by'])))(v.dominance($R(hakmem=$H, tcmalloc=([150,151,149,150,152], [990,1030,960,1010,1000]))))")
+if [ "$out" = "not dominated|" ]; then
+    pass "round rules: faster but leaner only within noise is not dominance"
+else
+    bad "dominance within noise: '$out', expected 'not dominated|'"
+fi
+out=$(V "(lambda a, b: '%s %.2f|%s %.2f' % (a['verdict'], a['ratio'], b['verdict'], b['ratio']))(v.lowmem_rss($R(hakmem=$H, glibc=([50]*5, [500,501,499,500,502]), **{'hakmem:lowmem': ([80]*5, [530,531,529,530,532])})), v.lowmem_rss($R(hakmem=$H, glibc=([50]*5, [500,501,499,500,502]), **{'hakmem:lowmem': ([80]*5, [700,701,699,700,702])})))")
+if [ "$out" = "within 1.06|over 1.40" ]; then
+    pass "round rules: lowmem at 1.06x the leanest peer is within 1.10, at 1.40x over"
+else
+    bad "lowmem_rss: '$out', expected 'within 1.06|over 1.40'"
+fi
+out=$(V "v.lowmem_rss($R(hakmem=$H, glibc=$H))['verdict']")
+if [ "$out" = "n/a" ]; then
+    pass "round rules: no lowmem runs, no lowmem verdict (n/a)"
+else
+    bad "lowmem_rss without the variant: '$out', expected n/a"
 fi
 
 # --- 12. a real run writes verdicts into its JSON, the report and the log
