@@ -129,7 +129,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_prof_init();
   /* the learner's hooks when it is on (ctl.c installs them when it is
    * turned on at run time; turned off, they return at once) */
-  bool learn = hk_knobs.learn != 0;
+  bool learn = hk_knobs.learn != 0 || hk_knobs.learn_purge != 0;  /* every cap, or the purge windows */
   hk_heap_hooks_t hooks = {
     .refill = learn ? hk_learner_small_tick : NULL,
     .purge = purge_large,

@@ -50,6 +50,8 @@ void hk_ss_pin_purge_delay_ms(long ms) {
   hk_gate_set(&collect_gate, 0);  /* a shorter delay: now */
 }
 
+hk_reuse_hist_t hk_ss_reuse;
+
 void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]) {
   for (unsigned i = 0; i < HK_SS_NEVENTS; i++)
     out[i] = HK_XCHG_RELAXED(hk_ss_events[i], 0);
@@ -181,7 +183,13 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   }
   if (ss->purged || ss->kind != kind) ss->warm = 0;
   ss_set_half_guard(ss, HK_SS_HALF_GUARD(kind));
-  if (ss->purged) hk_ss_note(HK_SS_REFAULTS);
+  if (ss->purged) {
+    hk_ss_note(HK_SS_REFAULTS);
+    if (hk_learn_counting()) {  /* unused since it was cached */
+      uint64_t now = hk_os_now_ms();
+      hk_ss_note_reuse(now > ss->stamp_ms ? now - ss->stamp_ms : 0);
+    }
+  }
   ss->purged = false;
   /* warm slabs are unused and resident: the owner's purge epoch gives
    * them back if it does not use them (dirty_new -> dirty_old -> purged) */
@@ -260,6 +268,14 @@ static bool ss_huge(void) { return hk_os_thp() == HK_THP_ALL; }
 
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
   bool split = false;
+  if (!force) {
+    /* one epoch step per purge delay, whichever clock calls (the owner's,
+     * the purge thread's): a slab released before one step and purged at
+     * the next was unused for the delay at least */
+    uint64_t now = hk_os_now_ms();
+    if (now - ss->epoch_ms < (uint64_t)hk_ss_purge_delay_ms()) return 0;
+    ss->epoch_ms = now;
+  }
   if (!force && ss_huge()) {
     uint32_t all = ss->nslabs >= 32 ? 0xffffffffu : (1u << ss->nslabs) - 1;
     uint32_t idle = (ss->dirty_old | ss->purged_mask) & ss->free_mask;

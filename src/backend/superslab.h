@@ -17,6 +17,7 @@
 #include "base/config.h"
 #include "base/knobs.h"
 #include "base/measures.h"
+#include "base/reuse.h"
 #include "backend/slab_desc.h"
 
 enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
@@ -61,6 +62,13 @@ typedef struct hk_superslab {
   struct hk_superslab *next, *prev;
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
   uint64_t stamp_ms;        /* when it entered the cache                   */
+  uint64_t epoch_ms;        /* its unused slabs' last epoch step: one step
+                               per purge delay, whichever clock calls
+                               (hk_ss_purge_unused): a slab purged was
+                               unused for a purge delay at least */
+  uint32_t freed_ms[HK_SS_MAX_SLABS];  /* when each slab was last released
+                               (hk_os_now_ms, mod 2^32): a purged slab taken
+                               again was unused this long (hk_ss_note_reuse) */
 } hk_superslab_t;
 
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
@@ -156,16 +164,23 @@ long hk_ss_purge_delay_ms(void);
 void hk_ss_set_purge_delay_ms(long ms);   /* the learner's: not over a pin */
 void hk_ss_pin_purge_delay_ms(long ms);   /* the control API's: pinned */
 
-/* Events the learner reads, counted only while HAKMEM_LEARN is on:
- * superslabs taken from the cache or mapped fresh, purges, and purged
- * memory used again (a refault; the heap notes its slabs' own). */
+/* Events the learner reads, counted only while it is on (HAKMEM_LEARN or
+ * HAKMEM_LEARN_PURGE): superslabs taken from the cache or mapped fresh,
+ * purges, and purged memory used again (a refault; the heap notes its
+ * slabs' own). */
 enum { HK_SS_CACHE_HITS, HK_SS_OS_MAPS, HK_SS_PURGES, HK_SS_REFAULTS, HK_SS_SPAN_TAKES, HK_SS_NEVENTS };
 extern unsigned long hk_ss_events[HK_SS_NEVENTS];
 HK_INLINE void hk_ss_note(unsigned ev) {
-  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) HK_ADD_RELAXED(hk_ss_events[ev], 1);
+  if (HK_UNLIKELY(hk_learn_counting())) HK_ADD_RELAXED(hk_ss_events[ev], 1);
 }
 /* The counts since the last call; zeroes them. */
 void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]);
+/* A refault's reuse distance (base/reuse.h): the memory taken again was
+ * unused for ms. The learner takes the histogram. */
+extern hk_reuse_hist_t hk_ss_reuse;
+HK_INLINE void hk_ss_note_reuse(uint64_t ms) {
+  if (hk_learn_counting()) hk_reuse_note(&hk_ss_reuse, ms);
+}
 
 /* Live blocks and slabs in use per class, over every mapped superslab
  * (racy reads of other threads' counts: a snapshot). */

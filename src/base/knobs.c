@@ -77,6 +77,7 @@ static const knob_row_t knob_table[] = {
   NUMBER("HAKMEM_LEARN",              learn,              RUN(LEARN), 0, 1, 0, 0, 0),
   NUMBER("HAKMEM_LEARN_LOG",          learn_log,          RUN(NONE), 0, 1, 0, 0, 0),
   NUMBER("HAKMEM_LEARN_EPOCH",        learn_epoch,        START(NONE), 16, 1000000, 256, 256, 256),
+  NUMBER("HAKMEM_LEARN_PURGE",        learn_purge,        START(NONE), 0, 1, 1, 1, 0),
   NUMBER("HAKMEM_TARGET_HIT_LARGE",   target_hit_large,   START(NONE), 0, 1000, 900, 900, 800),
   NUMBER("HAKMEM_CAP_STEP_LARGE",     cap_step_large,     START(NONE), 1, 256, 16, 8, 4),
   NUMBER("HAKMEM_CAP_MAX_LARGE",      cap_max_large,      START(NONE), 1, 4096, 1024, 256, 64),

@@ -41,6 +41,7 @@ typedef struct hk_knobs {
   long learn;              /* HAKMEM_LEARN                         */
   long learn_log;          /* HAKMEM_LEARN_LOG                     */
   long learn_epoch;        /* HAKMEM_LEARN_EPOCH (slow-path calls) */
+  long learn_purge;        /* HAKMEM_LEARN_PURGE: purge windows from reuse */
   long target_hit_large;   /* HAKMEM_TARGET_HIT_LARGE (per mille)  */
   long cap_step_large;     /* HAKMEM_CAP_STEP_LARGE (entries)      */
   long cap_max_large;      /* HAKMEM_CAP_MAX_LARGE (entries)       */
@@ -125,5 +126,11 @@ const char *hk_knobs_closest(const char *name, size_t n);
 /* On fd: all: every knob, one a line ("hakmem: config: NAME VALUE (...)");
  * else one line, the profile and each knob that differs from its default. */
 void hk_knobs_print(int fd, bool all);
+
+/* The learner counts its events: HAKMEM_LEARN (every cap) or
+ * HAKMEM_LEARN_PURGE (the tiers' purge windows, learner.c). */
+static inline bool hk_learn_counting(void) {
+  return (HK_LOAD_RELAXED(hk_knobs.learn) | HK_LOAD_RELAXED(hk_knobs.learn_purge)) != 0;
+}
 
 #endif

@@ -36,6 +36,7 @@ bool hk_heap_release_slab(hk_heap_t *h, hk_slab_t *s, bool may_leave) {
   bool was_full = ss->free_mask == 0;
   ss->free_mask |= bit;
   ss->dirty_new |= bit;
+  ss->freed_ms[s->index] = (uint32_t)hk_os_now_ms();
   ss->nused--;
   if (was_full) {
     hk_ss_list_remove(&h->ss_full[ss->kind], ss);
@@ -394,6 +395,7 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   if (ss->purged_mask & bit) {
     ss->purged_mask &= ~bit;
     hk_ss_note(HK_SS_REFAULTS);
+    hk_ss_note_reuse((uint32_t)hk_os_now_ms() - ss->freed_ms[idx]);
   }
   ss->warm |= bit;
   ss->nused++;

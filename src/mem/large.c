@@ -45,19 +45,26 @@ void hk_large_count_resize(size_t old_bytes, size_t new_bytes) {
 /* The cache's caps, pinned caps (base/cap.h): the knobs' values until the
  * learner sets others; one the control API set the learner leaves. */
 static long cap_count = HK_CAP_UNSET, cap_mb = HK_CAP_UNSET, cap_delay_ms = HK_CAP_UNSET;
+static long cap_span_ms = HK_CAP_UNSET;  /* the span tier's window (the learner's) */
 
 void hk_large_set_caps(long count, long mb, long purge_delay_ms) {
   hk_cap_learn(&cap_count, count);
   hk_cap_learn(&cap_mb, mb);
   hk_cap_learn(&cap_delay_ms, purge_delay_ms);
 }
+void hk_large_set_delays(long cache_ms, long span_ms) {
+  hk_cap_learn(&cap_delay_ms, cache_ms);
+  hk_cap_learn(&cap_span_ms, span_ms);
+}
 void hk_large_pin_cap(unsigned which, long v) {
   hk_cap_pin(which == HK_LARGE_CAP_COUNT ? &cap_count : which == HK_LARGE_CAP_MB ? &cap_mb : &cap_delay_ms, v);
+  if (which == HK_LARGE_CAP_DELAY) hk_cap_pin(&cap_span_ms, v);  /* one delay pinned: both tiers' */
 }
 /* the memory budget bends them all under pressure, pinned or not */
 static long cache_cap_count(void) { return hk_mem_scale_cap(hk_cap_or(&cap_count, &hk_knobs.large_cache_count)); }
 static long cache_cap_mb(void) { return hk_mem_scale_cap(hk_cap_or(&cap_mb, &hk_knobs.large_cache_mb)); }
 static long purge_delay(void) { return hk_mem_scale_delay(hk_cap_or(&cap_delay_ms, &hk_knobs.purge_delay_ms)); }
+static long span_delay(void) { return hk_mem_scale_delay(hk_cap_or(&cap_span_ms, &hk_knobs.purge_delay_ms)); }
 long hk_large_cap(unsigned which) {
   return which == HK_LARGE_CAP_COUNT ? cache_cap_count() : which == HK_LARGE_CAP_MB ? cache_cap_mb() : purge_delay();
 }
@@ -67,7 +74,12 @@ long hk_large_cap(unsigned which) {
 /* Events the learner reads (hk_large_take_events), only while it is on. */
 static unsigned long events[HK_LARGE_NEVENTS];
 void hk_large_note(unsigned ev) {
-  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_knobs.learn))) HK_ADD_RELAXED(events[ev], 1);
+  if (HK_UNLIKELY(hk_learn_counting())) HK_ADD_RELAXED(events[ev], 1);
+}
+static hk_reuse_hist_t span_reuse, cache_reuse;
+void hk_large_take_reuse(unsigned long span[HK_REUSE_NB], unsigned long cache[HK_REUSE_NB]) {
+  hk_reuse_take(&span_reuse, span);
+  hk_reuse_take(&cache_reuse, cache);
 }
 void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]) {
   for (unsigned i = 0; i < HK_LARGE_NEVENTS; i++)
@@ -80,6 +92,9 @@ void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]) {
  * them are ghost hits (a bigger cap would have kept them: the learner grows
  * it); after the purge clock purged them, refaults (it lengthens the delay). */
 static size_t cap_purged_pages, clock_purged_pages;
+/* the clock's last span purge: when, and the delay its pages had waited
+ * (a refault's reuse distance is at least the delay plus the time since) */
+static uint64_t span_purge_ms, span_purge_delay;
 static bool owed(size_t *pages, size_t n) {
   size_t v = HK_LOAD_RELAXED(*pages);
   if (!v) return false;
@@ -87,13 +102,17 @@ static bool owed(size_t *pages, size_t n) {
   return true;
 }
 void hk_large_note_span(const hk_span_note_t *sn) {
-  if (HK_LIKELY(!HK_LOAD_RELAXED(hk_knobs.learn))) return;
+  if (HK_LIKELY(!hk_learn_counting())) return;
   hk_large_note(HK_LARGE_ALLOCS);
   if (sn->resident_pages >= sn->fresh_pages) hk_large_note(HK_LARGE_HITS);
   if (sn->fresh_pages == 0) return;
   HK_ADD_RELAXED(events[HK_LARGE_FAULT_PAGES], sn->fresh_pages);
   if (owed(&cap_purged_pages, sn->fresh_pages)) hk_large_note(HK_LARGE_GHOST_HITS);
-  else if (owed(&clock_purged_pages, sn->fresh_pages)) hk_large_note(HK_LARGE_REFAULTS);
+  else if (owed(&clock_purged_pages, sn->fresh_pages)) {
+    hk_large_note(HK_LARGE_REFAULTS);
+    uint64_t now = hk_os_now_ms(), at = HK_LOAD_RELAXED(span_purge_ms);
+    hk_reuse_note(&span_reuse, (now > at ? now - at : 0) + HK_LOAD_RELAXED(span_purge_delay));
+  }
 }
 
 static void (*alloc_hook)(unsigned weight);  /* set once by init.c */
@@ -178,7 +197,7 @@ void hk_large_span_purge(uint64_t delay_ms, size_t keep_bytes) {
   unsigned long calls;
   size_t purged = hk_span_collect(false, delay_ms, keep_bytes, &calls);
   while (calls--) hk_large_note(HK_LARGE_EVICT_BYTES);
-  if (HK_LOAD_RELAXED(hk_knobs.learn)) HK_ADD_RELAXED(cap_purged_pages, purged / HK_PAGE);
+  if (hk_learn_counting()) HK_ADD_RELAXED(cap_purged_pages, purged / HK_PAGE);
 }
 
 /* The tier swap's other half: the small tier is about to fault in `bytes`
@@ -313,7 +332,14 @@ hk_large_t *hk_large_cache_take(size_t need) {
   hk_large_note(HK_LARGE_ALLOCS);
   if (best) {
     hk_large_note(HK_LARGE_HITS);
-    if (best->purged) { hk_large_note(HK_LARGE_REFAULTS); best->purged = 0; }
+    if (best->purged) {
+      hk_large_note(HK_LARGE_REFAULTS);
+      if (hk_learn_counting()) {  /* unused since it was cached */
+        uint64_t now = hk_os_now_ms();
+        hk_reuse_note(&cache_reuse, now > best->stamp_ms ? now - best->stamp_ms : 0);
+      }
+      best->purged = 0;
+    }
     if (best_cost == 1 && !hk_large_set_rw(best, need)) {
       best->state = 0;
       hk_large_unmap(best);
@@ -394,7 +420,7 @@ void hk_large_quarantine(hk_large_t *h) {
  * purged where it is, under the lock (it stays cached); on trim (force)
  * every one, and the quarantine's, is unmapped. */
 typedef struct {
-  uint64_t now, delay;
+  uint64_t now, delay, span_delay;
   bool force;
   size_t bytes;         /* purged in place */
   hk_large_t *victims;  /* to unmap, linked by next */
@@ -431,8 +457,11 @@ static void collect_pick(void *arg) {
 static size_t collect_release(void *arg) {
   collect_t *c = arg;
   unsigned long calls = 0;
-  c->span_bytes = hk_span_collect(c->force, c->delay, span_cap(), &calls);
-  while (calls--) hk_large_note(HK_LARGE_PURGES);
+  c->span_bytes = hk_span_collect(c->force, c->span_delay, span_cap(), &calls);
+  for (; calls; calls--) {
+    hk_large_note(HK_LARGE_PURGES);
+    hk_large_note(HK_LARGE_SPAN_PURGES);
+  }
   return c->bytes + c->span_bytes + unmap_all(c->victims);
 }
 
@@ -440,17 +469,21 @@ size_t hk_large_collect(bool force) {
   static uint64_t gate;  /* base/gate.h */
   uint64_t now = hk_os_now_ms();
   if (!force && !hk_gate_due(&gate, now)) return 0;
-  uint64_t delay = (uint64_t)purge_delay();
-  if (force) hk_gate_set(&gate, now + delay / HK_COLLECT_DIV + 1);
-  else if (!hk_gate_pass(&gate, now, delay / HK_COLLECT_DIV + 1)) return 0;  /* another thread is on it */
+  uint64_t delay = (uint64_t)purge_delay(), sdelay = (uint64_t)span_delay();
+  uint64_t every = (delay < sdelay ? delay : sdelay) / HK_COLLECT_DIV + 1;
+  if (force) hk_gate_set(&gate, now + every);
+  else if (!hk_gate_pass(&gate, now, every)) return 0;  /* another thread is on it */
   hk_mem_tick();  /* the budget's clock: the resident set read again */
   if (!hk_pass_begin(&collect_busy, force)) return 0;
   HK_STORE_RELAXED(live_held, hk_span_bytes_live());  /* the cap follows what is live now */
-  collect_t c = { .now = now, .delay = delay, .force = force };
+  collect_t c = { .now = now, .delay = delay, .span_delay = sdelay, .force = force };
   size_t bytes = hk_collect(&cache_lock, collect_pick, collect_release, &c);
   hk_pass_end(&collect_busy);
-  if (HK_LOAD_RELAXED(hk_knobs.learn) && !force)
+  if (hk_learn_counting() && !force && c.span_bytes) {
     HK_ADD_RELAXED(clock_purged_pages, c.span_bytes / HK_PAGE);
+    HK_STORE_RELAXED(span_purge_ms, now);
+    HK_STORE_RELAXED(span_purge_delay, sdelay);
+  }
   return bytes;
 }
 

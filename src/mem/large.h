@@ -9,6 +9,7 @@
 
 #include "base/config.h"
 #include "base/measures.h"
+#include "base/reuse.h"
 #include "backend/span.h"
 
 /* ---- before either tier ------------------------------------------------------ */
@@ -37,12 +38,17 @@ size_t hk_large_count_frees(void);
 size_t hk_large_bytes_live(void);
 size_t hk_large_bytes_cached(void);  /* cached mappings and free resident span pages */
 
-/* Events the learner reads, counted only while HAKMEM_LEARN is on; the
- * evictions are by the entry cap or the byte cap; a ghost hit is a miss a
- * mapping evicted lately would have served. */
+/* Events the learner reads, counted only while it is on (HAKMEM_LEARN or
+ * HAKMEM_LEARN_PURGE); the evictions are by the entry cap or the byte cap;
+ * a ghost hit is a miss a mapping evicted lately would have served;
+ * purges count both tiers' (the cached mappings' and the span tier's),
+ * span purges the span tier's alone. */
 enum { HK_LARGE_ALLOCS, HK_LARGE_HITS, HK_LARGE_GHOST_HITS, HK_LARGE_EVICT_COUNT,
        HK_LARGE_EVICT_BYTES, HK_LARGE_PURGES, HK_LARGE_REFAULTS, HK_LARGE_FAULT_PAGES,
-       HK_LARGE_NEVENTS };
+       HK_LARGE_SPAN_PURGES, HK_LARGE_NEVENTS };
+/* The refaults' reuse distances (base/reuse.h), per tier: the span tier's
+ * free pages, the cache of freed mappings. Zeroes them. */
+void hk_large_take_reuse(unsigned long span[HK_REUSE_NB], unsigned long cache[HK_REUSE_NB]);
 void hk_large_note(unsigned ev);
 /* The learner's view of a span allocation (large.c says how it is read). */
 void hk_large_note_span(const hk_span_note_t *sn);
@@ -78,6 +84,9 @@ void hk_large_heap_keep(void *p, void *heap);
  * the learner sets others. The MiB cap also bounds the span tier's free
  * resident pages (hk_large_span_cap). */
 void hk_large_set_caps(long count, long mb, long purge_delay_ms);  /* the learner's */
+/* The learner's purge windows (learner.c): the cache's delay and the span
+ * tier's free pages' (which, unset, is the cache's). Not over a pin. */
+void hk_large_set_delays(long cache_ms, long span_ms);
 /* The control API's: sets one cap and pins it (the learner leaves it). */
 enum { HK_LARGE_CAP_COUNT, HK_LARGE_CAP_MB, HK_LARGE_CAP_DELAY };
 void hk_large_pin_cap(unsigned which, long v);

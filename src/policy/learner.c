@@ -205,6 +205,46 @@ bounds:
   L->small_idle_wait = clampl(L->small_idle_wait, b->min_small_idle, b->max_small_idle);
 }
 
+/* -- purge windows ------------------------------------------------------------ */
+
+void hk_window_step(hk_window_t *w, const hk_window_obs_t *o, const hk_window_bounds_t *b,
+                    const char *name, hk_learn_log_fn log) {
+  char why[160];
+  long max = b->max_ms > b->floor_ms ? b->max_ms : b->floor_ms;
+  long ms = clampl(w->ms, b->floor_ms, max);
+  /* the distances a window up to the ceiling could have kept */
+  unsigned long in = 0;
+  for (unsigned k = 0; k < HK_REUSE_NB; k++)
+    if (k == 0 || (long)(hk_reuse_upper(k) / 2) < max) in += o->reuse[k];
+  if (in >= HK_WINDOW_MIN_REUSES) {
+    /* memory was purged and then taken again: cover nine in ten of those
+     * distances (a bucket's upper end: they lie below it) */
+    unsigned long seen = 0;
+    unsigned k = 0;
+    for (; k < HK_REUSE_NB; k++) {
+      seen += o->reuse[k];
+      if (seen * 100 >= in * (unsigned long)HK_WINDOW_COVER) break;
+    }
+    long want = clampl((long)hk_reuse_upper(k), b->floor_ms, max);
+    w->quiet = 0;
+    if (want > ms) {
+      if (log) {
+        snprintf(why, sizeof why, "%lu purged pieces taken again, %d%% within %ld ms", in,
+                 HK_WINDOW_COVER, want);
+        log(name, ms, want, why);
+      }
+      ms = want;
+    }
+  } else if (o->purges > 0 && ms > b->floor_ms && ++w->quiet >= HK_LEARN_QUIET_EPOCHS) {
+    /* purges that nothing took again: the window is longer than reuse */
+    long to = clampl(ms / HK_LEARN_STEP, b->floor_ms, max);
+    w->quiet = 0;
+    if (log) log(name, ms, to, "purged memory stayed unused for " HK_STR(HK_LEARN_QUIET_EPOCHS) " epochs");
+    ms = to;
+  }
+  w->ms = ms;
+}
+
 void hk_learn_trim_result(hk_learner_t *L, size_t bytes) {
   /* a trim that released nothing cost nothing: do not judge it */
   if (bytes == 0) L->small_trim_empty = true;
@@ -214,6 +254,7 @@ void hk_learn_trim_result(hk_learner_t *L, size_t bytes) {
 
 static hk_learner_t learner;
 static hk_learn_bounds_t bounds;
+static hk_window_t windows[HK_NWIN];  /* under learn_lock */
 static hk_lock_t learn_lock = HK_LOCK_INIT;
 static unsigned long slow_units;
 static unsigned long small_refills;   /* small-tier slow paths, all threads */
@@ -245,12 +286,38 @@ void hk_learner_init(void) {
 
 static uint64_t take(unsigned long *c) { return HK_XCHG_RELAXED(*c, 0); }
 
+/* One epoch of each tier's window (learn_lock held), set in the layer
+ * that owns the delay. */
+static void step_windows(uint64_t ss_purges, uint64_t span_purges, uint64_t cache_purges,
+                         hk_learn_log_fn log) {
+  static const char *const names[HK_NWIN] = { "purge_window_slabs", "purge_window_span",
+                                                "purge_window_cache" };
+  hk_window_obs_t o[HK_NWIN];
+  memset(o, 0, sizeof o);
+  o[HK_WIN_SLABS].purges = ss_purges;
+  o[HK_WIN_SPAN].purges = span_purges;
+  o[HK_WIN_CACHE].purges = cache_purges;
+  hk_reuse_take(&hk_ss_reuse, o[HK_WIN_SLABS].reuse);
+  hk_large_take_reuse(o[HK_WIN_SPAN].reuse, o[HK_WIN_CACHE].reuse);
+  long floor = HK_LOAD_RELAXED(hk_knobs.purge_delay_ms);
+  long max = floor * HK_WINDOW_MAX_FACTOR;
+  if (max > hk_knobs.cap_max_purge_ms) max = hk_knobs.cap_max_purge_ms;
+  hk_window_bounds_t b = { floor, max };
+  for (unsigned t = 0; t < HK_NWIN; t++) hk_window_step(&windows[t], &o[t], &b, names[t], log);
+  hk_ss_set_purge_delay_ms(windows[HK_WIN_SLABS].ms);
+  hk_large_set_delays(windows[HK_WIN_CACHE].ms, windows[HK_WIN_SPAN].ms);
+}
+
+long hk_learner_window_ms(unsigned tier) {
+  return tier < HK_NWIN && hk_knobs.learn_purge ? HK_LOAD_RELAXED(windows[tier].ms) : 0;
+}
+
 static __thread unsigned small_pending __attribute__((tls_model("initial-exec")));
 
 /* The hooks stay installed; HAKMEM_LEARN=0 (at start or set at run time)
  * makes them return at once. */
 void hk_learner_small_tick(void) {
-  if (!HK_LOAD_RELAXED(hk_knobs.learn)) return;
+  if (!hk_learn_counting()) return;
   small_pending++;
   hk_learner_slow_tick(1);
 }
@@ -259,7 +326,7 @@ void hk_learner_slow_tick(unsigned weight) {
   /* gather units per thread; the shared counter is touched 1 time in
    * HK_LEARN_TICK_BATCH */
   static __thread unsigned pending __attribute__((tls_model("initial-exec")));
-  if (!HK_LOAD_RELAXED(hk_knobs.learn)) return;
+  if (!hk_learn_counting()) return;
   pending += weight;
   if (pending < HK_LEARN_TICK_BATCH) return;
   weight = pending;
@@ -290,13 +357,26 @@ void hk_learner_slow_tick(unsigned weight) {
   o.ss_cached_bytes = hk_ss_cached_unpurged_bytes();
   o.ss_os_maps = ss[HK_SS_OS_MAPS];
   o.small_refills = take(&small_refills);
-  hk_learn_step(&learner, &o, &bounds, HK_LOAD_RELAXED(hk_knobs.learn_log) ? log_stderr : NULL);
-  /* the caps go back to the layers that own them */
-  hk_caps_t c = learner.caps;
-  hk_large_set_caps(c.large_count, c.large_mb, c.purge_delay_ms);
-  hk_ss_set_purge_delay_ms(c.purge_delay_ms);
-  bool purge = learner.purge_large_now, purge_ss = learner.purge_ss_now;
-  bool trim_small = learner.trim_small_now;
+  hk_learn_log_fn log = HK_LOAD_RELAXED(hk_knobs.learn_log) ? log_stderr : NULL;
+  bool full = HK_LOAD_RELAXED(hk_knobs.learn) != 0, win = hk_knobs.learn_purge != 0;
+  bool purge = false, purge_ss = false, trim_small = false;
+  if (win) step_windows(ss[HK_SS_PURGES], lg[HK_LARGE_SPAN_PURGES],
+                        lg[HK_LARGE_PURGES] - lg[HK_LARGE_SPAN_PURGES], log);
+  if (full) {
+    hk_learn_step(&learner, &o, &bounds, log);
+    /* the caps go back to the layers that own them (the purge delays to
+     * the windows' rule when it is on) */
+    hk_caps_t c = learner.caps;
+    if (win) {
+      hk_large_set_caps(c.large_count, c.large_mb, windows[HK_WIN_CACHE].ms);
+    } else {
+      hk_large_set_caps(c.large_count, c.large_mb, c.purge_delay_ms);
+      hk_ss_set_purge_delay_ms(c.purge_delay_ms);
+    }
+    purge = learner.purge_large_now;
+    purge_ss = learner.purge_ss_now;
+    trim_small = learner.trim_small_now;
+  }
   hk_unlock(&learn_lock);
   if (purge) hk_large_collect(true);
   if (trim_small) {

@@ -16,12 +16,25 @@
  *                              wait doubles when small traffic came back the
  *                              very next epoch, halves after long idle spells
  *
- * hk_learn_step is a pure function of its inputs so tests can drive it with
- * synthetic counters. Nothing here runs on the malloc/free fast path. */
+ * Purge windows (HAKMEM_LEARN_PURGE=1, the default; with or without the
+ * rest): each tier that gives memory back (the superslab layer's slabs,
+ * the span tier's free pages, the large tier's cached mappings) measures
+ * how long the memory the program took again after a purge had been
+ * unused (its reuse distance: base/reuse.h). Memory taken again within a
+ * window should not have been purged: the tier's purge delay grows to
+ * cover nine in ten of the distances it saw below the window's ceiling;
+ * after HK_LEARN_QUIET_EPOCHS epochs of purges that nothing took again it
+ * halves, down to the knob's delay (HAKMEM_PURGE_DELAY_MS), its floor.
+ * Memory not taken again goes back one window after it was freed.
+ *
+ * hk_learn_step and hk_window_step are pure functions of their inputs so
+ * tests can drive them with synthetic counters. Nothing here runs on the
+ * malloc/free fast path. */
 #ifndef HK_LEARNER_H
 #define HK_LEARNER_H
 
 #include "base/config.h"
+#include "base/reuse.h"
 
 /* The caps the learner moves. Each is owned by the layer that reads it (the
  * large tier: entries, MiB, its purge delay; the superslab layer: the purge
@@ -83,6 +96,26 @@ typedef struct hk_learner {
 } hk_learner_t;
 
 typedef void (*hk_learn_log_fn)(const char *cap, long from, long to, const char *why);
+
+/* ---- purge windows ---- */
+enum { HK_WIN_SLABS, HK_WIN_SPAN, HK_WIN_CACHE, HK_NWIN };
+typedef struct hk_window {
+  long ms;        /* the tier's purge delay (0: not set yet, the floor) */
+  int quiet;      /* epochs with purges and no reuse since the last change */
+} hk_window_t;
+typedef struct hk_window_obs {
+  uint64_t purges;                   /* the tier's purges this epoch */
+  unsigned long reuse[HK_REUSE_NB];  /* its refaults' reuse distances */
+} hk_window_obs_t;
+typedef struct hk_window_bounds {
+  long floor_ms, max_ms;  /* the knob's delay; the ceiling */
+} hk_window_bounds_t;
+/* One epoch of a tier's window; logs a change under `name`. */
+void hk_window_step(hk_window_t *w, const hk_window_obs_t *o, const hk_window_bounds_t *b,
+                    const char *name, hk_learn_log_fn log);
+/* The window in force for a tier (the glue's, for the stats): 0 when the
+ * windows are off. */
+long hk_learner_window_ms(unsigned tier);
 
 void hk_learn_init(hk_learner_t *L, const hk_caps_t *start);
 /* Decide the caps for the next epoch. Calls log (if any) per change. */

@@ -206,5 +206,54 @@ int main(void) {
   hk_ss_pin_purge_delay_ms(777);
   hk_ss_set_purge_delay_ms(5);
   CHECKF(hk_ss_purge_delay_ms() == 777, "pinned delay moved to %ld", hk_ss_purge_delay_ms());
+
+  /* 11. purge windows (hk_window_step): reuse distances within the ceiling
+   * lengthen a tier's window to cover 90% of them; one refault is noise;
+   * distances past the ceiling (purging was right) move nothing; epochs of
+   * purges nothing took again halve it, never below the knob's delay */
+  {
+    hk_window_bounds_t wb = { .floor_ms = 1000, .max_ms = 8000 };
+    hk_window_t w = { 0, 0 };
+    hk_window_obs_t wo;
+    memset(&wo, 0, sizeof wo);
+    hk_window_step(&w, &wo, &wb, "w", NULL);
+    CHECKF(w.ms == 1000, "unset window starts at the floor: %ld", w.ms);
+    wo.reuse[hk_reuse_bucket(1200)] = 1;
+    hk_window_step(&w, &wo, &wb, "w", NULL);
+    CHECKF(w.ms == 1000, "one refault moved the window to %ld", w.ms);
+    wo.reuse[hk_reuse_bucket(1200)] = 50;  /* a burst after a 1.2 s pause */
+    wo.reuse[hk_reuse_bucket(3)] = 2;
+    hk_window_step(&w, &wo, &wb, "w", NULL);
+    CHECKF(w.ms == 2048, "1.2 s reuses: window %ld, want 2048", w.ms);
+    memset(&wo, 0, sizeof wo);
+    wo.reuse[hk_reuse_bucket(60000)] = 100;  /* reused a minute later: past the ceiling */
+    hk_window_step(&w, &wo, &wb, "w", NULL);
+    CHECKF(w.ms == 2048, "reuses past the ceiling moved the window to %ld", w.ms);
+    memset(&wo, 0, sizeof wo);
+    wo.reuse[hk_reuse_bucket(7000)] = 100;   /* within the ceiling: capped at it */
+    hk_window_step(&w, &wo, &wb, "w", NULL);
+    CHECKF(w.ms == 8000, "7 s reuses: window %ld, want the ceiling 8000", w.ms);
+    memset(&wo, 0, sizeof wo);
+    wo.purges = 5;
+    int steps = 0;
+    while (w.ms > 1000 && steps < 100) { hk_window_step(&w, &wo, &wb, "w", NULL); steps++; }
+    CHECKF(w.ms == 1000 && steps == 3 * HK_LEARN_QUIET_EPOCHS, "quiet purges: window %ld after %d epochs",
+           w.ms, steps);
+    for (int e = 0; e < 20; e++) hk_window_step(&w, &wo, &wb, "w", NULL);
+    CHECKF(w.ms == 1000, "below the floor: %ld", w.ms);
+    memset(&wo, 0, sizeof wo);  /* no purges, no reuse (idle, or all kept): nothing moves */
+    w.ms = 4096;
+    for (int e = 0; e < 20; e++) hk_window_step(&w, &wo, &wb, "w", NULL);
+    CHECKF(w.ms == 4096, "an epoch without purges moved the window to %ld", w.ms);
+    CHECK(hk_reuse_bucket(0) == 0 && hk_reuse_bucket(1) == 0 && hk_reuse_bucket(2) == 1 &&
+          hk_reuse_bucket(1023) == 9 && hk_reuse_bucket(1024) == 10 &&
+          hk_reuse_bucket(~0ull) == HK_REUSE_NB - 1);
+  }
+  /* the windows go to the large tier's caps; a pinned delay stays */
+  hk_large_set_delays(2000, 3000);
+  CHECKF(hk_large_cap(HK_LARGE_CAP_DELAY) == 2000, "cache window %ld", hk_large_cap(HK_LARGE_CAP_DELAY));
+  hk_large_pin_cap(HK_LARGE_CAP_DELAY, 500);
+  hk_large_set_delays(9000, 9000);
+  CHECKF(hk_large_cap(HK_LARGE_CAP_DELAY) == 500, "pinned delay moved to %ld", hk_large_cap(HK_LARGE_CAP_DELAY));
   return check_done("test_learner");
 }
