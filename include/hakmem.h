@@ -48,6 +48,17 @@ int hak_owns(const void *ptr);
  * receives a batch of blocks; for threads still running, blocks it holds
  * but has not handed out yet count as allocated. */
 #define HAK_STATS_CLASSES 72
+/* The tiers of purge_window_ms: the slabs of superslabs (small and mid
+ * blocks), the span tier's free pages, the cache of freed mappings. */
+enum { HAK_TIER_SLABS, HAK_TIER_SPAN, HAK_TIER_CACHE, HAK_STATS_TIERS };
+/* The locks of lock_wait_count and lock_wait_ns: the superslab cache, the
+ * abandoned superslabs, the list of every superslab, the span arenas'
+ * shards, the cache of freed mappings, the thread-heap registry, the mid
+ * pools, the learner, the stats timeline; OTHER: the rest (first-class
+ * heaps, the profiler, call stacks). New names are appended. */
+enum { HAK_LOCK_OTHER, HAK_LOCK_SS_CACHE, HAK_LOCK_SS_ABANDONED, HAK_LOCK_SS_ALL, HAK_LOCK_SPAN,
+       HAK_LOCK_LARGE_CACHE, HAK_LOCK_HEAPS, HAK_LOCK_MID_POOL, HAK_LOCK_LEARNER, HAK_LOCK_STATS,
+       HAK_STATS_LOCKS };
 
 struct hak_class_stats {
   size_t block_size;
@@ -115,6 +126,14 @@ struct hak_stats {
                                      and large pages, less what was given back
                                      (an upper bound, at most rss_bytes) */
   size_t retained;                /* mapped, not resident: address space kept for reuse */
+  /* ---- unreleased too: purge windows, lock waits per lock (docs/OBSERVABILITY.md,
+   * "Purge windows and lock waits") ---- */
+  long   purge_window_ms[HAK_STATS_TIERS];  /* the purge delay in force per tier
+                                     (HAK_TIER_*): learned from reuse
+                                     (HAKMEM_LEARN_PURGE), or the knob's */
+  unsigned long lock_wait_count[HAK_STATS_LOCKS];  /* per lock (HAK_LOCK_*): acquisitions
+                                     that found it taken */
+  unsigned long lock_wait_ns[HAK_STATS_LOCKS];     /* the time those waits took, ns */
 };
 
 /* The ABI rule of struct hak_stats: fields are only ever appended at its

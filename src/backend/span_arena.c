@@ -32,6 +32,9 @@ size_t hk_span_live_pages, hk_span_dirty_pages, hk_span_lent_pages, hk_span_aren
  * spreading late leaves the holes in the first shard's arena while the
  * others carve fresh pages, which costs both memory and time. */
 shard_t hk_arena_shards[HK_SPAN_SHARDS];
+__attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
+  hk_lock_name(hk_arena_shards, sizeof hk_arena_shards, HK_LOCK_SPAN);
+}
 
 /* One per CPU the process may run on, or HAKMEM_SPAN_SHARDS when set. */
 unsigned hk_arena_shards_now(void) {

@@ -26,6 +26,11 @@ static hk_ss_list_t abandoned[HK_SS_NKINDS];
 static size_t mapped_count;
 static hk_lock_t all_lock = HK_LOCK_INIT;  /* every mapped superslab, for fork */
 static hk_superslab_t *all_head;
+__attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
+  hk_lock_name(&cache_lock, sizeof cache_lock, HK_LOCK_SS_CACHE);
+  hk_lock_name(&abandoned_lock, sizeof abandoned_lock, HK_LOCK_SS_ABANDONED);
+  hk_lock_name(&all_lock, sizeof all_lock, HK_LOCK_SS_ALL);
+}
 static uint64_t collect_gate;             /* hk_ss_collect's clock (base/gate.h) */
 /* cached superslabs not purged (under cache_lock; read without it as a
  * hint: hk_ss_shed returns at once when there are none) */

@@ -1,15 +1,47 @@
-/* Lock waits: how often a global lock (lock.h) was found taken, and how
- * often a waiter gave up its time slice, counted for the stats. */
+/* Lock waits: how often a global lock (lock.h) was found taken, how often
+ * a waiter gave up its time slice, and per lock name how long the waits
+ * took, counted for the stats. */
 #include "base/lock.h"
+
+#include <time.h>
 
 hk_lock_counts_t hk_lock_counts;
 
+/* The named ranges: a few, written by constructors before any wait reads
+ * them (a slot counted but not yet written reads as empty: OTHER). */
+#define RANGES 16
+static struct { uintptr_t lo, hi; unsigned name; } ranges[RANGES];
+static atomic_uint nranges;
+
+void hk_lock_name(const void *p, size_t bytes, unsigned name) {
+  unsigned i = atomic_fetch_add_explicit(&nranges, 1, memory_order_relaxed);
+  if (i >= RANGES || name >= HK_LOCK_NAMES) return;
+  ranges[i].name = name;
+  ranges[i].hi = (uintptr_t)p + bytes;
+  ranges[i].lo = (uintptr_t)p;
+}
+
+static unsigned name_of(const hk_lock_t *l) {
+  unsigned n = atomic_load_explicit(&nranges, memory_order_relaxed);
+  uintptr_t a = (uintptr_t)l;
+  for (unsigned i = 0; i < n && i < RANGES; i++)
+    if (a >= ranges[i].lo && a < ranges[i].hi) return ranges[i].name;
+  return HK_LOCK_OTHER;
+}
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 void hk_lock_wait(hk_lock_t *l) {
   atomic_fetch_add_explicit(&hk_lock_counts.waits, 1, memory_order_relaxed);
+  uint64_t t0 = now_ns();
   for (unsigned spins = 0;; spins++) {
     if (atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
         atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0)
-      return;
+      break;
     if (spins < 64) {
       hk_cpu_relax();
     } else {
@@ -17,4 +49,7 @@ void hk_lock_wait(hk_lock_t *l) {
       sched_yield();
     }
   }
+  unsigned name = name_of(l);
+  atomic_fetch_add_explicit(&hk_lock_counts.named_waits[name], 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&hk_lock_counts.named_ns[name], now_ns() - t0, memory_order_relaxed);
 }

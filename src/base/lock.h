@@ -13,11 +13,24 @@ typedef struct { atomic_int v; } hk_lock_t;
 
 HK_INLINE void hk_cpu_relax(void) { __builtin_ia32_pause(); }
 
+/* Which lock waited, for the stats (hakmem.h's HAK_LOCK_*, the same
+ * numbers): a lock counts under the name of the memory range it lies in
+ * (hk_lock_name: its owner names it once, at start-up), else OTHER. */
+enum { HK_LOCK_OTHER, HK_LOCK_SS_CACHE, HK_LOCK_SS_ABANDONED, HK_LOCK_SS_ALL, HK_LOCK_SPAN,
+       HK_LOCK_LARGE_CACHE, HK_LOCK_HEAPS, HK_LOCK_MID_POOL, HK_LOCK_LEARNER, HK_LOCK_STATS,
+       HK_LOCK_NAMES };
 /* Acquisitions that found the lock taken, and the sched_yield calls of
- * their waits (lock.c), for the stats. */
-typedef struct { atomic_ulong waits, yields; } hk_lock_counts_t;
+ * their waits (lock.c), for the stats; per name, the waits and the
+ * nanoseconds they took (CLOCK_MONOTONIC, read only by a wait). */
+typedef struct {
+  atomic_ulong waits, yields;
+  atomic_ulong named_waits[HK_LOCK_NAMES], named_ns[HK_LOCK_NAMES];
+} hk_lock_counts_t;
 extern hk_lock_counts_t hk_lock_counts;
 void hk_lock_wait(hk_lock_t *l);  /* the contended path: spins, then yields */
+/* The locks in [p, p + bytes) wait under `name` (one lock, or an array of
+ * them). From a constructor: before any thread waits. */
+void hk_lock_name(const void *p, size_t bytes, unsigned name);
 
 HK_INLINE void hk_lock(hk_lock_t *l) {
   if (HK_LIKELY(atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&

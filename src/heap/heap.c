@@ -83,6 +83,9 @@ void hk_heap_start(void) {
 /* ---- the registry: heap structs live in their own mapped pages ------------ */
 
 static hk_lock_t registry_lock = HK_LOCK_INIT;
+__attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
+  hk_lock_name(&registry_lock, sizeof registry_lock, HK_LOCK_HEAPS);
+}
 static hk_heap_t *registry_all;
 static hk_heap_t *registry_free;
 static atomic_size_t live_heaps;

@@ -84,6 +84,9 @@ void hk_heap_free_local_slow(hk_slab_t *s) {
 /* ---- the mid pool (heap_slabs.h) -------------------------------------------- */
 
 hk_midp_t hk_midp[HK_NCLASS_MID];
+__attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
+  hk_lock_name(hk_midp, sizeof hk_midp, HK_LOCK_MID_POOL);
+}
 
 bool hk_heap_midp_put(unsigned i, hk_block_t *b) {
   hk_midp_t *p = &hk_midp[i];

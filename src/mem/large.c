@@ -57,6 +57,7 @@ void hk_large_set_delays(long cache_ms, long span_ms) {
   hk_cap_learn(&cap_span_ms, span_ms);
 }
 void hk_large_pin_cap(unsigned which, long v) {
+  if (which == HK_LARGE_CAP_SPAN_DELAY) { hk_cap_pin(&cap_span_ms, v); return; }
   hk_cap_pin(which == HK_LARGE_CAP_COUNT ? &cap_count : which == HK_LARGE_CAP_MB ? &cap_mb : &cap_delay_ms, v);
   if (which == HK_LARGE_CAP_DELAY) hk_cap_pin(&cap_span_ms, v);  /* one delay pinned: both tiers' */
 }
@@ -66,7 +67,8 @@ static long cache_cap_mb(void) { return hk_mem_scale_cap(hk_cap_or(&cap_mb, &hk_
 static long purge_delay(void) { return hk_mem_scale_delay(hk_cap_or(&cap_delay_ms, &hk_knobs.purge_delay_ms)); }
 static long span_delay(void) { return hk_mem_scale_delay(hk_cap_or(&cap_span_ms, &hk_knobs.purge_delay_ms)); }
 long hk_large_cap(unsigned which) {
-  return which == HK_LARGE_CAP_COUNT ? cache_cap_count() : which == HK_LARGE_CAP_MB ? cache_cap_mb() : purge_delay();
+  return which == HK_LARGE_CAP_COUNT ? cache_cap_count() : which == HK_LARGE_CAP_MB ? cache_cap_mb()
+         : which == HK_LARGE_CAP_SPAN_DELAY ? span_delay() : purge_delay();
 }
 
 /* ---- events and hooks ------------------------------------------------------------ */
@@ -215,6 +217,9 @@ void hk_large_shed(size_t bytes) {
 /* ---- the cache and quarantine of freed mappings ------------------------------------ */
 
 static hk_lock_t cache_lock = HK_LOCK_INIT;
+__attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
+  hk_lock_name(&cache_lock, sizeof cache_lock, HK_LOCK_LARGE_CACHE);
+}
 static int collect_busy;  /* a collect pass is running (collect.h, hk_pass_begin) */
 static hk_large_t *cache_head, *cache_tail;   /* newest first */
 static size_t cache_count, cache_bytes;       /* cache_bytes: rw_size summed */

@@ -88,7 +88,7 @@ void hk_large_set_caps(long count, long mb, long purge_delay_ms);  /* the learne
  * tier's free pages' (which, unset, is the cache's). Not over a pin. */
 void hk_large_set_delays(long cache_ms, long span_ms);
 /* The control API's: sets one cap and pins it (the learner leaves it). */
-enum { HK_LARGE_CAP_COUNT, HK_LARGE_CAP_MB, HK_LARGE_CAP_DELAY };
+enum { HK_LARGE_CAP_COUNT, HK_LARGE_CAP_MB, HK_LARGE_CAP_DELAY, HK_LARGE_CAP_SPAN_DELAY };
 void hk_large_pin_cap(unsigned which, long v);
 long hk_large_cap(unsigned which);   /* in force now */
 

@@ -256,6 +256,9 @@ static hk_learner_t learner;
 static hk_learn_bounds_t bounds;
 static hk_window_t windows[HK_NWIN];  /* under learn_lock */
 static hk_lock_t learn_lock = HK_LOCK_INIT;
+__attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
+  hk_lock_name(&learn_lock, sizeof learn_lock, HK_LOCK_LEARNER);
+}
 static unsigned long slow_units;
 static unsigned long small_refills;   /* small-tier slow paths, all threads */
 

@@ -27,6 +27,9 @@ static uint64_t peak_blocks[HK_NCLASS];   /* sampled                         */
 static size_t peak_live_bytes;
 static size_t peak_committed;             /* sampled, as peak_live_bytes */
 static hk_lock_t tick_lock = HK_LOCK_INIT;
+__attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
+  hk_lock_name(&tick_lock, sizeof tick_lock, HK_LOCK_STATS);
+}
 static uint64_t tick_gate;  /* base/gate.h */
 static uint64_t start_ms;
 
@@ -147,6 +150,15 @@ void hk_stats_collect(struct hak_stats *o) {
   o->populate_bytes = atomic_load(&hk_os_stats.populate_bytes);
   o->lock_waits = atomic_load(&hk_lock_counts.waits);
   o->lock_yields = atomic_load(&hk_lock_counts.yields);
+  _Static_assert((int)HK_LOCK_NAMES == (int)HAK_STATS_LOCKS && (int)HK_LOCK_STATS == (int)HAK_LOCK_STATS &&
+                 (int)HK_LOCK_SPAN == (int)HAK_LOCK_SPAN, "lock.h's names are hakmem.h's");
+  for (unsigned i = 0; i < HAK_STATS_LOCKS; i++) {
+    o->lock_wait_count[i] = atomic_load(&hk_lock_counts.named_waits[i]);
+    o->lock_wait_ns[i] = atomic_load(&hk_lock_counts.named_ns[i]);
+  }
+  o->purge_window_ms[HAK_TIER_SLABS] = hk_ss_purge_delay_ms();
+  o->purge_window_ms[HAK_TIER_SPAN] = hk_large_cap(HK_LARGE_CAP_SPAN_DELAY);
+  o->purge_window_ms[HAK_TIER_CACHE] = hk_large_cap(HK_LARGE_CAP_DELAY);
   o->span_shards = (int)hk_span_shards();
   hk_mem_info_t m;
   hk_mem_info(&m);

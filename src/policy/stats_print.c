@@ -118,6 +118,36 @@ static double fragmentation(const struct hak_stats *s) {
   return s->active && s->allocated < s->active ? 1.0 - (double)s->allocated / (double)s->active : 0.0;
 }
 
+/* hakmem.h's HAK_LOCK_* in order: the names the report and JSON print */
+static const char *const lock_names[HAK_STATS_LOCKS] = {
+  "other", "ss_cache", "ss_abandoned", "ss_all", "span", "large_cache", "heaps", "mid_pool", "learner", "stats",
+};
+
+/* the purge windows, and the waits of each lock that waited */
+static void print_windows_text(hk_writer_t *w, const struct hak_stats *s) {
+  hk_write_fmt(w, "  purge windows: slabs %ld ms, span pages %ld ms, cached mappings %ld ms (%s)\n",
+               s->purge_window_ms[HAK_TIER_SLABS], s->purge_window_ms[HAK_TIER_SPAN],
+               s->purge_window_ms[HAK_TIER_CACHE], hk_knobs.learn_purge ? "learned from reuse" : "fixed");
+  hk_write_str(w, "  lock waits by lock:");
+  bool any = false;
+  for (unsigned i = 0; i < HAK_STATS_LOCKS; i++) {
+    if (!s->lock_wait_count[i]) continue;
+    hk_write_fmt(w, " %s %lu (%lu us)", lock_names[i], s->lock_wait_count[i], s->lock_wait_ns[i] / 1000);
+    any = true;
+  }
+  hk_write_str(w, any ? "\n" : " none\n");
+}
+
+static void print_windows_json(hk_writer_t *w, const struct hak_stats *s) {
+  hk_write_fmt(w, "\"purge_windows\": {\"slabs\": %ld, \"span\": %ld, \"cache\": %ld, \"learned\": %d}, \"locks\": {",
+               s->purge_window_ms[HAK_TIER_SLABS], s->purge_window_ms[HAK_TIER_SPAN],
+               s->purge_window_ms[HAK_TIER_CACHE], hk_knobs.learn_purge ? 1 : 0);
+  for (unsigned i = 0; i < HAK_STATS_LOCKS; i++)
+    hk_write_fmt(w, "%s\"%s\": {\"waits\": %lu, \"ns\": %lu}", i ? ", " : "", lock_names[i],
+                 s->lock_wait_count[i], s->lock_wait_ns[i]);
+  hk_write_str(w, "}, ");
+}
+
 static void print_text(hk_writer_t *w, const hk_stats_snap_t *snap) {
   const struct hak_stats *s = &snap->s;
   hk_write_fmt(w, "hakmem %s statistics (pid %d)\n", HK_VERSION_STRING, (int)getpid());
@@ -145,6 +175,7 @@ static void print_text(hk_writer_t *w, const hk_stats_snap_t *snap) {
                s->populate_calls, s->populate_bytes, s->lock_waits, s->lock_yields, s->span_shards);
   hk_write_fmt(w, "  big blocks: %zu placed without huge pages; %zu freed sampled, %d per mille of their 2 MiB chunks touched\n",
                s->thp_plain_blocks, s->thp_samples, s->thp_density);
+  print_windows_text(w, s);
   print_budget_text(w, s);
   if (!s->counting) {
     hk_write_str(w, "  (allocation counts need HAKMEM_STATS=1)\n");
@@ -228,6 +259,7 @@ static void print_json(hk_writer_t *w, const hk_stats_snap_t *snap, uint64_t t_m
                thp_knob(), hk_os_thp_system(), hk_os_page_reporting(), s->thp, s->huge_bytes, s->populate_calls,
                s->populate_bytes, s->lock_waits, s->lock_yields, s->span_shards, s->thp_plain_blocks,
                s->thp_samples, s->thp_density);
+  print_windows_json(w, s);
   hk_write_fmt(w, "\"budget\": {\"limit\": %zu, \"soft\": %zu, \"source\": \"%s\", \"action\": \"%s\", "
                   "\"resident\": %zu, \"headroom\": %zu, \"pressure\": %d, \"reliefs\": %lu, \"over\": %lu, "
                   "\"refused\": %lu}, ",

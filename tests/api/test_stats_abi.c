@@ -9,8 +9,11 @@
  *     and writes nothing for size 0 or NULL;
  *   - the fields of 0.1 are where they were (offsets frozen);
  *   - the appended `profile` is the profile in force;
- *   - allocated, active, metadata, resident, retained come last, in that
- *     order, and allocated <= active <= resident <= mapped. */
+ *   - allocated, active, metadata, resident, retained follow span_shards,
+ *     in that order, and allocated <= active <= resident <= mapped;
+ *   - purge_window_ms, lock_wait_count, lock_wait_ns come last: the
+ *     windows in force (each at least the knob's delay, the floor), and
+ *     each lock wait counted under exactly one lock. */
 #define _GNU_SOURCE
 #include <stddef.h>
 #include <stdio.h>
@@ -64,7 +67,20 @@ int main(void) {
   CHECK(offsetof(struct hak_stats, metadata) == offsetof(struct hak_stats, active) + sizeof(size_t));
   CHECK(offsetof(struct hak_stats, resident) == offsetof(struct hak_stats, metadata) + sizeof(size_t));
   CHECK(offsetof(struct hak_stats, retained) == offsetof(struct hak_stats, resident) + sizeof(size_t));
-  CHECK(sizeof(struct hak_stats) == offsetof(struct hak_stats, retained) + sizeof(size_t));
+  CHECK(offsetof(struct hak_stats, purge_window_ms) == offsetof(struct hak_stats, retained) + sizeof(size_t));
+  CHECK(offsetof(struct hak_stats, lock_wait_count) ==
+        offsetof(struct hak_stats, purge_window_ms) + HAK_STATS_TIERS * sizeof(long));
+  CHECK(offsetof(struct hak_stats, lock_wait_ns) ==
+        offsetof(struct hak_stats, lock_wait_count) + HAK_STATS_LOCKS * sizeof(unsigned long));
+  CHECK(sizeof(struct hak_stats) == offsetof(struct hak_stats, lock_wait_ns) + HAK_STATS_LOCKS * sizeof(unsigned long));
+  CHECK(HAK_STATS_TIERS == 3 && HAK_STATS_LOCKS == 10);
+  long delay = 0;
+  CHECK(hak_ctl_get("HAKMEM_PURGE_DELAY_MS", &delay) == 0);
+  for (int t = 0; t < HAK_STATS_TIERS; t++)
+    CHECKF(s.purge_window_ms[t] >= delay, "tier %d: window %ld under the delay %ld", t, s.purge_window_ms[t], delay);
+  unsigned long named = 0;
+  for (int i = 0; i < HAK_STATS_LOCKS; i++) named += s.lock_wait_count[i];
+  CHECKF(named == s.lock_waits, "waits per lock sum to %lu, lock_waits %lu", named, s.lock_waits);
   CHECK(s.allocated == s.live_bytes);
   CHECKF(s.active >= s.allocated && s.active >= 64 * 1024, "active %zu, allocated %zu", s.active, s.allocated);
   CHECKF(s.metadata >= s.superslabs * 8192 && s.metadata > 0, "metadata %zu", s.metadata);
