@@ -11,6 +11,7 @@
 #include "../include/hakmem.h"
 #include "mem/large_huge.h"
 #include "mem/large_span.h"
+#include "mem/guarded.h"
 #include "mem/prof.h"
 #include "mem/zero.h"
 #include "base/libc.h"  /* realloc's copy and calloc's zeroing: glibc's, unchecked */
@@ -273,6 +274,20 @@ static bool prof_resize(void *p, unsigned ck, size_t n, void **out) {  /* a samp
   return refuse(out);
 }
 
+/* The guarded pool (guarded.c): mapped only while sampling is on. */
+static void guarded_free(void *p, unsigned ck, unsigned kind, size_t size) {
+  (void)ck, (void)kind, (void)size;
+  hk_guarded_free("free", p);
+}
+static size_t guarded_usable(const void *p, unsigned ck) { (void)ck; return hk_guarded_usable(p); }
+static bool guarded_owns(const void *p, unsigned ck) { (void)ck; return hk_guarded_usable(p) != 0; }
+static bool guarded_resize(void *p, unsigned ck, size_t n, void **out) {  /* a sampled block moves */
+  (void)ck, (void)n;
+  if (hk_guarded_usable(p) != 0) return false;
+  hk_guarded_free("realloc", p);  /* reports why */
+  return refuse(out);
+}
+
 static void foreign_free(void *p, unsigned ck, unsigned kind, size_t size) {
   (void)ck, (void)kind, (void)size;
   if (p != NULL) hk_report_invalid("free", p, HK_WHY_FOREIGN);
@@ -300,6 +315,7 @@ const hk_tier_t hk_tiers[HK_NTIERS] = {
   [HK_TIER_HUGE]    = { hk_large_huge_free, hk_large_huge_usable, huge_owns, huge_resize, hk_large_huge_extent },
   [HK_TIER_ZERO]    = { zero_free,    zero_usable,     zero_owns,  zero_resize,    no_extent },
   [HK_TIER_PROF]    = { prof_free,    prof_usable,     prof_owns,  prof_resize,    no_extent },
+  [HK_TIER_GUARDED] = { guarded_free, guarded_usable,  guarded_owns, guarded_resize, no_extent },
 };
 
 /* Usable size of a live block; 0 for anything else. */

@@ -19,6 +19,7 @@
 #include "policy/learner.h"
 #include "backend/mem_limit.h"
 #include "pal/os.h"
+#include "mem/guarded.h"
 #include "mem/prof.h"
 #include "base/report.h"
 #include "policy/stats.h"
@@ -34,6 +35,7 @@ static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
 static void fork_prepare(void) {
   hk_bg_fork_prepare();
   hk_prof_fork_prepare();
+  hk_guarded_fork_prepare();
   hk_heap_fork_prepare();
   hk_heap_midp_fork_prepare();
   hk_large_fork_prepare();
@@ -44,6 +46,7 @@ static void fork_parent(void) {
   hk_large_fork_parent();
   hk_heap_midp_fork_parent();
   hk_heap_fork_parent();
+  hk_guarded_fork_parent();
   hk_prof_fork_parent();
   hk_bg_fork_parent();
 }
@@ -52,6 +55,7 @@ static void fork_child(void) {
   hk_large_fork_child();
   hk_heap_midp_fork_child();
   hk_heap_fork_child();
+  hk_guarded_fork_child();
   hk_prof_fork_child();
   hk_bg_fork_child();  /* the purge thread is not copied: a new one, if on */
 }
@@ -127,6 +131,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_learner_init();
   hk_stats_init();
   hk_prof_init();
+  hk_guarded_init();  /* sampled guarded blocks (HAKMEM_GUARDED_RATE, on by default) */
   /* the learner's hooks when it is on (ctl.c installs them when it is
    * turned on at run time; turned off, they return at once) */
   bool learn = hk_knobs.learn != 0 || hk_knobs.learn_purge != 0;  /* every cap, or the purge windows */
@@ -177,5 +182,12 @@ __attribute__((destructor)) static void hk_destructor(void) {
                (unsigned long)atomic_load(&hk_os_stats.munmap_calls),
                (unsigned long)atomic_load(&hk_os_stats.madvise_calls),
                hk_os_peak_rss_bytes(0) / 1024);
+    if (HK_LOAD_RELAXED(hk_guarded_on)) {
+      size_t live;
+      uint64_t taken, skipped;
+      hk_guarded_counts(&live, &taken, &skipped);
+      hk_message_fd(report_fd, "hakmem: guarded: %lu blocks sampled (one in %ld), %lu not (pool full), %zu live\n",
+                    (unsigned long)taken, hk_knobs.guarded_rate, (unsigned long)skipped, live);
+    }
   }
 }

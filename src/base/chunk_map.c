@@ -11,7 +11,9 @@ const uint8_t hk_chunk_tiers[256] = {
   [HK_CHUNK_ZERO] = HK_TIER_ZERO,
   [HK_CHUNK_SPAN] = HK_TIER_SPAN,
   [HK_CHUNK_LARGE ... HK_CHUNK_LARGE + HK_CHUNK_LARGE_MAX_BACK] = HK_TIER_HUGE,
+  [HK_CHUNK_GUARDED] = HK_TIER_GUARDED,
   [HK_CHUNK_PROF] = HK_TIER_PROF,
   [HK_CHUNK_SS ... 255] = HK_TIER_SLAB,
 };
-_Static_assert(HK_CHUNK_LARGE + HK_CHUNK_LARGE_MAX_BACK + 1 == HK_CHUNK_PROF, "the large tier's values end below the profiler's");
+_Static_assert(HK_CHUNK_LARGE + HK_CHUNK_LARGE_MAX_BACK + 1 == HK_CHUNK_GUARDED, "the large tier's values end below the guarded pool's");
+_Static_assert(HK_CHUNK_GUARDED + 1 == HK_CHUNK_PROF, "the guarded pool's value is below the profiler's");

@@ -14,14 +14,15 @@ enum {
   HK_CHUNK_ZERO = 1,        /* zero-size blocks (zero.c, measure zero)    */
   HK_CHUNK_SPAN = 2,        /* an arena of spans (span.c): 1 GiB-aligned  */
   HK_CHUNK_LARGE = 3,       /* a large block's header is k chunks back:   */
-  /* value 3 + k, k in [0, 123]: alignments up to 246 MiB (powers of two:
+  /* value 3 + k, k in [0, 122]: alignments up to 244 MiB (powers of two:
    * 128 MiB; hk_large_alloc refuses more with ENOMEM)                     */
+  HK_CHUNK_GUARDED = 126,   /* the pool of sampled guarded blocks (guarded.c) */
   HK_CHUNK_PROF = 127,      /* a sampled block (prof.c, HAKMEM_PROF)      */
   HK_CHUNK_SS = 0x80,       /* a superslab starts here: 0x80 | slab shift */
   HK_CHUNK_SS_SMALL = HK_CHUNK_SS | 16,  /* 64 KiB slabs                  */
   HK_CHUNK_SS_MID = HK_CHUNK_SS | 18,    /* 256 KiB slabs                 */
 };
-#define HK_CHUNK_LARGE_MAX_BACK 123
+#define HK_CHUNK_LARGE_MAX_BACK 122
 
 /* The map value says both "a superslab" (the top bit: one sign test) and
  * its slab size (the low bits are the slab shift, 16 or 18: a 64-bit shift
@@ -36,7 +37,7 @@ HK_INLINE bool hk_chunk_is_large(unsigned v) { return v - HK_CHUNK_SPAN <= HK_CH
 /* The tier that owns a chunk, by its map value: the row of the API's table
  * of block operations (alloc.h, hk_tiers). A new kind of chunk is a value
  * above and a tier here. */
-enum { HK_TIER_FOREIGN, HK_TIER_SLAB, HK_TIER_SPAN, HK_TIER_HUGE, HK_TIER_ZERO, HK_TIER_PROF, HK_NTIERS };
+enum { HK_TIER_FOREIGN, HK_TIER_SLAB, HK_TIER_SPAN, HK_TIER_HUGE, HK_TIER_ZERO, HK_TIER_PROF, HK_TIER_GUARDED, HK_NTIERS };
 extern const uint8_t hk_chunk_tiers[256] HK_HIDDEN;
 HK_INLINE unsigned hk_chunk_tier(unsigned v) { return hk_chunk_tiers[v & 255]; }
 

@@ -58,6 +58,8 @@ typedef struct hk_knobs {
   long prof_leaks;         /* HAKMEM_PROF_LEAKS                    */
   long prof_seed;          /* HAKMEM_PROF_SEED (0: random)         */
   char prof_file[512];     /* HAKMEM_PROF_FILE                     */
+  long guarded_rate;       /* HAKMEM_GUARDED_RATE (0: off)         */
+  long guarded_slots;      /* HAKMEM_GUARDED_SLOTS (0: off)        */
   long background_purge;   /* HAKMEM_BACKGROUND_PURGE: HK_BG_*      */
   long thp;                /* HAKMEM_THP (HK_THP_KNOB_*)           */
   long span_shards;        /* HAKMEM_SPAN_SHARDS (0: one per CPU)  */

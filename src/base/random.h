@@ -30,6 +30,7 @@ enum {
   HK_RANDOM_CARVE,         /* secure.c: a thread's shuffle (x: its TLS) */
   HK_RANDOM_MAP_HINT,      /* os.c: where aligned mappings start       */
   HK_RANDOM_PROF,          /* prof.c: the sampling seed (HAKMEM_PROF_SEED=0) */
+  HK_RANDOM_GUARDED,       /* guarded.c: the sampling seed             */
 };
 
 /* 64 random bits for (purpose, x): the same for the same pair within a

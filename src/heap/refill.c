@@ -1,7 +1,8 @@
 /* The malloc slow path: the current slab of a class ran dry. A leaf for
  * the commonest case (blocks set aside wait on local_free), the full
  * path for the rest: remote frees, another partial slab, carving, a fresh
- * slab, the purge clock, the hooks; the profiler's sampled allocations. */
+ * slab, the purge clock, the hooks; the samplers' allocations (the
+ * guarded sampler's, the profiler's). */
 #include "heap/refill.h"
 
 #include <errno.h>
@@ -9,6 +10,7 @@
 
 #include "heap/heap_slabs.h"
 #include "pal/os.h"
+#include "mem/guarded.h"
 #include "mem/prof.h"
 #include "mem/remote.h"
 #include "mem/secure.h"
@@ -236,18 +238,36 @@ static void *heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   return slab_pop(h, s);
 }
 
-/* HAKMEM_PROF: a sampled allocation is served by the profiler; any other
- * leaves the fast path a list that ends before the next sample (prof.h) */
-static HK_NOINLINE void *heap_alloc_prof(hk_heap_t *h, unsigned cls) {
-  void *b = hk_prof_small(cls);
+/* The samplers: the guarded sampler (guarded.h, on by default; a thread
+ * heap's allocations only, a first-class heap's blocks must be its
+ * destroy's) and the profiler (HAKMEM_PROF, prof.h). Two countdowns, each
+ * its own: the guard counts allocations (one in HAKMEM_GUARDED_RATE,
+ * whatever their size), the profiler bytes (its weights need a Poisson
+ * process along the bytes, at a rate that would put a mid block in a
+ * guarded slot every 16th time). A sampled allocation is served by its
+ * sampler (the guard first: the profiler then misses that one); any other
+ * leaves the fast path a list that ends before the nearer of the two next
+ * samples, and both count what that list holds. */
+static HK_NOINLINE void *heap_alloc_sampled(hk_heap_t *h, unsigned cls) {
+  bool guard = HK_GUARDED_BUILD && HK_LOAD_RELAXED(hk_guarded_on) && !h->api;
+  bool prof = HK_PROF_BUILD && HK_LOAD_RELAXED(hk_prof_on);
+  void *b = guard ? hk_guarded_small(cls) : NULL;
+  if (!b && prof) b = hk_prof_small(cls);
   if (b) return b;
   b = heap_alloc_slow(h, cls);
   hk_slab_t *s = hk_tls_heap->cur[cls];  /* (h may have been the empty heap) */
-  if (b && s != &hk_slab_empty) hk_prof_limit(s);
+  if (!b || s == &hk_slab_empty || !(guard | prof)) return b;
+  uint64_t size = s->block_size, pb = prof ? hk_prof_left(cls) : UINT64_MAX;
+  uint64_t gb = guard ? hk_guarded_left(cls) * size : UINT64_MAX;
+  uint64_t kept = hk_slab_sample_point(s, pb < gb ? pb : gb, prof);
+  if (prof) hk_prof_consume(cls, kept);
+  if (guard) hk_guarded_consume(cls, kept / size);
   return b;
 }
 
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
-  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) return heap_alloc_prof(h, cls);
+  if (HK_UNLIKELY((HK_PROF_BUILD && HK_LOAD_RELAXED(hk_prof_on)) |
+                  (HK_GUARDED_BUILD && HK_LOAD_RELAXED(hk_guarded_on))))
+    return heap_alloc_sampled(h, cls);
   return heap_alloc_slow(h, cls);
 }

@@ -21,8 +21,8 @@ void hk_report_list_corrupt(const void *block) {
   __builtin_trap();  /* a corrupted list cannot be followed, whatever the knob says */
 }
 
-uint64_t hk_slab_sample_point(hk_slab_t *s, uint64_t bytes) {
-  hk_slab_set_aside(s);
+uint64_t hk_slab_sample_point(hk_slab_t *s, uint64_t bytes, bool aside) {
+  if (aside) hk_slab_set_aside(s);
   uint64_t size = s->block_size;
   if (!s->local_free && !HK_M_DELAY) {
     /* every block not out is on s->free: no walk, no division */

@@ -129,17 +129,19 @@ HK_INLINE unsigned hk_list_splice(const hk_slab_t *s, hk_block_t *list, hk_block
   }
 }
 
-/* The sample point: a sampler (the profiler) wants the allocation that
- * reaches `bytes` more of class s->cls to come back to the slow path. s is
- * the class's current slab and its owner calls, after the slow path handed
- * out a block of it. The fast path pops s->free to its end, so s->free
- * keeps the blocks that fit whole in `bytes` and is cut before the block
- * that holds the point; the rest goes in front of local_free (still free:
- * handed out after the kept part, at the next refill). The owner's frees
- * into s go aside from now on (hk_slab_set_aside): onto s->free they would
- * be popped before the point and push it later. The walks are the
- * splice's, checked and bounded. Returns the bytes of the blocks s->free
- * keeps, which the fast path hands out before the point. */
-uint64_t hk_slab_sample_point(hk_slab_t *s, uint64_t bytes);
+/* The sample point: a sampler (the profiler, the guarded sampler) wants
+ * the allocation that reaches `bytes` more of class s->cls to come back to
+ * the slow path. s is the class's current slab and its owner calls, after
+ * the slow path handed out a block of it. The fast path pops s->free to
+ * its end, so s->free keeps the blocks that fit whole in `bytes` and is
+ * cut before the block that holds the point; the rest goes in front of
+ * local_free (still free: handed out after the kept part, at the next
+ * refill). aside: the owner's frees into s go aside from now on
+ * (hk_slab_set_aside): onto s->free they would be popped before the point
+ * and push it later (the profiler's counts must be exact; the guarded
+ * sampler's need not, and leaves free's fast path as it is). The walks are
+ * the splice's, checked and bounded. Returns the bytes of the blocks
+ * s->free keeps, which the fast path hands out before the point. */
+uint64_t hk_slab_sample_point(hk_slab_t *s, uint64_t bytes, bool aside);
 
 #endif

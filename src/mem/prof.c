@@ -401,15 +401,12 @@ void hk_prof_forget(const void *p) {
   hk_unlock(&prof_lock);
 }
 
-/* The slow path just popped one block of s, class cls's current slab (that
- * block's bytes are counted): the fast path may hand out the blocks that
- * fit whole in the bytes left to the next point, and the slab's sample
- * point (freelist.h) cuts s->free after them. */
-void hk_prof_limit(hk_slab_t *s) {
-  prof_tls_t *t = tls_get();
-  unsigned cls = s->cls;
-  t->left[cls] -= (int64_t)hk_slab_sample_point(s, (uint64_t)t->left[cls]);
-}
+/* The slow path just popped one block of class cls (its bytes are
+ * counted): the fast path may hand out the blocks that fit whole in the
+ * bytes left to the next point, and the slab's sample point (freelist.h)
+ * cuts the list after them (refill.c, with the guarded sampler's point). */
+uint64_t hk_prof_left(unsigned cls) { return (uint64_t)tls_get()->left[cls]; }
+void hk_prof_consume(unsigned cls, uint64_t bytes) { tls_get()->left[cls] -= (int64_t)bytes; }
 
 /* p's entry when p is the start of a block of ours (live or freed), else NULL */
 static meta_t *meta_of(const void *p) {

@@ -4,8 +4,8 @@
  * (HK_CHUNK_PROF) free already reads, so no fast path changes; a sampled large block stays in
  * the large tier, whose free asks for its address. Only slow paths call in
  * here: the heap's refill (which also trims the free list it hands the fast
- * path so that it runs dry exactly where the next sample falls) and the
- * large tier. */
+ * path so that it runs dry exactly where the next sample falls: refill.c) and
+ * the large tier. */
 #ifndef HK_PROF_H
 #define HK_PROF_H
 
@@ -30,9 +30,11 @@ void hk_prof_init(void);          /* reads the knobs (after hk_knobs_init) */
 /* heap slow path, class cls: the block to hand out when this allocation is
  * sampled (served from a profiled mapping), NULL otherwise */
 void *hk_prof_small(unsigned cls);
-/* after the slow path handed out one block of s (class cls's current slab):
- * s->free is cut where the next sample of the class falls */
-void hk_prof_limit(hk_slab_t *s);
+/* after the slow path handed out one block of class cls: the bytes the
+ * fast path may hand out before the next sample of the class, and then
+ * the bytes its list holds (the slab's sample point, freelist.h) */
+uint64_t hk_prof_left(unsigned cls);
+void hk_prof_consume(unsigned cls, uint64_t bytes);
 /* the large tier: p (size bytes) was just allocated; maybe sampled */
 void  hk_prof_large(void *p, size_t size);
 /* the large tier: p is being freed or moved; its sample, if any, goes */

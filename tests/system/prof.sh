@@ -15,10 +15,11 @@
 #                           per process, named by its pid, the started
 #                           process's pprof command naming its binary (also
 #                           after an exec), the others listed with theirs
-#   prof.sh BUILD fastpath  malloc and free do not touch the profiler:
-#                           no profiler symbol in them (libhakmem.so), and
-#                           override.c's code is the same with the hooks
-#                           compiled out (HK_NO_PROF); NOPROF_OBJ: that object
+#   prof.sh BUILD fastpath  malloc and free do not touch the profiler or the
+#                           guarded sampler: no symbol of theirs in them
+#                           (libhakmem.so), and override.c's code is the same
+#                           with their hooks compiled out (HK_NO_PROF,
+#                           HK_NO_GUARDED); NOPROF_OBJ: that object
 # Exit 77 (skipped) without google-pprof (Debian: google-perftools).
 set -euo pipefail
 B=$(cd "$1" && pwd)
@@ -36,8 +37,8 @@ if [ "$mode" = fastpath ]; then
     body=$(objdump -d --no-show-raw-insn --disassemble="$f" "$lib" | sed -n "/<$f>:/,/^\$/p")
     [ -n "$body" ] || fail "no function $f in $lib"
     n=$(printf '%s\n' "$body" | grep -c $'^ *[0-9a-f]*:\t' || true)
-    if printf '%s\n' "$body" | grep -i 'prof'; then fail "$f refers to the profiler"; fi
-    echo "$f: $n instructions, no reference to the profiler"
+    if printf '%s\n' "$body" | grep -i 'prof\|guarded'; then fail "$f refers to the profiler or the guarded sampler"; fi
+    echo "$f: $n instructions, no reference to the profiler or the guarded sampler"
   done
   # the same function in two objects, relocations by name, addresses gone
   norm() {

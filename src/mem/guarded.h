@@ -1,0 +1,51 @@
+/* Sampled guarded allocations (HAKMEM_GUARDED_RATE, docs/SECURITY.md):
+ * about one small or mid allocation in HAKMEM_GUARDED_RATE is served from
+ * a slot of a pool of its own, on its own pages with a guard page after
+ * them, right-aligned so that the first byte past the block faults; its
+ * free closes the pages and the slot waits in a quarantine, so a use after
+ * free faults too. A fault there, or a bad free of a sampled block, is
+ * reported with the block's size and its allocation (and free) stacks,
+ * then the process aborts. The pool's chunks are marked HK_CHUNK_GUARDED,
+ * which free already reads: no fast path changes. Only the heap's slow
+ * path calls in here, with its own countdown beside the profiler's
+ * (refill.c cuts the free list it hands the fast path at the nearer of the
+ * two points). */
+#ifndef HK_GUARDED_H
+#define HK_GUARDED_H
+
+#include "base/config.h"
+#include "base/measures.h"
+#include "base/track.h"
+
+/* Not with the canary (the secure build): a sampled block would need the
+ * trailer word its measures keep (kind, sized, slack, fill, copy), which a
+ * slot does not have; not under memcheck. HK_NO_GUARDED compiles it out. */
+#if defined(HK_NO_GUARDED) || HK_M_CANARY || HK_TRACKING
+#define HK_GUARDED_BUILD 0
+#else
+#define HK_GUARDED_BUILD 1
+#endif
+
+extern int hk_guarded_on HK_HIDDEN;  /* set once by hk_guarded_init; slow paths test it */
+
+void hk_guarded_init(void);          /* reads the knobs (after hk_knobs_init) */
+
+/* The heap's slow path, one allocation of class cls (a thread heap's):
+ * counted; the block to hand out when it is the sampled one, else NULL. */
+void *hk_guarded_small(unsigned cls);
+/* allocations of class cls the fast path may still make before the next
+ * sampled one; the slow path then says how many its list holds */
+uint64_t hk_guarded_left(unsigned cls);
+void hk_guarded_consume(unsigned cls, uint64_t blocks);
+
+/* blocks of chunk kind HK_CHUNK_GUARDED */
+bool   hk_guarded_free(const char *what, void *p);  /* false: reported */
+size_t hk_guarded_usable(const void *p);            /* 0: not a live block */
+/* sampled blocks live, and samples taken and skipped (pool full) */
+void   hk_guarded_counts(size_t *live, uint64_t *taken, uint64_t *skipped);
+
+void hk_guarded_fork_prepare(void);
+void hk_guarded_fork_parent(void);
+void hk_guarded_fork_child(void);
+
+#endif
