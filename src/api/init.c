@@ -32,30 +32,32 @@ extern const char hk_build_id[] HK_HIDDEN;
 static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
                                           like sort close stderr before exit */
 
+/* The guarded pool's lock last: a sample is taken in the slow path, under
+ * the heap's lock (the background purge's), and takes no other lock. */
 static void fork_prepare(void) {
   hk_bg_fork_prepare();
   hk_prof_fork_prepare();
-  hk_guarded_fork_prepare();
   hk_heap_fork_prepare();
   hk_heap_midp_fork_prepare();
   hk_large_fork_prepare();
   hk_ss_fork_prepare();
+  hk_guarded_fork_prepare();
 }
 static void fork_parent(void) {
+  hk_guarded_fork_parent();
   hk_ss_fork_parent();
   hk_large_fork_parent();
   hk_heap_midp_fork_parent();
   hk_heap_fork_parent();
-  hk_guarded_fork_parent();
   hk_prof_fork_parent();
   hk_bg_fork_parent();
 }
 static void fork_child(void) {
+  hk_guarded_fork_child();
   hk_ss_fork_child();
   hk_large_fork_child();
   hk_heap_midp_fork_child();
   hk_heap_fork_child();
-  hk_guarded_fork_child();
   hk_prof_fork_child();
   hk_bg_fork_child();  /* the purge thread is not copied: a new one, if on */
 }

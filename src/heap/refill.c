@@ -1,8 +1,8 @@
 /* The malloc slow path: the current slab of a class ran dry. A leaf for
  * the commonest case (blocks set aside wait on local_free), the full
  * path for the rest: remote frees, another partial slab, carving, a fresh
- * slab, the purge clock, the hooks; the samplers' allocations (the
- * guarded sampler's, the profiler's). */
+ * slab, the purge clock, the hooks; the samplers' counts and allocations
+ * (the guarded sampler's, the profiler's). */
 #include "heap/refill.h"
 
 #include <errno.h>
@@ -49,10 +49,53 @@ static HK_NOINLINE void stats_batch(hk_heap_t *h, hk_slab_t *s) {
   if ((++h->st_ticks & (HK_STATS_TICK_EVERY - 1)) == 0) HK_HEAP_HOOK(stats);
 }
 
+static HK_NOINLINE void *guarded_point(hk_slab_t *s);
+
+/* Every block the slow path hands out goes through here, with the list the
+ * fast path gets after it: the guarded sampler's countdown (guarded.h)
+ * counts them all at once, a TLS load, a compare and a subtraction, unless
+ * its next sample falls among them (guarded_point). A first-class heap's
+ * blocks are not sampled (its destroy must find them all). */
 HK_INLINE void *slab_pop(hk_heap_t *h, hk_slab_t *s) {
   if (HK_UNLIKELY(HK_LOAD_RACY(hk_heap_counting))) stats_batch(h, s);
+  if (HK_GUARDED_BUILD && HK_LOAD_RELAXED(hk_guarded_on) && !h->api) {
+    uint32_t *left = &hk_guarded_tls.left[s->cls];
+    /* s->free's blocks: every block not out, when nothing waits aside */
+    uint32_t n = s->local_free || HK_M_DELAY ? UINT32_MAX : (uint32_t)(s->carved - s->used);
+    if (HK_UNLIKELY(n > *left)) return guarded_point(s);
+    *left -= n;
+  }
   hk_block_t *b = s->free;
   hk_slab_pop_block(s, b);
+  return b;
+}
+
+/* The list s->free, about to go to the fast path, counted; cut (its
+ * owner's frees not set aside: guarded.h) where the next sample falls. */
+static void guarded_count(hk_slab_t *s, uint32_t *left) {
+  uint32_t n = s->local_free || HK_M_DELAY ? UINT32_MAX : (uint32_t)(s->carved - s->used);
+  if (n <= *left) {
+    *left -= n;
+    return;
+  }
+  uint64_t size = s->block_size;
+  hk_guarded_consume(s->cls, hk_slab_sample_point(s, (uint64_t)*left * size, false) / size);
+}
+
+/* slab_pop's block, or the list after it, holds the class's next guarded
+ * sample (or the thread's countdowns are not drawn yet): the block is the
+ * sampled one (the list stays for the fast path), or it is popped and the
+ * list cut before the sample. */
+static HK_NOINLINE void *guarded_point(hk_slab_t *s) {
+  uint32_t *left = &hk_guarded_tls.left[s->cls];
+  void *g = hk_guarded_small(s->cls);
+  if (g) {
+    guarded_count(s, left);
+    return g;
+  }
+  hk_block_t *b = s->free;
+  hk_slab_pop_block(s, b);
+  guarded_count(s, left);
   return b;
 }
 
@@ -238,36 +281,24 @@ static void *heap_alloc_slow(hk_heap_t *h, unsigned cls) {
   return slab_pop(h, s);
 }
 
-/* The samplers: the guarded sampler (guarded.h, on by default; a thread
- * heap's allocations only, a first-class heap's blocks must be its
- * destroy's) and the profiler (HAKMEM_PROF, prof.h). Two countdowns, each
- * its own: the guard counts allocations (one in HAKMEM_GUARDED_RATE,
- * whatever their size), the profiler bytes (its weights need a Poisson
- * process along the bytes, at a rate that would put a mid block in a
- * guarded slot every 16th time). A sampled allocation is served by its
- * sampler (the guard first: the profiler then misses that one); any other
- * leaves the fast path a list that ends before the nearer of the two next
- * samples, and both count what that list holds. */
-static HK_NOINLINE void *heap_alloc_sampled(hk_heap_t *h, unsigned cls) {
-  bool guard = HK_GUARDED_BUILD && HK_LOAD_RELAXED(hk_guarded_on) && !h->api;
-  bool prof = HK_PROF_BUILD && HK_LOAD_RELAXED(hk_prof_on);
-  void *b = guard ? hk_guarded_small(cls) : NULL;
-  if (!b && prof) b = hk_prof_small(cls);
+/* HAKMEM_PROF: a sampled allocation is served by the profiler; any other
+ * leaves the fast path a list that ends before the next sample (prof.h).
+ * Its countdown is its own, apart from the guarded sampler's (slab_pop):
+ * it counts bytes (its weights need a Poisson process along the bytes) at
+ * a rate that would put a mid block in a guarded slot every 16th time, and
+ * sets the owner's frees aside. With both on, the profiler's cut comes
+ * after the guard's and may leave blocks the guard counted for a later
+ * list, which counts them again. */
+static HK_NOINLINE void *heap_alloc_prof(hk_heap_t *h, unsigned cls) {
+  void *b = hk_prof_small(cls);
   if (b) return b;
   b = heap_alloc_slow(h, cls);
   hk_slab_t *s = hk_tls_heap->cur[cls];  /* (h may have been the empty heap) */
-  if (!b || s == &hk_slab_empty || !(guard | prof)) return b;
-  uint64_t size = s->block_size, pb = prof ? hk_prof_left(cls) : UINT64_MAX;
-  uint64_t gb = guard ? hk_guarded_left(cls) * size : UINT64_MAX;
-  uint64_t kept = hk_slab_sample_point(s, pb < gb ? pb : gb, prof);
-  if (prof) hk_prof_consume(cls, kept);
-  if (guard) hk_guarded_consume(cls, kept / size);
+  if (b && s != &hk_slab_empty) hk_prof_consume(cls, hk_slab_sample_point(s, hk_prof_left(cls), true));
   return b;
 }
 
 void *hk_heap_alloc_slow(hk_heap_t *h, unsigned cls) {
-  if (HK_UNLIKELY((HK_PROF_BUILD && HK_LOAD_RELAXED(hk_prof_on)) |
-                  (HK_GUARDED_BUILD && HK_LOAD_RELAXED(hk_guarded_on))))
-    return heap_alloc_sampled(h, cls);
+  if (HK_PROF_BUILD && HK_UNLIKELY(HK_LOAD_RELAXED(hk_prof_on))) return heap_alloc_prof(h, cls);
   return heap_alloc_slow(h, cls);
 }

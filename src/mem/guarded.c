@@ -55,14 +55,9 @@ int hk_guarded_on;
 
 /* ---- per-thread countdowns ------------------------------------------------------ */
 
-typedef struct {
-  uint64_t rng;
-  int busy;                      /* sampling now: a nested malloc is not sampled */
-  int ready;
-  uint32_t left[HK_NCLASS];      /* allocations of the class before its next sample */
-} guarded_tls_t;
+typedef hk_guarded_tls_t guarded_tls_t;
 
-static __thread guarded_tls_t tls __attribute__((tls_model("initial-exec")));
+__thread hk_guarded_tls_t hk_guarded_tls __attribute__((tls_model("initial-exec")));
 
 static uint64_t rate;            /* HAKMEM_GUARDED_RATE */
 static uint64_t seed, thread_seq;
@@ -73,7 +68,7 @@ static uint32_t draw(guarded_tls_t *t) {
 }
 
 static guarded_tls_t *tls_get(void) {
-  guarded_tls_t *t = &tls;
+  guarded_tls_t *t = &hk_guarded_tls;
   if (HK_UNLIKELY(!t->ready)) {
     t->rng = hk_random_stream(seed, HK_ADD_RELAXED(thread_seq, 1));
     for (unsigned i = 0; i < HK_NCLASS; i++) t->left[i] = draw(t);
@@ -82,12 +77,6 @@ static guarded_tls_t *tls_get(void) {
   return t;
 }
 
-uint64_t hk_guarded_left(unsigned cls) { return tls_get()->left[cls]; }
-
-void hk_guarded_consume(unsigned cls, uint64_t blocks) {
-  guarded_tls_t *t = tls_get();
-  t->left[cls] = blocks < t->left[cls] ? t->left[cls] - (uint32_t)blocks : 0;
-}
 
 /* ---- the pool ----------------------------------------------------------------- */
 

@@ -7,13 +7,14 @@
  * reported with the block's size and its allocation (and free) stacks,
  * then the process aborts. The pool's chunks are marked HK_CHUNK_GUARDED,
  * which free already reads: no fast path changes. Only the heap's slow
- * path calls in here, with its own countdown beside the profiler's
- * (refill.c cuts the free list it hands the fast path at the nearer of the
- * two points). */
+ * path calls in here: it counts every block it hands out, with the list it
+ * gives the fast path, on a countdown of its own beside the profiler's,
+ * and cuts that list where the next sample falls (refill.c, slab_pop). */
 #ifndef HK_GUARDED_H
 #define HK_GUARDED_H
 
 #include "base/config.h"
+#include "base/size_class.h"
 #include "base/measures.h"
 #include "base/track.h"
 
@@ -30,13 +31,27 @@ extern int hk_guarded_on HK_HIDDEN;  /* set once by hk_guarded_init; slow paths 
 
 void hk_guarded_init(void);          /* reads the knobs (after hk_knobs_init) */
 
-/* The heap's slow path, one allocation of class cls (a thread heap's):
- * counted; the block to hand out when it is the sampled one, else NULL. */
+/* A thread's countdowns: per class, the blocks the slow path may still
+ * hand out before the next sampled one. Zero until the thread's first
+ * sample point, which draws them (hk_guarded_small). */
+typedef struct {
+  uint32_t left[HK_NCLASS];
+  int busy;                      /* sampling now: a nested malloc is not sampled */
+  int ready;
+  uint64_t rng;
+} hk_guarded_tls_t;
+extern __thread hk_guarded_tls_t hk_guarded_tls __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
+
+/* The heap's slow path, one allocation of class cls (a thread heap's)
+ * about to be handed out: counted; the block to hand out when it is the
+ * sampled one (the countdown is drawn again), else NULL. */
 void *hk_guarded_small(unsigned cls);
-/* allocations of class cls the fast path may still make before the next
- * sampled one; the slow path then says how many its list holds */
-uint64_t hk_guarded_left(unsigned cls);
-void hk_guarded_consume(unsigned cls, uint64_t blocks);
+/* The slow path handed the fast path a list of n more blocks of class
+ * cls: counted. */
+HK_INLINE void hk_guarded_consume(unsigned cls, uint64_t n) {
+  uint32_t *left = &hk_guarded_tls.left[cls];
+  *left = n < *left ? *left - (uint32_t)n : 0;
+}
 
 /* blocks of chunk kind HK_CHUNK_GUARDED */
 bool   hk_guarded_free(const char *what, void *p);  /* false: reported */
