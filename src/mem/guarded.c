@@ -4,8 +4,9 @@
  * class's next sampled one; a gap is drawn uniformly from [1, 2 RATE], so
  * one allocation in RATE is sampled on average, whatever its size (a bug
  * belongs to an allocation site, not to its bytes). The count is kept by
- * the slow path, which hands the fast path a list cut where the next
- * sample falls (freelist.h's sample point), as the profiler's is; unlike
+ * the slow path (refill.c, slab_pop), which hands the fast path a list cut
+ * where the next sample falls (freelist.h's sample point), as the
+ * profiler's is; unlike
  * the profiler's, it does not set the owner's frees aside (that would
  * send every free into a current slab out of line): a block freed and
  * popped again by the fast path before the cut is not counted again, so

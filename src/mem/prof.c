@@ -12,7 +12,7 @@
  *
  * The small tiers are sampled without touching the fast path: the slow
  * path, which runs when the free list it handed out is used up, hands out
- * a list cut at the next sample point (hk_prof_limit), so the allocation
+ * a list cut at the next sample point (refill.c, hk_prof_left), so the allocation
  * that holds the point comes back to the slow path (hk_prof_small). */
 #define _GNU_SOURCE
 #include "mem/prof.h"
