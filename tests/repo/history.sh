@@ -10,10 +10,15 @@ set -u
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BASE=${HISTORY_BASE:-5e30b09}
+# Commits after BASE that broke the rule and are in the shared history for
+# good (nobody rewrites it): each by its full hash, with what it broke.
+#   bdf1103 (issue 63): a subject of 73 characters
+KNOWN="bdf1103e95eb0991c4d545bbdcf53def185d35d7"
 
 check() {  # check DIR: the commits of DIR after BASE
   local dir=$1 bad=0 c subject body
   for c in $(git -C "$dir" rev-list "$BASE..HEAD"); do
+    case " $KNOWN " in *" $c "*) continue ;; esac
     subject=$(git -C "$dir" log -1 --format=%s "$c")
     body=$(git -C "$dir" log -1 --format=%b "$c" | grep -c '[^[:space:]]')
     if [ ${#subject} -gt 72 ]; then
