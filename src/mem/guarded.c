@@ -326,7 +326,9 @@ static void install_handler(void) {
 
 /* ---- sampled blocks ----------------------------------------------------------- */
 
-static uint32_t capture(uintptr_t *pc) { return hk_unwind(pc, DEPTH); }
+/* Stacks are taken once guarded_warm has run (below); before, none. */
+static int stacks_ok;
+static uint32_t capture(uintptr_t *pc) { return HK_LOAD_ACQUIRE(stacks_ok) ? hk_unwind(pc, DEPTH) : 0; }
 
 static void *sample(guarded_tls_t *t, unsigned cls) {
   size_t c = hk_class_bytes(cls);
@@ -507,13 +509,24 @@ void hk_guarded_init(void) {
   HK_STORE_RELAXED(pool_lo, (uintptr_t)pool);
   HK_STORE_RELAXED(pool_hi, (uintptr_t)pool + pool_bytes);
   seed = hk_random(HK_RANDOM_GUARDED, 0);
-  /* the unwinder's first walk may load and allocate: here, unsampled */
+  HK_STORE_RELEASE(hk_guarded_on, 1);
+}
+
+/* The unwinder's first walk may load and allocate: done here, unsampled,
+ * not in a sample (the slow path may hold the heap's lock). A constructor
+ * of default priority, not hk_init's (101): in a program linked with
+ * -static, libgcc finds the program's frames only once crtbegin's
+ * frame_dummy, a constructor of default priority linked before hakmem,
+ * has registered them; a walk before aborts. Samples taken before this
+ * have no stacks. */
+__attribute__((constructor)) static void guarded_warm(void) {
+  if (!HK_LOAD_ACQUIRE(hk_guarded_on)) return;
   guarded_tls_t *t = tls_get();
   t->busy = 1;
   uintptr_t pc[DEPTH];
-  capture(pc);
+  hk_unwind(pc, DEPTH);
   t->busy = 0;
-  HK_STORE_RELEASE(hk_guarded_on, 1);
+  HK_STORE_RELEASE(stacks_ok, 1);
 }
 
 void hk_guarded_fork_prepare(void) { hk_lock(&pool_lock); }
