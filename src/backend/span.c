@@ -81,6 +81,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   uint32_t n = a->e[i].npages, stamp = a->e[i].f.stamp;
   uint32_t nd = hk_arena_free_remove(a, i);
   uint32_t at = (i + al - 1) & ~(al - 1);
+  uint32_t idle = now_stamp(a) - a->freed_at[at / GRAIN_PAGES];
   HK_ASSERT(n >= want && at + need <= i + n);
   uint32_t front = at - i, back = i + n - (at + need);
   uint32_t d = nd ? bits_count(a, at, need) : 0;
@@ -144,6 +145,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   }
   note->resident_pages = d;
   note->fresh_pages = need - d;
+  note->idle_ms = idle;
   return p;
 }
 

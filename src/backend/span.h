@@ -28,6 +28,8 @@
 typedef struct hk_span_note {
   size_t resident_pages;  /* handed out with their pages still resident */
   size_t fresh_pages;     /* never touched, or purged: they fault in */
+  uint64_t idle_ms;       /* how long its first 64 KiB had been free (its
+                             reuse distance, when its pages were purged) */
 } hk_span_note_t;
 
 /* A page-aligned block of `size` bytes (align: 0 or a power of two below

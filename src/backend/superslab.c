@@ -192,7 +192,7 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
     hk_ss_note(HK_SS_REFAULTS);
     if (hk_learn_counting()) {  /* unused since it was cached */
       uint64_t now = hk_os_now_ms();
-      hk_ss_note_reuse(now > ss->stamp_ms ? now - ss->stamp_ms : 0);
+      hk_ss_note_reuse(now > ss->stamp_ms ? now - ss->stamp_ms : 0, hk_ss_used_bytes(ss->kind) - HK_SS_HDR_SIZE);
     }
   }
   ss->purged = false;
@@ -303,6 +303,7 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
     hk_os_purge(from, (size_t)(to - from));
     bytes += (size_t)(to - from);
     hk_ss_note(HK_SS_PURGES);
+    hk_ss_note_n(HK_SS_PURGED_PAGES, (unsigned long)(to - from) >> 12);
     uint32_t run = (j - i + 1 == 32) ? 0xffffffffu : (((1u << (j - i + 1)) - 1) << i);
     due &= ~run;
     ss->purged_mask |= run;
@@ -352,6 +353,7 @@ static size_t purge_cached(hk_superslab_t *batch) {
     bytes += cached_area(ss);
     ss->purged = true;
     hk_ss_note(HK_SS_PURGES);
+    hk_ss_note_n(HK_SS_PURGED_PAGES, cached_area(ss) >> 12);
   }
   list_put_back(&cache_lock, &cache, batch, LIST_CACHE);
   return bytes;

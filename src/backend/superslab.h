@@ -168,18 +168,20 @@ void hk_ss_pin_purge_delay_ms(long ms);   /* the control API's: pinned */
  * HAKMEM_LEARN_PURGE): superslabs taken from the cache or mapped fresh,
  * purges, and purged memory used again (a refault; the heap notes its
  * slabs' own). */
-enum { HK_SS_CACHE_HITS, HK_SS_OS_MAPS, HK_SS_PURGES, HK_SS_REFAULTS, HK_SS_SPAN_TAKES, HK_SS_NEVENTS };
+enum { HK_SS_CACHE_HITS, HK_SS_OS_MAPS, HK_SS_PURGES, HK_SS_REFAULTS, HK_SS_SPAN_TAKES,
+       HK_SS_PURGED_PAGES, HK_SS_NEVENTS };
 extern unsigned long hk_ss_events[HK_SS_NEVENTS];
-HK_INLINE void hk_ss_note(unsigned ev) {
-  if (HK_UNLIKELY(hk_learn_counting())) HK_ADD_RELAXED(hk_ss_events[ev], 1);
+HK_INLINE void hk_ss_note_n(unsigned ev, unsigned long n) {
+  if (HK_UNLIKELY(hk_learn_counting())) HK_ADD_RELAXED(hk_ss_events[ev], n);
 }
+HK_INLINE void hk_ss_note(unsigned ev) { hk_ss_note_n(ev, 1); }
 /* The counts since the last call; zeroes them. */
 void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]);
-/* A refault's reuse distance (base/reuse.h): the memory taken again was
+/* A refault's reuse distance (base/reuse.h): `bytes` taken again had been
  * unused for ms. The learner takes the histogram. */
 extern hk_reuse_hist_t hk_ss_reuse;
-HK_INLINE void hk_ss_note_reuse(uint64_t ms) {
-  if (hk_learn_counting()) hk_reuse_note(&hk_ss_reuse, ms);
+HK_INLINE void hk_ss_note_reuse(uint64_t ms, size_t bytes) {
+  if (hk_learn_counting()) hk_reuse_note(&hk_ss_reuse, ms, bytes >> 12);
 }
 
 /* Live blocks and slabs in use per class, over every mapped superslab

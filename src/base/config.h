@@ -144,8 +144,10 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
 #define HK_LEARN_QUIET_EPOCHS 4
 /* A tier's purge window covers this share (per cent) of the reuse distances it saw: not measured */
 #define HK_WINDOW_COVER 90
-/* Refaults an epoch needs before they move a window (one is noise): not measured */
-#define HK_WINDOW_MIN_REUSES 2
+/* Pages taken again in an epoch before they move a window (2 MiB: fewer are noise, a few blocks): not measured */
+#define HK_WINDOW_MIN_PAGES 512
+/* A window halves only after it stood this many windows of time: not measured */
+#define HK_WINDOW_HOLD 4
 /* A learned window is at most this many times the knob's purge delay (and HAKMEM_CAP_MAX_PURGE_MS): not measured */
 #define HK_WINDOW_MAX_FACTOR 8
 /* The learner never shrinks the large cache below this many entries: not measured */

@@ -6,6 +6,8 @@
  * purge that gave it back, plus the delay it had waited) to now. The
  * learner reads and empties the histogram each epoch and sets the tier's
  * purge delay to cover the distances it saw (learner.c, "purge windows").
+ * Each refault counts its pages (4 KiB), so that the share of purged
+ * memory taken again can be weighed against the pages purged.
  *
  * Buckets are powers of two of milliseconds: bucket b holds distances in
  * [2^b, 2^(b+1)) ms (bucket 0 also 0 ms), the last everything longer.
@@ -28,8 +30,8 @@ static inline unsigned hk_reuse_bucket(uint64_t ms) {
 /* The distances of bucket b lie below this (ms). */
 static inline uint64_t hk_reuse_upper(unsigned b) { return (uint64_t)2 << b; }
 
-static inline void hk_reuse_note(hk_reuse_hist_t *h, uint64_t ms) {
-  HK_ADD_RELAXED(h->n[hk_reuse_bucket(ms)], 1);
+static inline void hk_reuse_note(hk_reuse_hist_t *h, uint64_t ms, unsigned long pages) {
+  HK_ADD_RELAXED(h->n[hk_reuse_bucket(ms)], pages);
 }
 
 static inline void hk_reuse_take(hk_reuse_hist_t *h, unsigned long out[HK_REUSE_NB]) {

@@ -398,7 +398,7 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   if (ss->purged_mask & bit) {
     ss->purged_mask &= ~bit;
     hk_ss_note(HK_SS_REFAULTS);
-    hk_ss_note_reuse((uint32_t)hk_os_now_ms() - ss->freed_ms[idx]);
+    hk_ss_note_reuse((uint32_t)hk_os_now_ms() - ss->freed_ms[idx], hk_ss_slab_bytes(ss));
   }
   ss->warm |= bit;
   ss->nused++;

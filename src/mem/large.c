@@ -75,9 +75,10 @@ long hk_large_cap(unsigned which) {
 
 /* Events the learner reads (hk_large_take_events), only while it is on. */
 static unsigned long events[HK_LARGE_NEVENTS];
-void hk_large_note(unsigned ev) {
-  if (HK_UNLIKELY(hk_learn_counting())) HK_ADD_RELAXED(events[ev], 1);
+static void note_n(unsigned ev, unsigned long n) {
+  if (HK_UNLIKELY(hk_learn_counting())) HK_ADD_RELAXED(events[ev], n);
 }
+void hk_large_note(unsigned ev) { note_n(ev, 1); }
 static hk_reuse_hist_t span_reuse, cache_reuse;
 void hk_large_take_reuse(unsigned long span[HK_REUSE_NB], unsigned long cache[HK_REUSE_NB]) {
   hk_reuse_take(&span_reuse, span);
@@ -94,9 +95,6 @@ void hk_large_take_events(unsigned long out[HK_LARGE_NEVENTS]) {
  * them are ghost hits (a bigger cap would have kept them: the learner grows
  * it); after the purge clock purged them, refaults (it lengthens the delay). */
 static size_t cap_purged_pages, clock_purged_pages;
-/* the clock's last span purge: when, and the delay its pages had waited
- * (a refault's reuse distance is at least the delay plus the time since) */
-static uint64_t span_purge_ms, span_purge_delay;
 static bool owed(size_t *pages, size_t n) {
   size_t v = HK_LOAD_RELAXED(*pages);
   if (!v) return false;
@@ -112,8 +110,7 @@ void hk_large_note_span(const hk_span_note_t *sn) {
   if (owed(&cap_purged_pages, sn->fresh_pages)) hk_large_note(HK_LARGE_GHOST_HITS);
   else if (owed(&clock_purged_pages, sn->fresh_pages)) {
     hk_large_note(HK_LARGE_REFAULTS);
-    uint64_t now = hk_os_now_ms(), at = HK_LOAD_RELAXED(span_purge_ms);
-    hk_reuse_note(&span_reuse, (now > at ? now - at : 0) + HK_LOAD_RELAXED(span_purge_delay));
+    hk_reuse_note(&span_reuse, sn->idle_ms, sn->fresh_pages);
   }
 }
 
@@ -341,7 +338,8 @@ hk_large_t *hk_large_cache_take(size_t need) {
       hk_large_note(HK_LARGE_REFAULTS);
       if (hk_learn_counting()) {  /* unused since it was cached */
         uint64_t now = hk_os_now_ms();
-        hk_reuse_note(&cache_reuse, now > best->stamp_ms ? now - best->stamp_ms : 0);
+        hk_reuse_note(&cache_reuse, now > best->stamp_ms ? now - best->stamp_ms : 0,
+                      (best->rw_size - HK_PAGE) / HK_PAGE);
       }
       best->purged = 0;
     }
@@ -452,6 +450,7 @@ static void collect_pick(void *arg) {
       e->zeroed = 1;
       e->purged = 1;
       hk_large_note(HK_LARGE_PURGES);
+      note_n(HK_LARGE_CACHE_PURGED_PAGES, (e->rw_size - HK_PAGE) / HK_PAGE);
     }
   }
   cache_check();
@@ -463,10 +462,8 @@ static size_t collect_release(void *arg) {
   collect_t *c = arg;
   unsigned long calls = 0;
   c->span_bytes = hk_span_collect(c->force, c->span_delay, span_cap(), &calls);
-  for (; calls; calls--) {
-    hk_large_note(HK_LARGE_PURGES);
-    hk_large_note(HK_LARGE_SPAN_PURGES);
-  }
+  while (calls--) hk_large_note(HK_LARGE_PURGES);
+  if (!c->force) note_n(HK_LARGE_SPAN_PURGED_PAGES, c->span_bytes / HK_PAGE);
   return c->bytes + c->span_bytes + unmap_all(c->victims);
 }
 
@@ -484,11 +481,7 @@ size_t hk_large_collect(bool force) {
   collect_t c = { .now = now, .delay = delay, .span_delay = sdelay, .force = force };
   size_t bytes = hk_collect(&cache_lock, collect_pick, collect_release, &c);
   hk_pass_end(&collect_busy);
-  if (hk_learn_counting() && !force && c.span_bytes) {
-    HK_ADD_RELAXED(clock_purged_pages, c.span_bytes / HK_PAGE);
-    HK_STORE_RELAXED(span_purge_ms, now);
-    HK_STORE_RELAXED(span_purge_delay, sdelay);
-  }
+  if (hk_learn_counting() && !force) HK_ADD_RELAXED(clock_purged_pages, c.span_bytes / HK_PAGE);
   return bytes;
 }
 

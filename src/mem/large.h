@@ -41,11 +41,11 @@ size_t hk_large_bytes_cached(void);  /* cached mappings and free resident span p
 /* Events the learner reads, counted only while it is on (HAKMEM_LEARN or
  * HAKMEM_LEARN_PURGE); the evictions are by the entry cap or the byte cap;
  * a ghost hit is a miss a mapping evicted lately would have served;
- * purges count both tiers' (the cached mappings' and the span tier's),
- * span purges the span tier's alone. */
+ * purges count both tiers' (the cached mappings' and the span tier's);
+ * the purged pages of the span tier's clock and of the cache, apart. */
 enum { HK_LARGE_ALLOCS, HK_LARGE_HITS, HK_LARGE_GHOST_HITS, HK_LARGE_EVICT_COUNT,
        HK_LARGE_EVICT_BYTES, HK_LARGE_PURGES, HK_LARGE_REFAULTS, HK_LARGE_FAULT_PAGES,
-       HK_LARGE_SPAN_PURGES, HK_LARGE_NEVENTS };
+       HK_LARGE_SPAN_PURGED_PAGES, HK_LARGE_CACHE_PURGED_PAGES, HK_LARGE_NEVENTS };
 /* The refaults' reuse distances (base/reuse.h), per tier: the span tier's
  * free pages, the cache of freed mappings. Zeroes them. */
 void hk_large_take_reuse(unsigned long span[HK_REUSE_NB], unsigned long cache[HK_REUSE_NB]);

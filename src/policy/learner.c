@@ -10,6 +10,7 @@
 #include "mem/large.h"
 #include "base/lock.h"
 #include "base/report.h"
+#include "pal/os.h"
 #include "backend/superslab.h"
 
 /* The constants below (HK_LEARN_*) are in config.h's slow-path section. */
@@ -212,12 +213,23 @@ void hk_window_step(hk_window_t *w, const hk_window_obs_t *o, const hk_window_bo
   char why[160];
   long max = b->max_ms > b->floor_ms ? b->max_ms : b->floor_ms;
   long ms = clampl(w->ms, b->floor_ms, max);
-  /* the distances a window up to the ceiling could have kept */
+  uint64_t now = o->now_ms;
+  /* "lately": the sums halve every two windows of time (a purge and the
+   * reuse it spoiled lie about a window apart) */
+  if (now - w->decay_ms >= 2 * (uint64_t)ms) {
+    w->purge_acc /= 2;
+    w->reuse_acc /= 2;
+    w->decay_ms = now;
+  }
+  /* the pages a window up to the ceiling could have kept */
   unsigned long in = 0;
   for (unsigned k = 0; k < HK_REUSE_NB; k++)
     if (k == 0 || (long)(hk_reuse_upper(k) / 2) < max) in += o->reuse[k];
-  if (in >= HK_WINDOW_MIN_REUSES) {
-    /* memory was purged and then taken again: cover nine in ten of those
+  w->purge_acc += (double)o->purged_pages;
+  w->reuse_acc += (double)in;
+  bool reused = w->reuse_acc >= b->reused_share * w->purge_acc;
+  if (in >= HK_WINDOW_MIN_PAGES && reused) {
+    /* purged memory was taken again: cover nine in ten of those pages'
      * distances (a bucket's upper end: they lie below it) */
     unsigned long seen = 0;
     unsigned k = 0;
@@ -226,21 +238,29 @@ void hk_window_step(hk_window_t *w, const hk_window_obs_t *o, const hk_window_bo
       if (seen * 100 >= in * (unsigned long)HK_WINDOW_COVER) break;
     }
     long want = clampl((long)hk_reuse_upper(k), b->floor_ms, max);
-    w->quiet = 0;
+    /* a purged page was unused for the window at least: distances within
+     * it were measured short (a slab is stamped when released, after its
+     * last free) and reuse goes on under a window that stood two of its
+     * lengths (its own purges, not the last one's): double it */
+    if (want <= ms && now - w->changed_ms >= 2 * (uint64_t)ms) want = clampl(ms * HK_LEARN_STEP, b->floor_ms, max);
     if (want > ms) {
       if (log) {
-        snprintf(why, sizeof why, "%lu purged pieces taken again, %d%% within %ld ms", in,
-                 HK_WINDOW_COVER, want);
+        snprintf(why, sizeof why, "%.0f of %.0f pages purged lately taken again, %d%% within %ld ms",
+                 w->reuse_acc, w->purge_acc, HK_WINDOW_COVER, want);
         log(name, ms, want, why);
       }
       ms = want;
+      w->changed_ms = now;
     }
-  } else if (o->purges > 0 && ms > b->floor_ms && ++w->quiet >= HK_LEARN_QUIET_EPOCHS) {
-    /* purges that nothing took again: the window is longer than reuse */
+  } else if (!reused && ms > b->floor_ms && now - w->changed_ms >= HK_WINDOW_HOLD * (uint64_t)ms) {
+    /* what was purged lately stayed unused: the window is longer than reuse */
     long to = clampl(ms / HK_LEARN_STEP, b->floor_ms, max);
-    w->quiet = 0;
-    if (log) log(name, ms, to, "purged memory stayed unused for " HK_STR(HK_LEARN_QUIET_EPOCHS) " epochs");
+    if (log) {
+      snprintf(why, sizeof why, "%.0f of %.0f pages purged lately taken again", w->reuse_acc, w->purge_acc);
+      log(name, ms, to, why);
+    }
     ms = to;
+    w->changed_ms = now;
   }
   w->ms = ms;
 }
@@ -291,21 +311,23 @@ static uint64_t take(unsigned long *c) { return HK_XCHG_RELAXED(*c, 0); }
 
 /* One epoch of each tier's window (learn_lock held), set in the layer
  * that owns the delay. */
-static void step_windows(uint64_t ss_purges, uint64_t span_purges, uint64_t cache_purges,
+static void step_windows(uint64_t ss_pages, uint64_t span_pages, uint64_t cache_pages,
                          hk_learn_log_fn log) {
   static const char *const names[HK_NWIN] = { "purge_window_slabs", "purge_window_span",
                                                 "purge_window_cache" };
   hk_window_obs_t o[HK_NWIN];
   memset(o, 0, sizeof o);
-  o[HK_WIN_SLABS].purges = ss_purges;
-  o[HK_WIN_SPAN].purges = span_purges;
-  o[HK_WIN_CACHE].purges = cache_purges;
+  uint64_t now = hk_os_now_ms();
+  for (unsigned t = 0; t < HK_NWIN; t++) o[t].now_ms = now;
+  o[HK_WIN_SLABS].purged_pages = ss_pages;
+  o[HK_WIN_SPAN].purged_pages = span_pages;
+  o[HK_WIN_CACHE].purged_pages = cache_pages;
   hk_reuse_take(&hk_ss_reuse, o[HK_WIN_SLABS].reuse);
   hk_large_take_reuse(o[HK_WIN_SPAN].reuse, o[HK_WIN_CACHE].reuse);
   long floor = HK_LOAD_RELAXED(hk_knobs.purge_delay_ms);
   long max = floor * HK_WINDOW_MAX_FACTOR;
   if (max > hk_knobs.cap_max_purge_ms) max = hk_knobs.cap_max_purge_ms;
-  hk_window_bounds_t b = { floor, max };
+  hk_window_bounds_t b = { floor, max, 1.0 - (double)hk_knobs.target_hit_purge / 1000.0 };
   for (unsigned t = 0; t < HK_NWIN; t++) hk_window_step(&windows[t], &o[t], &b, names[t], log);
   hk_ss_set_purge_delay_ms(windows[HK_WIN_SLABS].ms);
   hk_large_set_delays(windows[HK_WIN_CACHE].ms, windows[HK_WIN_SPAN].ms);
@@ -363,8 +385,7 @@ void hk_learner_slow_tick(unsigned weight) {
   hk_learn_log_fn log = HK_LOAD_RELAXED(hk_knobs.learn_log) ? log_stderr : NULL;
   bool full = HK_LOAD_RELAXED(hk_knobs.learn) != 0, win = hk_knobs.learn_purge != 0;
   bool purge = false, purge_ss = false, trim_small = false;
-  if (win) step_windows(ss[HK_SS_PURGES], lg[HK_LARGE_SPAN_PURGES],
-                        lg[HK_LARGE_PURGES] - lg[HK_LARGE_SPAN_PURGES], log);
+  if (win) step_windows(ss[HK_SS_PURGED_PAGES], lg[HK_LARGE_SPAN_PURGED_PAGES], lg[HK_LARGE_CACHE_PURGED_PAGES], log);
   if (full) {
     hk_learn_step(&learner, &o, &bounds, log);
     /* the caps go back to the layers that own them (the purge delays to

@@ -20,12 +20,16 @@
  * rest): each tier that gives memory back (the superslab layer's slabs,
  * the span tier's free pages, the large tier's cached mappings) measures
  * how long the memory the program took again after a purge had been
- * unused (its reuse distance: base/reuse.h). Memory taken again within a
- * window should not have been purged: the tier's purge delay grows to
- * cover nine in ten of the distances it saw below the window's ceiling;
- * after HK_LEARN_QUIET_EPOCHS epochs of purges that nothing took again it
- * halves, down to the knob's delay (HAKMEM_PURGE_DELAY_MS), its floor.
- * Memory not taken again goes back one window after it was freed.
+ * unused (its reuse distance: base/reuse.h), by pages. Memory taken again
+ * within a window should not have been purged: while a tenth or more of
+ * the pages the tier purged lately are taken again
+ * (HAKMEM_TARGET_HIT_PURGE), its purge delay grows to cover nine in ten of
+ * those pages' distances below the ceiling (doubles, when they lie within
+ * it: measured short); while fewer are, and the
+ * window has stood for HK_WINDOW_HOLD windows, it halves, down to the
+ * knob's delay (HAKMEM_PURGE_DELAY_MS), its floor. "Lately" halves every
+ * two windows of time. Memory not taken again goes back one window after
+ * it was freed.
  *
  * hk_learn_step and hk_window_step are pure functions of their inputs so
  * tests can drive them with synthetic counters. Nothing here runs on the
@@ -100,15 +104,21 @@ typedef void (*hk_learn_log_fn)(const char *cap, long from, long to, const char 
 /* ---- purge windows ---- */
 enum { HK_WIN_SLABS, HK_WIN_SPAN, HK_WIN_CACHE, HK_NWIN };
 typedef struct hk_window {
-  long ms;        /* the tier's purge delay (0: not set yet, the floor) */
-  int quiet;      /* epochs with purges and no reuse since the last change */
+  long ms;                      /* the tier's purge delay (0: not set yet, the floor) */
+  double purge_acc, reuse_acc;  /* pages purged, and taken again, lately */
+  uint64_t decay_ms;            /* the sums were last halved then */
+  uint64_t changed_ms;          /* the window last moved then */
 } hk_window_t;
 typedef struct hk_window_obs {
-  uint64_t purges;                   /* the tier's purges this epoch */
-  unsigned long reuse[HK_REUSE_NB];  /* its refaults' reuse distances */
+  uint64_t now_ms;
+  uint64_t purged_pages;             /* the tier's pages purged this epoch */
+  unsigned long reuse[HK_REUSE_NB];  /* its refaulted pages' reuse distances */
 } hk_window_obs_t;
 typedef struct hk_window_bounds {
   long floor_ms, max_ms;  /* the knob's delay; the ceiling */
+  double reused_share;    /* the window grows only while at least this share
+                             of the purges is taken again (1 - the target
+                             of HAKMEM_TARGET_HIT_PURGE) */
 } hk_window_bounds_t;
 /* One epoch of a tier's window; logs a change under `name`. */
 void hk_window_step(hk_window_t *w, const hk_window_obs_t *o, const hk_window_bounds_t *b,

@@ -30,7 +30,7 @@
 
 #include "../include/hakmem.h"
 
-#define BURSTS 8
+#define BURSTS 10
 #define CHECKED 3   /* the last pauses, judged */
 
 static size_t rss_bytes(void) {

@@ -207,44 +207,79 @@ int main(void) {
   hk_ss_set_purge_delay_ms(5);
   CHECKF(hk_ss_purge_delay_ms() == 777, "pinned delay moved to %ld", hk_ss_purge_delay_ms());
 
-  /* 11. purge windows (hk_window_step): reuse distances within the ceiling
-   * lengthen a tier's window to cover 90% of them; one refault is noise;
-   * distances past the ceiling (purging was right) move nothing; epochs of
-   * purges nothing took again halve it, never below the knob's delay */
+  /* 11. purge windows (hk_window_step): pages purged and taken again lately
+   * lengthen a tier's window to cover 90% of their distances; a block or
+   * two is noise; a small share of the pages purged moves nothing;
+   * distances past the ceiling (purging was right) move nothing; purges
+   * nothing took again halve it after it stood 4 windows, never below the
+   * knob's delay; "lately" halves every two windows of time */
   {
-    hk_window_bounds_t wb = { .floor_ms = 1000, .max_ms = 8000 };
-    hk_window_t w = { 0, 0 };
+    hk_window_bounds_t wb = { .floor_ms = 1000, .max_ms = 8000, .reused_share = 0.1 };
+    hk_window_t w = { .ms = 0 };
     hk_window_obs_t wo;
+    uint64_t now = 100000;
     memset(&wo, 0, sizeof wo);
+    wo.now_ms = now;
     hk_window_step(&w, &wo, &wb, "w", NULL);
     CHECKF(w.ms == 1000, "unset window starts at the floor: %ld", w.ms);
-    wo.reuse[hk_reuse_bucket(1200)] = 1;
+    wo.reuse[hk_reuse_bucket(1200)] = HK_WINDOW_MIN_PAGES - 1;   /* a few slabs: noise */
     hk_window_step(&w, &wo, &wb, "w", NULL);
-    CHECKF(w.ms == 1000, "one refault moved the window to %ld", w.ms);
-    wo.reuse[hk_reuse_bucket(1200)] = 50;  /* a burst after a 1.2 s pause */
-    wo.reuse[hk_reuse_bucket(3)] = 2;
+    CHECKF(w.ms == 1000, "one slab taken again moved the window to %ld", w.ms);
+    memset(&wo, 0, sizeof wo);
+    wo.now_ms = now += 100;
+    wo.purged_pages = 16000;                 /* a burst purged in the pause... */
+    hk_window_step(&w, &wo, &wb, "w", NULL);
+    memset(&wo, 0, sizeof wo);
+    wo.now_ms = now += 300;
+    wo.reuse[hk_reuse_bucket(1200)] = 15000;  /* ...and taken again 1.2 s after its free */
+    wo.reuse[hk_reuse_bucket(3)] = 100;
     hk_window_step(&w, &wo, &wb, "w", NULL);
     CHECKF(w.ms == 2048, "1.2 s reuses: window %ld, want 2048", w.ms);
     memset(&wo, 0, sizeof wo);
-    wo.reuse[hk_reuse_bucket(60000)] = 100;  /* reused a minute later: past the ceiling */
+    wo.now_ms = now += 100;
+    wo.reuse[hk_reuse_bucket(60000)] = 100000;  /* reused a minute later: past the ceiling */
     hk_window_step(&w, &wo, &wb, "w", NULL);
     CHECKF(w.ms == 2048, "reuses past the ceiling moved the window to %ld", w.ms);
     memset(&wo, 0, sizeof wo);
-    wo.reuse[hk_reuse_bucket(7000)] = 100;   /* within the ceiling: capped at it */
+    wo.now_ms = now += 100;
+    wo.reuse[hk_reuse_bucket(7000)] = 100000;   /* within the ceiling: capped at it */
     hk_window_step(&w, &wo, &wb, "w", NULL);
     CHECKF(w.ms == 8000, "7 s reuses: window %ld, want the ceiling 8000", w.ms);
+    /* purges nothing takes again, one epoch every 500 ms: it halves to the
+     * floor, each step after the window stood 4 windows of time */
     memset(&wo, 0, sizeof wo);
-    wo.purges = 5;
+    wo.purged_pages = 5000;
     int steps = 0;
-    while (w.ms > 1000 && steps < 100) { hk_window_step(&w, &wo, &wb, "w", NULL); steps++; }
-    CHECKF(w.ms == 1000 && steps == 3 * HK_LEARN_QUIET_EPOCHS, "quiet purges: window %ld after %d epochs",
-           w.ms, steps);
-    for (int e = 0; e < 20; e++) hk_window_step(&w, &wo, &wb, "w", NULL);
+    while (w.ms > 1000 && steps < 1000) {
+      wo.now_ms = now += 500;
+      hk_window_step(&w, &wo, &wb, "w", NULL);
+      steps++;
+    }
+    CHECKF(w.ms == 1000 && steps > 3 * 4 && steps < 1000, "quiet purges: window %ld after %d epochs", w.ms, steps);
+    for (int e = 0; e < 20; e++) {
+      wo.now_ms = now += 500;
+      hk_window_step(&w, &wo, &wb, "w", NULL);
+    }
     CHECKF(w.ms == 1000, "below the floor: %ld", w.ms);
-    memset(&wo, 0, sizeof wo);  /* no purges, no reuse (idle, or all kept): nothing moves */
-    w.ms = 4096;
-    for (int e = 0; e < 20; e++) hk_window_step(&w, &wo, &wb, "w", NULL);
-    CHECKF(w.ms == 4096, "an epoch without purges moved the window to %ld", w.ms);
+    /* no purges, no reuse (idle, or all kept): nothing moves */
+    hk_window_t idle = { .ms = 4096, .changed_ms = now };
+    memset(&wo, 0, sizeof wo);
+    for (int e = 0; e < 40; e++) {
+      wo.now_ms = now += 500;
+      hk_window_step(&idle, &wo, &wb, "w", NULL);
+    }
+    CHECKF(idle.ms == 4096, "an epoch without purges moved the window to %ld", idle.ms);
+    /* many pages purged, a few taken again: it stays */
+    hk_window_t few = { .ms = 2048, .changed_ms = now };
+    hk_window_obs_t fo;
+    memset(&fo, 0, sizeof fo);
+    fo.purged_pages = 100000;
+    fo.reuse[hk_reuse_bucket(3000)] = 200;
+    for (int e = 0; e < 6; e++) {
+      fo.now_ms = now += 100;
+      hk_window_step(&few, &fo, &wb, "w", NULL);
+    }
+    CHECKF(few.ms == 2048, "200 of 600000 pages taken again moved the window to %ld", few.ms);
     CHECK(hk_reuse_bucket(0) == 0 && hk_reuse_bucket(1) == 0 && hk_reuse_bucket(2) == 1 &&
           hk_reuse_bucket(1023) == 9 && hk_reuse_bucket(1024) == 10 &&
           hk_reuse_bucket(~0ull) == HK_REUSE_NB - 1);
