@@ -186,10 +186,11 @@ __attribute__((destructor)) static void hk_destructor(void) {
                hk_os_peak_rss_bytes(0) / 1024);
     if (HK_LOAD_RELAXED(hk_guarded_on)) {
       size_t live;
-      uint64_t taken, skipped;
-      hk_guarded_counts(&live, &taken, &skipped);
-      hk_message_fd(report_fd, "hakmem: guarded: %lu blocks sampled (one in %ld), %lu not (pool full), %zu live\n",
-                    (unsigned long)taken, hk_knobs.guarded_rate, (unsigned long)skipped, live);
+      uint64_t taken, skipped, throttled;
+      hk_guarded_counts(&live, &taken, &skipped, &throttled);
+      hk_message_fd(report_fd, "hakmem: guarded: %lu blocks sampled (one in %ld), %lu not (pool full), "
+                    "%lu not (over %ld a second), %zu live\n", (unsigned long)taken, hk_knobs.guarded_rate,
+                    (unsigned long)skipped, (unsigned long)throttled, hk_knobs.guarded_per_sec, live);
     }
   }
 }

@@ -109,6 +109,8 @@ HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1)
 #define HK_REUSE_SCAN 4
 /* The stats hook (it reads the clock) runs every 32nd counted refill: not measured */
 #define HK_STATS_TICK_EVERY 32
+/* Guarded samples (guarded.c): the first this many at HAKMEM_GUARDED_RATE, then at most HAKMEM_GUARDED_PER_SEC a second. A sample and its free cost two system calls, a page fault and a TLB shootdown, so a program whose slow path hands out blocks fast (threads freeing each other's) is sampled by time, not by count: docs/SECURITY.md#sampled-guarded-allocations */
+#define HK_GUARDED_BURST 32
 /* Heap structs are mapped this many bytes at a time: not measured (handing them out one at a time was: docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving) */
 #define HK_HEAP_CHUNK_BYTES (64 * 1024)
 _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&

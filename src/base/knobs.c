@@ -93,9 +93,11 @@ static const knob_row_t knob_table[] = {
   NUMBER("HAKMEM_PROF_LEAKS",         prof_leaks,         START(NONE), 0, 1, 0, 0, 0),
   NUMBER("HAKMEM_PROF_SEED",          prof_seed,          START(NONE), 0, 9223372036854775807, 0, 0, 0),
   /* sampled guarded allocations (guarded.c): one in RATE of the blocks the
-   * slow path hands out, SLOTS of them live or in quarantine; 0 turns it off */
+   * slow path hands out, SLOTS of them live or in quarantine (0 turns it
+   * off), at most PER_SEC a second after the first HK_GUARDED_BURST */
   NUMBER("HAKMEM_GUARDED_RATE",       guarded_rate,       START(NONE), 0, 1000000000, 100000, 100000, 100000),
   NUMBER("HAKMEM_GUARDED_SLOTS",      guarded_slots,      START(NONE), 0, 16384, 64, 64, 16),
+  NUMBER("HAKMEM_GUARDED_PER_SEC",    guarded_per_sec,    START(NONE), 1, 1000000, 100, 100, 100),
   /* off, on (the thread from start-up), auto (started once the program has
    * held HK_BG_AUTO_BYTES: a small program never gets one); 0 and 1 as
    * before this knob had words */

@@ -61,6 +61,7 @@ typedef hk_guarded_tls_t guarded_tls_t;
 __thread hk_guarded_tls_t hk_guarded_tls __attribute__((tls_model("initial-exec")));
 
 static uint64_t rate;            /* HAKMEM_GUARDED_RATE */
+static uint64_t per_sec;         /* HAKMEM_GUARDED_PER_SEC */
 static uint64_t seed, thread_seq;
 
 /* the allocations before the next sample: uniform in [0, 2 rate - 1] */
@@ -107,7 +108,10 @@ static uint32_t nslots, qhead, qcount;
 static bool markers;             /* guard markers, else PROT_NONE */
 static hk_lock_t pool_lock = HK_LOCK_INIT;
 static size_t live;
-static uint64_t taken, skipped;
+static uint64_t taken, skipped, throttled;
+/* the samples the process may take now, in thousandths: HK_GUARDED_BURST
+ * at most (config.h), HAKMEM_GUARDED_PER_SEC more a second */
+static uint64_t tokens = HK_GUARDED_BURST * 1000ull, tokens_ms;
 
 static uint8_t *slot_end(uint32_t i) { return pool + HK_PAGE + (size_t)i * STRIDE + SLOT_PAGES * HK_PAGE; }
 
@@ -330,10 +334,27 @@ static void install_handler(void) {
 static int stacks_ok;
 static uint32_t capture(uintptr_t *pc) { return HK_LOAD_ACQUIRE(stacks_ok) ? hk_unwind(pc, DEPTH) : 0; }
 
+/* a token for one sample, if the bucket has one (locked) */
+static bool token_take(void) {
+  uint64_t now = hk_os_now_ms();
+  if (now > tokens_ms) {
+    tokens += (now - tokens_ms) * per_sec;
+    if (tokens > HK_GUARDED_BURST * 1000ull) tokens = HK_GUARDED_BURST * 1000ull;
+    tokens_ms = now;
+  }
+  if (tokens < 1000) return false;
+  tokens -= 1000;
+  return true;
+}
+
 static void *sample(guarded_tls_t *t, unsigned cls) {
   size_t c = hk_class_bytes(cls);
   if (HK_LOAD_RELAXED(qcount) == 0) {  /* every slot live: no walk for nothing */
     HK_ADD_RELAXED(skipped, 1);
+    return NULL;
+  }
+  if (HK_LOAD_RELAXED(tokens) < 1000 && hk_os_now_ms() == HK_LOAD_RELAXED(tokens_ms)) {
+    HK_ADD_RELAXED(throttled, 1);  /* (no token, and none comes before the clock ticks) */
     return NULL;
   }
   uintptr_t pc[DEPTH];
@@ -344,6 +365,8 @@ static void *sample(guarded_tls_t *t, unsigned cls) {
   install_handler();
   if (qcount == 0) {
     HK_ADD_RELAXED(skipped, 1);
+  } else if (!token_take()) {
+    HK_ADD_RELAXED(throttled, 1);
   } else {
     uint32_t i = queue[qhead];
     uint8_t *end = slot_end(i), *b = end - c;
@@ -470,11 +493,12 @@ size_t hk_guarded_usable(const void *p) {
   return m && HK_LOAD_ACQUIRE(m->state) == S_LIVE ? m->size : 0;
 }
 
-void hk_guarded_counts(size_t *nlive, uint64_t *ntaken, uint64_t *nskipped) {
+void hk_guarded_counts(size_t *nlive, uint64_t *ntaken, uint64_t *nskipped, uint64_t *nthrottled) {
   hk_lock(&pool_lock);
   *nlive = live;
   *ntaken = taken;
   *nskipped = skipped;
+  *nthrottled = throttled;
   hk_unlock(&pool_lock);
 }
 
@@ -484,6 +508,7 @@ void hk_guarded_init(void) {
   if (!HK_GUARDED_BUILD || hk_knobs.guarded_rate <= 0 || hk_knobs.guarded_slots <= 0) return;
   nslots = (uint32_t)hk_knobs.guarded_slots;
   rate = (uint64_t)hk_knobs.guarded_rate;
+  per_sec = (uint64_t)hk_knobs.guarded_per_sec;
   size_t need = HK_PAGE + (size_t)nslots * STRIDE;
   pool_bytes = hk_align_up(need, HK_SS_SIZE);
   markers = hk_os_guard_markers();
@@ -509,6 +534,7 @@ void hk_guarded_init(void) {
   HK_STORE_RELAXED(pool_lo, (uintptr_t)pool);
   HK_STORE_RELAXED(pool_hi, (uintptr_t)pool + pool_bytes);
   seed = hk_random(HK_RANDOM_GUARDED, 0);
+  tokens_ms = hk_os_now_ms();
   HK_STORE_RELEASE(hk_guarded_on, 1);
 }
 

@@ -56,8 +56,9 @@ HK_INLINE void hk_guarded_consume(unsigned cls, uint64_t n) {
 /* blocks of chunk kind HK_CHUNK_GUARDED */
 bool   hk_guarded_free(const char *what, void *p);  /* false: reported */
 size_t hk_guarded_usable(const void *p);            /* 0: not a live block */
-/* sampled blocks live, and samples taken and skipped (pool full) */
-void   hk_guarded_counts(size_t *live, uint64_t *taken, uint64_t *skipped);
+/* sampled blocks live, and samples taken, skipped (pool full) and
+ * throttled (more than HAKMEM_GUARDED_PER_SEC a second) */
+void   hk_guarded_counts(size_t *live, uint64_t *taken, uint64_t *skipped, uint64_t *throttled);
 
 void hk_guarded_fork_prepare(void);
 void hk_guarded_fork_parent(void);

@@ -333,7 +333,7 @@ int main(int argc, char **argv) {
   if (check_failures_ != f) SHOW();
   f = check_failures_;
 
-  static const char *const heap[] = { "HAKMEM_GUARDED_RATE=100", "HAKMEM_VERBOSE=1", NULL };
+  static const char *const heap[] = { "HAKMEM_GUARDED_RATE=100", "HAKMEM_GUARDED_PER_SEC=1000000", "HAKMEM_VERBOSE=1", NULL };
   st = run("heap", heap);
   CHECKF(clean(st), "heap: status %#x", st);
   CHECKF(strstr(out, "hakmem: guarded: ") && strstr(out, " 0 live\n"), "heap: a sampled block live after the destroy");
