@@ -330,9 +330,27 @@ static void install_handler(void) {
 
 /* ---- sampled blocks ----------------------------------------------------------- */
 
-/* Stacks are taken once guarded_warm has run (below); before, none. */
+/* Stacks are taken once guarded_warm has run (below), on a thread whose
+ * first walk is done (hk_guarded_thread_start); before, none. */
 static int stacks_ok;
-static uint32_t capture(uintptr_t *pc) { return HK_LOAD_ACQUIRE(stacks_ok) ? hk_unwind(pc, DEPTH) : 0; }
+static uint32_t capture(uintptr_t *pc) {
+  return HK_LOAD_ACQUIRE(stacks_ok) && hk_guarded_tls.warm ? hk_unwind(pc, DEPTH) : 0;
+}
+
+/* the calling thread's first walk (it may allocate: unsampled) */
+static void thread_warm(guarded_tls_t *t) {
+  int was = t->busy;
+  t->busy = 1;
+  uintptr_t pc[2];
+  hk_unwind(pc, 2);
+  t->busy = was;
+  t->warm = 1;
+}
+
+void hk_guarded_thread_start(void) {
+  guarded_tls_t *t = &hk_guarded_tls;
+  if (HK_LOAD_ACQUIRE(stacks_ok) && !t->warm) thread_warm(t);
+}
 
 /* a token for one sample, if the bucket has one (locked) */
 static bool token_take(void) {
@@ -438,6 +456,7 @@ bool hk_guarded_free(const char *what, void *p) {
   }
   uintptr_t pc[DEPTH];
   guarded_tls_t *t = tls_get();
+  if (!t->warm && HK_LOAD_ACQUIRE(stacks_ok)) thread_warm(t);  /* (free: no list is being cut) */
   int was = t->busy;
   t->busy = 1;
   uint32_t n = capture(pc);
@@ -538,20 +557,17 @@ void hk_guarded_init(void) {
   HK_STORE_RELEASE(hk_guarded_on, 1);
 }
 
-/* The unwinder's first walk may load and allocate: done here, unsampled,
- * not in a sample (the slow path may hold the heap's lock). A constructor
- * of default priority, not hk_init's (101): in a program linked with
+/* The unwinder's first walk may load and allocate (libgcc, and the
+ * thread's stack found by pthread_getattr_np): the process's and the main
+ * thread's are done here, unsampled, not in a sample. A constructor of
+ * default priority, not hk_init's (101): in a program linked with
  * -static, libgcc finds the program's frames only once crtbegin's
  * frame_dummy, a constructor of default priority linked before hakmem,
  * has registered them; a walk before aborts. Samples taken before this
  * have no stacks. */
 __attribute__((constructor)) static void guarded_warm(void) {
   if (!HK_LOAD_ACQUIRE(hk_guarded_on)) return;
-  guarded_tls_t *t = tls_get();
-  t->busy = 1;
-  uintptr_t pc[DEPTH];
-  hk_unwind(pc, DEPTH);
-  t->busy = 0;
+  thread_warm(tls_get());
   HK_STORE_RELEASE(stacks_ok, 1);
 }
 

@@ -38,9 +38,18 @@ typedef struct {
   uint32_t left[HK_NCLASS];
   int busy;                      /* sampling now: a nested malloc is not sampled */
   int ready;
+  int warm;                      /* the thread's first stack walk is done */
   uint64_t rng;
 } hk_guarded_tls_t;
 extern __thread hk_guarded_tls_t hk_guarded_tls __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
+
+/* A thread's heap was just made, in its first slow path, before it serves
+ * anything: the thread's first stack walk, which may allocate (it finds
+ * the thread's stack), is done here and not in a sample, where a nested
+ * malloc could take the list the sample point is cutting. A thread whose
+ * heap was made before sampling started walks at its first sampled free;
+ * its samples before that have no allocation stack. */
+void hk_guarded_thread_start(void);
 
 /* The heap's slow path, one allocation of class cls (a thread heap's)
  * about to be handed out: counted; the block to hand out when it is the

@@ -17,6 +17,7 @@
  *              a fault on a sampled block goes to the program's handler
  *   fork       a fork child frees the parent's sampled blocks, samples its
  *              own, and reports a use after free
+ *   thread_uaf a use after free on a thread (its own stacks)
  *   thread     sampled blocks of a thread that exited, freed by another
  *   heap       a first-class heap's blocks are never sampled: its destroy
  *              leaves no sampled block live
@@ -112,6 +113,10 @@ static void *thread_alloc(void *arg) {
   long n = (long)arg;
   return alloc_many(n);
 }
+static void *thread_uaf(void *arg) {
+  uaf((long)arg);
+  return NULL;
+}
 
 static int child(const char *c) {
   char line[128];
@@ -187,6 +192,10 @@ static int child(const char *c) {
       if (malloc_usable_size(v[i]) != 64) { say("usable size\n"); return 9; }
       free(v[i]);
     }
+  } else if (!strcmp(c, "thread_uaf")) {
+    pthread_t t;
+    pthread_create(&t, NULL, thread_uaf, (void *)n);
+    pthread_join(t, NULL);
   } else if (!strcmp(c, "heap")) {
     hak_heap_t *h = hak_heap_new();
     for (long i = 0; i < n; i++) sink = hak_heap_malloc(h, 64);
@@ -324,6 +333,13 @@ int main(int argc, char **argv) {
   st = run("fork", NULL);
   CHECKF(clean(st), "fork: status %#x", st);
   CHECKF(strstr(out, "hakmem: guarded: use after free: write at") != NULL, "fork: the child reported nothing");
+  if (check_failures_ != f) SHOW();
+  f = check_failures_;
+
+  st = run("thread_uaf", NULL);
+  CHECKF(aborted(st), "thread_uaf: status %#x", st);
+  CHECKF(frame_in("the block was allocated by thread", "alloc"), "thread_uaf: no allocation stack on a thread");
+  CHECKF(frame_in("and freed by thread", "free"), "thread_uaf: no free stack on a thread");
   if (check_failures_ != f) SHOW();
   f = check_failures_;
 
