@@ -20,8 +20,10 @@
 
 /* Not with the canary (the secure build): a sampled block would need the
  * trailer word its measures keep (kind, sized, slack, fill, copy), which a
- * slot does not have; not under memcheck. HK_NO_GUARDED compiles it out. */
-#if defined(HK_NO_GUARDED) || HK_M_CANARY || HK_TRACKING
+ * slot does not have; not with delayed reuse (its generations make every
+ * count a walk of the list); not under memcheck. HK_NO_GUARDED compiles it
+ * out. */
+#if defined(HK_NO_GUARDED) || HK_M_CANARY || HK_M_DELAY || HK_TRACKING
 #define HK_GUARDED_BUILD 0
 #else
 #define HK_GUARDED_BUILD 1
