@@ -179,10 +179,10 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
   if (HK_UNLIKELY(h == &hk_heap_empty)) {
     h = hk_thread_heap_init();
     if (!h) { errno = ENOMEM; return NULL; }
-    /* the guarded sampler's first walk on this thread, while nothing of
-     * the heap is half done (it may allocate) */
-    if (HK_GUARDED_BUILD && HK_LOAD_RELAXED(hk_guarded_on)) hk_guarded_thread_start();
   }
+  /* a guarded sample waits for this thread's first stack walk: here,
+   * while nothing of the heap is half done (it may allocate) */
+  if (HK_GUARDED_BUILD && HK_UNLIKELY(hk_guarded_tls.want_warm)) hk_guarded_thread_start();
   if (HK_UNLIKELY(hk_heap_bg_on)) return heap_alloc_guarded(h, cls);
   return heap_alloc_body(h, cls);  /* inlined: one test more than before */
 }

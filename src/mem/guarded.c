@@ -330,8 +330,8 @@ static void install_handler(void) {
 
 /* ---- sampled blocks ----------------------------------------------------------- */
 
-/* Stacks are taken once guarded_warm has run (below), on a thread whose
- * first walk is done (hk_guarded_thread_start); before, none. */
+/* Stacks are taken once guarded_stacks has run (below), on a thread whose
+ * first walk is done (hk_guarded_thread_start); before it, none. */
 static int stacks_ok;
 static uint32_t capture(uintptr_t *pc) {
   return HK_LOAD_ACQUIRE(stacks_ok) && hk_guarded_tls.warm ? hk_unwind(pc, DEPTH) : 0;
@@ -349,6 +349,7 @@ static void thread_warm(guarded_tls_t *t) {
 
 void hk_guarded_thread_start(void) {
   guarded_tls_t *t = &hk_guarded_tls;
+  t->want_warm = 0;
   if (HK_LOAD_ACQUIRE(stacks_ok) && !t->warm) thread_warm(t);
 }
 
@@ -419,8 +420,12 @@ void *hk_guarded_small(unsigned cls) {
     t->left[cls]--;
     return NULL;
   }
-  t->left[cls] = draw(t);
   if (t->busy) return NULL;
+  if (HK_UNLIKELY(!t->warm) && HK_LOAD_ACQUIRE(stacks_ok)) {
+    t->want_warm = 1;  /* put off until the slow path has walked (guarded.h) */
+    return NULL;
+  }
+  t->left[cls] = draw(t);
   return sample(t, cls);
 }
 
@@ -557,19 +562,12 @@ void hk_guarded_init(void) {
   HK_STORE_RELEASE(hk_guarded_on, 1);
 }
 
-/* The unwinder's first walk may load and allocate (libgcc, and the
- * thread's stack found by pthread_getattr_np): the process's and the main
- * thread's are done here, unsampled, not in a sample. A constructor of
- * default priority, not hk_init's (101): in a program linked with
- * -static, libgcc finds the program's frames only once crtbegin's
- * frame_dummy, a constructor of default priority linked before hakmem,
- * has registered them; a walk before aborts. Samples taken before this
- * have no stacks. */
-__attribute__((constructor)) static void guarded_warm(void) {
-  if (!HK_LOAD_ACQUIRE(hk_guarded_on)) return;
-  thread_warm(tls_get());
-  HK_STORE_RELEASE(stacks_ok, 1);
-}
+/* Stack walks may start: a constructor of default priority, not hk_init's
+ * (101). In a program linked with -static, libgcc finds the program's
+ * frames only once crtbegin's frame_dummy, a constructor of default
+ * priority linked before hakmem, has registered them; a walk before
+ * aborts. Samples taken before this have no stacks. */
+__attribute__((constructor)) static void guarded_stacks(void) { HK_STORE_RELEASE(stacks_ok, 1); }
 
 void hk_guarded_fork_prepare(void) { hk_lock(&pool_lock); }
 void hk_guarded_fork_parent(void) { hk_unlock(&pool_lock); }

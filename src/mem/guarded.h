@@ -41,16 +41,18 @@ typedef struct {
   int busy;                      /* sampling now: a nested malloc is not sampled */
   int ready;
   int warm;                      /* the thread's first stack walk is done */
+  int want_warm;                 /* a sample waits for it (hk_guarded_thread_start) */
   uint64_t rng;
 } hk_guarded_tls_t;
 extern __thread hk_guarded_tls_t hk_guarded_tls __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
 
-/* A thread's heap was just made, in its first slow path, before it serves
- * anything: the thread's first stack walk, which may allocate (it finds
- * the thread's stack), is done here and not in a sample, where a nested
- * malloc could take the list the sample point is cutting. A thread whose
- * heap was made before sampling started walks at its first sampled free;
- * its samples before that have no allocation stack. */
+/* A thread's first stack walk allocates (glibc finds the thread's stack):
+ * not in a sample, where a nested malloc could take the list the sample
+ * point is cutting. A sample that finds its thread cold is put off (its
+ * countdown stays at 0) and asks for the walk (want_warm), which the slow
+ * path makes here at its next full call, before it touches the heap; a
+ * sampled free walks at once. So a thread that is never sampled never
+ * walks (its heap starts as it would without sampling). */
 void hk_guarded_thread_start(void);
 
 /* The heap's slow path, one allocation of class cls (a thread heap's)
