@@ -350,4 +350,5 @@ void hk_span_fork_prepare(void) { hk_arena_lock_all(); }
 void hk_span_fork_parent(void) { hk_arena_unlock_all(); }
 void hk_span_fork_child(void) {
   for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_lock_reset(&hk_arena_shards[k].lock);
+  hk_quar_fork_child();
 }

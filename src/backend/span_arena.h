@@ -80,8 +80,10 @@ typedef struct hk_arena {
 /* A run of pages: [at, at + n). */
 typedef struct { uint32_t at, n; } run_t;
 
-/* A freed block waiting in the quarantine: its arena and first page. */
-typedef struct { hk_arena_t *a; uint32_t i; } quar_t;
+/* A freed block waiting in the quarantine: its arena and first page; busy
+ * while the purge clock purges its pages with the locks dropped (it then
+ * cannot leave the quarantine: span_guard.c, hk_quar_collect). */
+typedef struct { hk_arena_t *a; uint32_t i; uint32_t busy; } quar_t;
 
 /* A shard: a list of arenas and the lock that guards them. */
 typedef struct {

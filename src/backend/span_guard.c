@@ -190,7 +190,12 @@ size_t hk_quar_pages(void) { return HK_LOAD_RELAXED(quar_pages); }
 
 static void quar_release_oldest(shard_t *sh) {
   HK_ASSERT(sh->quar_n && sh->quar_first < QUAR_RUNS);
-  quar_t q = sh->quar[sh->quar_first];
+  quar_t *slot = &sh->quar[sh->quar_first];
+  /* its pages are being purged with the locks dropped (hk_quar_collect):
+   * that purge takes no lock before it is done, so waiting here cannot
+   * deadlock; it lasts one madvise, and only when the ring wraps onto it */
+  while (__atomic_load_n(&slot->busy, __ATOMIC_ACQUIRE)) sched_yield();
+  quar_t q = *slot;
   sh->quar_first = (sh->quar_first + 1) % QUAR_RUNS;
   sh->quar_n--;
   entry_t *h = &q.a->e[q.i];
@@ -205,32 +210,58 @@ void hk_quar_push(hk_arena_t *a, uint32_t i, uint32_t stamp) {
   if (sh->quar_n == QUAR_RUNS) quar_release_oldest(sh);
   while (sh->quar_n && HK_LOAD_RELAXED(quar_pages) + a->e[i].npages > QUAR_PAGES) quar_release_oldest(sh);
   a->e[i].f.stamp = stamp;
-  sh->quar[(sh->quar_first + sh->quar_n++) % QUAR_RUNS] = (quar_t){ a, i };
+  sh->quar[(sh->quar_first + sh->quar_n++) % QUAR_RUNS] = (quar_t){ a, i, 0 };
   HK_ADD_RELAXED(quar_pages, a->e[i].npages);
 }
 
-/* The quarantine's marked pages of [i, i + n), purged in place. */
-static uint32_t purge_marked(hk_arena_t *a, uint32_t i, uint32_t n, unsigned long *calls) {
-  uint32_t pages = 0;
-  for (uint32_t p = i, q; next_marked(a, &p, i + n, &q); p = q) {
-    hk_os_purge(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT);
-    bits_set(a, p, q - p, false);
-    pages += q - p;
-    (*calls)++;
-  }
-  return pages;
+/* The quarantine's purge, made with the locks dropped (no system call
+ * under a lock others wait on): under every lock, the marked ranges of
+ * the blocks due are gathered, a batch at a time, and their slots made
+ * busy; the locks are dropped, the ranges purged and unmarked (the bitmap's
+ * words are atomic), the slots freed; the locks taken again, and the next
+ * batch gathered. A busy block keeps T_FREED and its slot (a push that
+ * wraps onto it waits), so nothing can take or join its pages meanwhile.
+ * The purge takes no lock before its slots are freed. */
+#define QUAR_BATCH 64
+typedef struct { quar_t *slot; hk_arena_t *a; uint32_t p, q; } quar_job_t;
+
+static unsigned quar_gather(uint64_t delay_ms, quar_job_t *jobs) {
+  unsigned n = 0;
+  for (shard_t *sh = hk_arena_shards; sh < hk_arena_shards + HK_SPAN_SHARDS && n < QUAR_BATCH; sh++)
+    for (unsigned k = 0; k < sh->quar_n && n < QUAR_BATCH; k++) {
+      quar_t *slot = &sh->quar[(sh->quar_first + k) % QUAR_RUNS];
+      entry_t *h = &slot->a->e[slot->i];
+      if (__atomic_load_n(&slot->busy, __ATOMIC_RELAXED) || now_stamp(slot->a) - h->f.stamp < delay_ms) continue;
+      for (uint32_t p = slot->i, q; n < QUAR_BATCH && next_marked(slot->a, &p, slot->i + h->npages, &q); p = q) {
+        jobs[n++] = (quar_job_t){ slot, slot->a, p, q };
+        __atomic_store_n(&slot->busy, 1, __ATOMIC_RELAXED);
+      }
+    }
+  return n;
+}
+
+void hk_quar_fork_child(void) {
+  for (shard_t *sh = hk_arena_shards; QUAR_ON && sh < hk_arena_shards + HK_SPAN_SHARDS; sh++)
+    for (unsigned k = 0; k < QUAR_RUNS; k++) sh->quar[k].busy = 0;
 }
 
 /* Quarantined blocks keep their address, not their pages. */
 size_t hk_quar_collect(bool force, uint64_t delay_ms, unsigned long *calls) {
   size_t pages = 0;
-  for (shard_t *sh = hk_arena_shards; QUAR_ON && sh < hk_arena_shards + HK_SPAN_SHARDS; sh++) {
-    while (force && sh->quar_n) quar_release_oldest(sh);
-    for (unsigned k = 0; k < sh->quar_n; k++) {
-      quar_t q = sh->quar[(sh->quar_first + k) % QUAR_RUNS];
-      entry_t *h = &q.a->e[q.i];
-      if (now_stamp(q.a) - h->f.stamp >= delay_ms) pages += purge_marked(q.a, q.i, h->npages, calls);
+  if (!QUAR_ON) return 0;
+  for (shard_t *sh = hk_arena_shards; force && sh < hk_arena_shards + HK_SPAN_SHARDS; sh++)
+    while (sh->quar_n) quar_release_oldest(sh);
+  quar_job_t jobs[QUAR_BATCH];
+  for (unsigned round = 0, n; round < 64 && (n = quar_gather(delay_ms, jobs)) != 0; round++) {
+    hk_arena_unlock_all();
+    for (unsigned k = 0; k < n; k++) {
+      hk_os_purge(page_addr(jobs[k].a, jobs[k].p), (size_t)(jobs[k].q - jobs[k].p) << PAGE_SHIFT);
+      bits_set(jobs[k].a, jobs[k].p, jobs[k].q - jobs[k].p, false);
+      pages += jobs[k].q - jobs[k].p;
+      (*calls)++;
     }
+    for (unsigned k = 0; k < n; k++) __atomic_store_n(&jobs[k].slot->busy, 0, __ATOMIC_RELEASE);
+    hk_arena_lock_all();
   }
   return pages << PAGE_SHIFT;
 }

@@ -52,9 +52,13 @@ void hk_guard_arena_gone(const hk_arena_t *a);
  * tail 0) waits in its shard's; the oldest leave as free runs. Under the lock. */
 void hk_quar_push(hk_arena_t *a, uint32_t i, uint32_t stamp);
 /* Every lock held: the quarantined blocks' pages freed delay_ms ago or
- * more are purged in place (force: the quarantine is emptied first).
+ * more are purged in place (force: the quarantine is emptied first), the
+ * locks dropped while the calls are made (held again on return).
  * Bytes purged; *calls counts the madvise calls. */
 size_t hk_quar_collect(bool force, uint64_t delay_ms, unsigned long *calls);
+/* A fork child: a quarantine purge another thread was making is not
+ * copied; its blocks may leave the quarantine (their pages stay marked). */
+void hk_quar_fork_child(void);
 /* The pages waiting in every shard's quarantine (read without the lock). */
 size_t hk_quar_pages(void);
 
