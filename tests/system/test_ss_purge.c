@@ -21,7 +21,8 @@
  * contents are checked on the way, and what is mapped at the end.
  *
  * The knobs are read before main: without HAKMEM_PURGE_DELAY_MS the test
- * runs itself again with HAKMEM_PURGE_DELAY_MS=20 HAKMEM_HEAP_SPARE=1. */
+ * runs itself again with HAKMEM_PURGE_DELAY_MS=20 HAKMEM_HEAP_SPARE=1
+ * HAKMEM_GUARDED_RATE=0. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -119,6 +120,9 @@ int main(int argc, char **argv) {
   if (!getenv("HAKMEM_PURGE_DELAY_MS")) {
     setenv("HAKMEM_PURGE_DELAY_MS", "20", 1);
     setenv("HAKMEM_HEAP_SPARE", "1", 1);
+    /* every block in a superslab: a sampled one lies in the guarded pool,
+     * which step 1 would take for B */
+    setenv("HAKMEM_GUARDED_RATE", "0", 1);
     execv("/proc/self/exe", argv);
     perror("execv");
     return 1;
