@@ -356,14 +356,15 @@ void hk_guarded_thread_start(void) {
 /* a token for one sample, if the bucket has one (locked) */
 static bool token_take(void) {
   uint64_t now = hk_os_now_ms();
+  uint64_t have = tokens;  /* (written under the lock, read without it by sample) */
   if (now > tokens_ms) {
-    tokens += (now - tokens_ms) * per_sec;
-    if (tokens > HK_GUARDED_BURST * 1000ull) tokens = HK_GUARDED_BURST * 1000ull;
-    tokens_ms = now;
+    have += (now - tokens_ms) * per_sec;
+    if (have > HK_GUARDED_BURST * 1000ull) have = HK_GUARDED_BURST * 1000ull;
+    HK_STORE_RELAXED(tokens_ms, now);
   }
-  if (tokens < 1000) return false;
-  tokens -= 1000;
-  return true;
+  bool ok = have >= 1000;
+  HK_STORE_RELAXED(tokens, ok ? have - 1000 : have);
+  return ok;
 }
 
 static void *sample(guarded_tls_t *t, unsigned cls) {
@@ -392,7 +393,7 @@ static void *sample(guarded_tls_t *t, unsigned cls) {
     uint8_t *first = (uint8_t *)((uintptr_t)b & ~(uintptr_t)(HK_PAGE - 1));
     if (pages_open(first, (size_t)(end - first))) {
       qhead = (qhead + 1) % nslots;
-      qcount--;
+      HK_STORE_RELAXED(qcount, qcount - 1);  /* (read without the lock by sample) */
       memset(first, FILL, (size_t)(b - first));
       slot_t *m = &slots[i];
       m->size = (uint32_t)c;
@@ -492,7 +493,7 @@ bool hk_guarded_free(const char *what, void *p) {
   pages_close(first, (size_t)(end - first));
   uint32_t i = (uint32_t)(m - slots);
   queue[(qhead + qcount) % nslots] = i;
-  qcount++;
+  HK_STORE_RELAXED(qcount, qcount + 1);
   live--;
   slot_t copy = *m;
   hk_unlock(&pool_lock);
@@ -521,8 +522,8 @@ void hk_guarded_counts(size_t *nlive, uint64_t *ntaken, uint64_t *nskipped, uint
   hk_lock(&pool_lock);
   *nlive = live;
   *ntaken = taken;
-  *nskipped = skipped;
-  *nthrottled = throttled;
+  *nskipped = HK_LOAD_RELAXED(skipped);
+  *nthrottled = HK_LOAD_RELAXED(throttled);
   hk_unlock(&pool_lock);
 }
 
