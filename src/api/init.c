@@ -141,6 +141,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
     .refill = learn ? hk_learner_small_tick : NULL,
     .purge = purge_large,
     .stats = hk_stats_tick,
+    .deferred = hk_bg_start_deferred,
   };
   hk_heap_set_hooks(&hooks);
   if (learn) hk_large_set_alloc_hook(hk_learner_slow_tick);
@@ -154,7 +155,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
   pthread_atfork(fork_prepare, fork_parent, fork_child);  /* allocates: all is ready */
   hk_bg_set_hooks(hk_stats_tick, dump_now);
   hk_bg_start();  /* HAKMEM_BACKGROUND_PURGE=on, the timeline, the dump signal;
-                     auto starts in note_held */
+                     auto: note_held asks, a slow path starts it */
 }
 
 /* The exit line names the measures in force, so a test can prove which

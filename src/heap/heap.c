@@ -46,6 +46,14 @@ void hk_heap_set_hooks(const hk_heap_hooks_t *h) {
   HK_STORE_RELAXED(hk_heap_hooks.refill, h->refill);
   HK_STORE_RELAXED(hk_heap_hooks.purge, h->purge);
   HK_STORE_RELAXED(hk_heap_hooks.stats, h->stats);
+  HK_STORE_RELAXED(hk_heap_hooks.deferred, h->deferred);
+}
+
+int hk_heap_deferred;
+void hk_heap_defer(void) { HK_STORE_RELAXED(hk_heap_deferred, 1); }
+/* once per request: the first caller to see it takes it */
+HK_COLD void hk_heap_run_deferred(void) {
+  if (HK_XCHG_RELAXED(hk_heap_deferred, 0)) HK_HEAP_HOOK(deferred);
 }
 /* The learner's hook alone, installed when HAKMEM_LEARN is turned on at run
  * time (hak_ctl_set): off at start, the slow paths skip a NULL hook. */

@@ -139,12 +139,23 @@ typedef struct hk_heap_hooks {
   void (*refill)(void);   /* each full slow path (the learner's small-tier tick) */
   void (*purge)(void);    /* the heap's purge clock struck (the large tier's purge) */
   void (*stats)(void);    /* each 32nd counted refill (the stats timeline) */
+  void (*deferred)(void); /* work asked for by hk_heap_defer, at a slow path's top */
 } hk_heap_hooks_t;
 extern hk_heap_hooks_t hk_heap_hooks HK_HIDDEN;
 void hk_heap_set_hooks(const hk_heap_hooks_t *hooks);
 void hk_heap_set_refill_hook(void (*fn)(void));
 #define HK_HEAP_HOOK(name) \
   do { void (*fn_)(void) = HK_LOAD_RELAXED(hk_heap_hooks.name); if (fn_) fn_(); } while (0)
+
+/* Work that may call malloc, asked for from inside a slow path (the
+ * background purge's lazy start: pthread_create allocates the new
+ * thread's TLS), must not run there: the malloc would enter a heap or a
+ * tier whose lists are half changed. hk_heap_defer asks for the deferred
+ * hook; the next malloc slow path runs it at its top, before it touches
+ * anything (hk_heap_run_deferred), and so does the large tiers' router. */
+extern int hk_heap_deferred HK_HIDDEN;
+void hk_heap_defer(void);
+void hk_heap_run_deferred(void);
 
 /* What the heap needs before its first slab: the knobs, the free-list key.
  * Idempotent; the first heap of the process calls it. */

@@ -20,8 +20,21 @@
 HK_INLINE void hk_hook_heap_check(hk_heap_t *h) {
   if (hk_knobs.check_every && h->slow_count % (uint32_t)hk_knobs.check_every == 0) hk_heap_check(h);
 }
+/* A malloc from inside the slow path (a hook, a library it calls: say
+ * pthread_create's calloc) would enter a heap whose lists are half
+ * changed: the class's current slab replaced under the caller, a slab
+ * lost off every list. Anything that may allocate waits for the top of
+ * the slow path (hk_heap_defer). */
+static __thread int body_depth;
+HK_INLINE void hk_hook_body_enter(void) {
+  HK_ASSERT(body_depth == 0);
+  body_depth++;
+}
+HK_INLINE void hk_hook_body_leave(void) { body_depth--; }
 #else
 HK_INLINE void hk_hook_heap_check(hk_heap_t *h) { (void)h; }
+HK_INLINE void hk_hook_body_enter(void) {}
+HK_INLINE void hk_hook_body_leave(void) {}
 #endif
 
 /* The purge clock: unused memory is given back once a purge delay has
@@ -165,7 +178,15 @@ HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
   return hk_slab_take_local(s);
 }
 
-HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls);
+HK_INLINE void *heap_alloc_lists(hk_heap_t *h, unsigned cls);
+
+/* The slow path's work on the heap's lists, entered once at a time */
+HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
+  hk_hook_body_enter();
+  void *b = heap_alloc_lists(h, cls);
+  hk_hook_body_leave();
+  return b;
+}
 
 /* With the background purge: the same under the heap's bg_lock. */
 static HK_NOINLINE void *heap_alloc_guarded(hk_heap_t *h, unsigned cls) {
@@ -183,11 +204,12 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
   /* a guarded sample waits for this thread's first stack walk: here,
    * while nothing of the heap is half done (it may allocate) */
   if (HK_GUARDED_BUILD && HK_UNLIKELY(hk_guarded_tls.want_warm)) hk_guarded_thread_start();
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_heap_deferred))) hk_heap_run_deferred();  /* (heap.h) */
   if (HK_UNLIKELY(hk_heap_bg_on)) return heap_alloc_guarded(h, cls);
   return heap_alloc_body(h, cls);  /* inlined: one test more than before */
 }
 
-HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
+HK_INLINE void *heap_alloc_lists(hk_heap_t *h, unsigned cls) {
   if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) hk_heap_drain_delayed(h);
   heap_maybe_purge(h);
   hk_hook_heap_check(h);

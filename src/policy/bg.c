@@ -257,8 +257,11 @@ void hk_bg_held(size_t held) {
   if (HK_LIKELY(atomic_load_explicit(&auto_started, memory_order_relaxed))) return;
   if (hk_knobs.background_purge != HK_BG_AUTO || held < HK_BG_AUTO_BYTES) return;
   if (atomic_exchange_explicit(&auto_started, true, memory_order_relaxed)) return;
-  start_thread(true);
+  /* not from here: the caller is inside a heap's or a tier's slow path,
+   * and pthread_create's calloc would enter it (heap.h, hk_heap_defer) */
+  hk_heap_defer();
 }
+void hk_bg_start_deferred(void) { start_thread(true); }
 
 void hk_bg_wake(void) {
   pthread_mutex_lock(&mu);

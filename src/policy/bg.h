@@ -14,6 +14,7 @@ void hk_bg_start(void);          /* at start-up: the thread, when the knob is on
  * init.c): with the knob at auto, the thread starts once it passes
  * HK_BG_AUTO_BYTES. */
 void hk_bg_held(size_t held);
+void hk_bg_start_deferred(void); /* the start hk_bg_held asked for (the heap's deferred hook) */
 void hk_bg_stop(void);           /* at exit: stop and join */
 void hk_bg_wake(void);           /* tick now (the purge delay changed) */
 bool hk_bg_running(void);
