@@ -237,7 +237,12 @@ void hk_window_step(hk_window_t *w, const hk_window_obs_t *o, const hk_window_bo
       seen += o->reuse[k];
       if (seen * 100 >= in * (unsigned long)HK_WINDOW_COVER) break;
     }
-    long want = clampl((long)hk_reuse_upper(k), b->floor_ms, max);
+    /* a distance runs from the stamp, which may lag the last free by up
+     * to a purge delay (a slab is stamped when its heap releases it, on
+     * its purge clock): the window covers that lag too, or a period just
+     * past the bucket's end is purged and faulted in again until the rule
+     * below doubles it */
+    long want = clampl((long)hk_reuse_upper(k) + b->floor_ms, b->floor_ms, max);
     /* a purged page was unused for the window at least: distances within
      * it were measured short (a slab is stamped when released, after its
      * last free) and reuse goes on under a window that stood two of its
