@@ -37,6 +37,7 @@ static int report_fd = STDERR_FILENO;  /* a private copy when verbose: programs
 static void fork_prepare(void) {
   hk_bg_fork_prepare();
   hk_prof_fork_prepare();
+  hk_stats_fork_prepare();
   hk_heap_fork_prepare();
   hk_heap_midp_fork_prepare();
   hk_large_fork_prepare();
@@ -49,6 +50,7 @@ static void fork_parent(void) {
   hk_large_fork_parent();
   hk_heap_midp_fork_parent();
   hk_heap_fork_parent();
+  hk_stats_fork_parent();
   hk_prof_fork_parent();
   hk_bg_fork_parent();
 }
@@ -58,6 +60,7 @@ static void fork_child(void) {
   hk_large_fork_child();
   hk_heap_midp_fork_child();
   hk_heap_fork_child();
+  hk_stats_fork_child();
   hk_prof_fork_child();
   hk_bg_fork_child();  /* the purge thread is not copied: a new one, if on */
 }

@@ -226,6 +226,10 @@ void hk_stats_dump(void) {
   hk_unlock(&tick_lock);
 }
 
+void hk_stats_fork_prepare(void) { hk_lock(&tick_lock); }
+void hk_stats_fork_parent(void) { hk_unlock(&tick_lock); }
+void hk_stats_fork_child(void) { hk_lock_reset(&tick_lock); }
+
 /* ---- public API and glibc's introspection ----------------------------------------- */
 
 /* The struct as 0.1.0 shipped it: hak_stats_get's callers were compiled

@@ -20,6 +20,13 @@ void hk_stats_init(void);
 /* The dump signal's report (policy/bg.c): the text report (JSON under
  * HAKMEM_STATS=json) appended to HAKMEM_STATS_FILE, else on stderr. */
 void hk_stats_dump(void);
+/* fork(): the snapshot's lock held across it, so that a child never
+ * inherits it taken by a thread it does not have (its exit report would
+ * wait for ever); before the heap registry's and the superslabs' locks,
+ * which a snapshot takes under it. */
+void hk_stats_fork_prepare(void);
+void hk_stats_fork_parent(void);
+void hk_stats_fork_child(void);
 
 
 void hk_stats_print_glibc_style(FILE *out);   /* malloc_stats() */
