@@ -572,6 +572,8 @@ static int find_self(struct dl_phdr_info *info, size_t size, void *arg) {
   return 1;
 }
 
+static int prof_ready;  /* hk_prof_init set the tables up (prof_start) */
+
 void hk_prof_init(void) {
   if (!hk_knobs.prof) return;
   if (!HK_PROF_BUILD) {
@@ -604,7 +606,18 @@ void hk_prof_init(void) {
   Dl_info self;
   if (dladdr((void *)&hk_prof_init, &self) && self.dli_fbase && self.dli_fname && self.dli_fname[0])
     dl_iterate_phdr(find_self, self.dli_fbase);
-  /* the unwinder's first walk may load and allocate: here, unsampled */
+  prof_ready = 1;  /* sampling starts in prof_start */
+}
+
+/* The unwinder's first walk, then sampling on: a constructor of default
+ * priority, not hk_init's (101). In a program linked with -static,
+ * libgcc's unwinder finds the program's frames only once crtbegin's
+ * frame_dummy (a constructor of default priority, linked before hakmem)
+ * has registered them, and aborts on a walk before that. Allocations made
+ * before it (other libraries' constructors) are not sampled. */
+__attribute__((constructor)) static void prof_start(void) {
+  if (!prof_ready) return;
+  /* the first walk may load and allocate: here, unsampled */
   prof_tls_t *t = tls_get();
   t->busy = 1;
   uintptr_t pc[DEPTH];

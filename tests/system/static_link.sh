@@ -3,7 +3,8 @@
 # hakmem, not only its malloc: the constructor (HAKMEM_VERBOSE's start
 # line), the destructor (the exit line, HAKMEM_STATS's report) and the fork
 # handlers (a new purge thread in the child), linked dynamically and with
-# -static. And the archive exports the public API only.
+# -static; the heap profiler runs in both. And the archive exports the
+# public API only.
 set -u
 B=${1:?usage: static_link.sh BUILD}
 fails=0
@@ -34,6 +35,16 @@ for P in "$B/tests/static_probe" "$B/tests/static_probe_full"; do
     ok "$n: the HAKMEM_STATS report"
   else
     bad "$n: no report under HAKMEM_STATS=1:"; cat "$TMP/err"
+  fi
+  # the heap profiler: its first stack walk must wait for the program's
+  # frames to be registered (-static: crtbegin's frame_dummy; before it
+  # libgcc's unwinder aborts), and the profile is written at exit
+  HAKMEM_PROF=1 HAKMEM_PROF_SAMPLE=64 HAKMEM_PROF_FILE="$TMP/$n.%p.heap" "$P" >"$TMP/out" 2>"$TMP/err"
+  rc=$?
+  if [ $rc = 0 ] && head -1 "$TMP/$n".*.heap 2>/dev/null | grep -q '^heap profile: '; then
+    ok "$n: HAKMEM_PROF=1 runs and writes its profile"
+  else
+    bad "$n: HAKMEM_PROF=1 exited $rc, profile: $(ls "$TMP" | grep heap || echo none)"; cat "$TMP/err"
   fi
   # the fork handlers: the purge thread is started again in the child
   out=$(HAKMEM_BACKGROUND_PURGE=1 "$P" fork 2>&1)
