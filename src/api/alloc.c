@@ -156,7 +156,7 @@ void *hk_calloc(size_t count, size_t size) {
  * alignments, and a span the arenas could not grow for get a mapping of
  * their own (large_huge.c). */
 void *hk_large_alloc(size_t size, size_t align, bool zero, unsigned kind) {
-  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_heap_deferred))) hk_heap_run_deferred();  /* (heap.h) */
+  hk_heap_safe_point();  /* what hk_heap_defer asked for (heap.h) */
   if (!hk_large_admit(size, align)) return NULL;
   size_t n = size ? size : 1;
   void *p = NULL;

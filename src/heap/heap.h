@@ -156,6 +156,10 @@ void hk_heap_set_refill_hook(void (*fn)(void));
 extern int hk_heap_deferred HK_HIDDEN;
 void hk_heap_defer(void);
 void hk_heap_run_deferred(void);
+/* The safe point itself: a slow path's first test */
+static inline void hk_heap_safe_point(void) {
+  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_heap_deferred))) hk_heap_run_deferred();
+}
 
 /* What the heap needs before its first slab: the knobs, the free-list key.
  * Idempotent; the first heap of the process calls it. */

@@ -204,7 +204,7 @@ static HK_NOINLINE void *heap_alloc_full(hk_heap_t *h, unsigned cls) {
   /* a guarded sample waits for this thread's first stack walk: here,
    * while nothing of the heap is half done (it may allocate) */
   if (HK_GUARDED_BUILD && HK_UNLIKELY(hk_guarded_tls.want_warm)) hk_guarded_thread_start();
-  if (HK_UNLIKELY(HK_LOAD_RELAXED(hk_heap_deferred))) hk_heap_run_deferred();  /* (heap.h) */
+  hk_heap_safe_point();  /* what hk_heap_defer asked for (heap.h) */
   if (HK_UNLIKELY(hk_heap_bg_on)) return heap_alloc_guarded(h, cls);
   return heap_alloc_body(h, cls);  /* inlined: one test more than before */
 }
