@@ -19,9 +19,10 @@
  *
  * Cost (callgrind on bench/copy_loop.c; docs/SECURITY.md): a range outside
  * hakmem memory, two chunk-map reads; into a small or mid block more (the
- * slab's slot, its trailer's canary and size), into a span block the most
- * (its head entry, found from the page or the thread's last one, span.c). The interposer
- * reads the chunk map once; its heap path gets the kinds it read.
+ * slab's slot, its trailer's canary and size); into a span block one
+ * head entry when the thread's hint (below) or the range's own page names
+ * the block, else the lookup (span.c), the most. The interposer reads the
+ * chunk map once; its heap path gets the first bytes' kinds.
  *
  * hakmem's own copies (realloc, calloc, fill on free) never come here:
  * libc.h renames them to glibc's. Copies the compiler inlines (a constant
@@ -33,6 +34,7 @@
 
 #include "api/alloc.h"
 #include "backend/span.h"
+#include "backend/span_arena.h"  /* the span hint reads a head entry */
 
 #if HK_COPY_CHECKS
 
@@ -40,13 +42,67 @@ void __chk_fail(void) __attribute__((noreturn));  /* glibc's: "buffer overflow d
 
 enum { WRITE, READ };
 
+/* Does [p, p + n) lie within the first size bytes from b (p >= b)? */
+HK_INLINE bool fits(const void *p, size_t n, const void *b, size_t size) {
+  size_t off = (uintptr_t)p - (uintptr_t)b;
+  return off <= size && n <= size - off;
+}
+
+/* ---- the span hint ------------------------------------------------------------
+ * Per thread and role (WRITE, READ), the start of the last span block a
+ * range was found in: a string builder's buffer takes copy after copy, and
+ * a copy between two big buffers has one of each. A range that misses it
+ * may start on its block's first page (a fresh buffer filled from its
+ * start): that page's entry is tried the same way before the lookup. One
+ * word, stored whole, so that a signal handler's copy in between sees the
+ * old start or the new one, never half of each. It holds no size and no
+ * state: a range is inside the hinted block when the head entry of the
+ * hint's page says, now, that a live block starts there (T_HEAD | T_LIVE)
+ * and the range lies within the requested size that entry says. A block
+ * freed, resized, or replaced by another whose run starts elsewhere
+ * changes that entry, so the hint passes no range the lookup would not
+ * (span.c, hk_span_block_of: the same reads without the lock). The hint's
+ * entry is read only when the range is in the same 1 GiB arena as the
+ * hint, whose chunk the caller saw in the chunk map as a span arena's, so
+ * mapped. A miss costs the lookup (its own hint, then the page's entry or
+ * a walk back to the block's head). */
+static __thread uintptr_t span_hint[2];
+
+/* Does the head entry of page h (a page of p's arena, not before its
+ * first block page) say that a live block starts there, and does
+ * [p, p + n) lie within its requested size? */
+HK_INLINE bool span_fits(hk_arena_t *ar, uintptr_t h, const void *p, size_t n) {
+  const entry_t *e = &ar->e[page_of(ar, (const void *)h)];
+  uint8_t tag = HK_LOAD_RACY(e->tag);
+  size_t size = HK_LOAD_RACY(e->l.requested);
+  return (tag & (T_HEAD | T_LIVE)) == (T_HEAD | T_LIVE) && fits(p, n, (const void *)h, size);
+}
+/* [p, p + n) in the hinted block, or in a block that starts on p's page (a
+ * copy to the start of a buffer: that block is the hint from now) */
+HK_INLINE bool in_hinted_span(const void *p, size_t n, int how) {
+  uintptr_t h = span_hint[how], a = (uintptr_t)p;
+  hk_arena_t *ar = arena_of(p);
+  if (HK_LIKELY(((a ^ h) >> ARENA_SHIFT) == 0) && span_fits(ar, h, p, n)) return true;
+  h = a & ~(uintptr_t)(HK_PAGE - 1);
+  if (page_of(ar, (const void *)h) < HK_LOAD_RACY(ar->first_page) || !span_fits(ar, h, p, n)) return false;
+  span_hint[how] = h;
+  return true;
+}
+
+/* the span lookup (span.c), which then hints the block it found */
+static HK_NOINLINE bool span_block(const uint8_t *p, int how, const uint8_t **start, size_t *size) {
+  if (!hk_span_block_of(p, (uint8_t **)start, size)) return false;
+  span_hint[how] = (uintptr_t)*start;
+  return true;
+}
+
 /* The live block holding address p of chunk kind ck: its start and
  * requested size; false when p is in none. Slab memory inline, span blocks
- * by one call (a string builder's buffer: the common large case), the rest
- * by its tier's row (alloc.h). */
-HK_INLINE bool block_of(const uint8_t *p, unsigned ck, const uint8_t **start, size_t *size) {
+ * by one call (hinted: how, the range's role), the rest by its tier's row
+ * (alloc.h). */
+HK_INLINE bool block_of(const uint8_t *p, unsigned ck, int how, const uint8_t **start, size_t *size) {
   if (HK_LIKELY(hk_chunk_is_ss(ck))) return hk_slab_extent(p, ck, start, size);
-  if (ck == HK_CHUNK_SPAN) return hk_span_block_of(p, (uint8_t **)start, size);
+  if (ck == HK_CHUNK_SPAN) return span_block(p, how, start, size);
   return hk_tier_of(ck)->extent(p, ck, start, size);
 }
 
@@ -56,7 +112,7 @@ static HK_COLD void report_range(const char *fn, int how, const void *p, size_t 
   const uint8_t *a = p, *e = (const uint8_t *)((uintptr_t)p + n - 1), *b = NULL;
   size_t size = 0;
   unsigned ck = hk_chunk_kind(a);
-  bool live = ck ? block_of(a, ck, &b, &size) : block_of(e, hk_chunk_kind(e), &b, &size);
+  bool live = ck ? block_of(a, ck, how, &b, &size) : block_of(e, hk_chunk_kind(e), how, &b, &size);
   const char *what = how == WRITE ? "heap overflow" : "heap over-read";
   const char *arg = how == WRITE ? "dst" : "src";
   if (live)
@@ -68,126 +124,123 @@ static HK_COLD void report_range(const char *fn, int how, const void *p, size_t 
 /* Is [p, p + n) (n > 0) inside the requested size of one live block? A
  * range that starts in memory that is not hakmem's and ends in hakmem's is
  * not. */
-HK_INLINE bool in_block(const void *p, size_t n, unsigned ck) {
-  const uint8_t *a = p, *b;
+HK_INLINE bool in_block(const void *p, size_t n, unsigned ck, int how) {
+  const uint8_t *b;
   size_t size;
-  if (!block_of(a, ck, &b, &size)) return false;
-  size_t off = (uintptr_t)a - (uintptr_t)b;
-  return off <= size && n <= size - off;
+  return block_of(p, ck, how, &b, &size) && fits(p, n, b, size);
 }
 
-/* The chunk kinds of both ends of [p, p + n), or-ed: 0 when neither is in
- * hakmem memory (n == 0 reads p - 1's: harmless, the checks pass it). */
-HK_INLINE unsigned ends_kind(const void *p, size_t n) {
-  uintptr_t a = (uintptr_t)p;  /* integers: p may be NULL with n == 0 */
-  return hk_chunk_kind(p) | hk_chunk_kind((const void *)(a + n - 1));
+/* The chunk kind of the last byte of [p, p + n) (n == 0 reads p - 1's:
+ * harmless, the checks pass it) */
+HK_INLINE unsigned end_kind(const void *p, size_t n) {
+  return hk_chunk_kind((const void *)((uintptr_t)p + n - 1));  /* integers: p may be NULL with n == 0 */
 }
+/* The chunk kinds of both ends, or-ed: 0 when neither is in hakmem memory */
+HK_INLINE unsigned ends_kind(const void *p, size_t n) { return hk_chunk_kind(p) | end_kind(p, n); }
 
 /* The whole check of one range: true when the call may go on; else
  * reported, and false (the call is not made) when the report returns. */
 static HK_NOINLINE bool range_full(const char *fn, int how, const void *p, size_t n) {
-  if (n == 0 || ends_kind(p, n) == 0 || in_block(p, n, hk_chunk_kind(p))) return true;
+  unsigned ck = hk_chunk_kind(p);
+  if (n == 0 || (ck == 0 ? end_kind(p, n) == 0 : in_block(p, n, ck, how))) return true;
   report_range(fn, how, p, n);
   return false;
 }
-/* ... inline while both ends are outside hakmem memory */
+
+/* The heap paths' look at one range, without a call or a report (ck: the
+ * chunk kind of its first byte, as the interposer read it): true when it
+ * passes, both ends outside hakmem memory (the last byte's kind read
+ * again: the interposer's test ors it away), inside a live small or mid
+ * block, or inside the hinted span block; false sends the call to the
+ * whole check (range_full), which passes what this does not see (n == 0,
+ * the other tiers, a span block not hinted) and reports the rest. */
+HK_INLINE bool quick(const void *p, size_t n, unsigned ck, int how) {
+  if (ck == 0) return end_kind(p, n) == 0;
+  if (HK_LIKELY(hk_chunk_is_ss(ck))) {
+    const uint8_t *b;
+    size_t size;
+    return hk_slab_extent(p, ck, &b, &size) && fits(p, n, b, size);
+  }
+  return ck == HK_CHUNK_SPAN && in_hinted_span(p, n, how);
+}
+
+/* One range with the lookups quick leaves out (ck: its first byte's chunk
+ * kind): true when it passes, without a report (n == 0 is range_full's) */
+HK_INLINE bool range_in(const void *p, size_t n, unsigned ck, int how) {
+  return ck == 0 ? end_kind(p, n) == 0 : in_block(p, n, ck, how);
+}
+
+/* One range: inline while both ends are outside hakmem memory, else
+ * quick, then the whole check */
+static HK_NOINLINE bool range_heap(const char *fn, int how, const void *p, size_t n, unsigned ck) {
+  return HK_LIKELY(quick(p, n, ck, how)) || range_full(fn, how, p, n);
+}
 HK_INLINE bool range_ok(const char *fn, int how, const void *p, size_t n) {
-  return HK_LIKELY(ends_kind(p, n) == 0) || range_full(fn, how, p, n);
+  unsigned k0 = hk_chunk_kind(p), k1 = end_kind(p, n);
+  return HK_LIKELY((k0 | k1) == 0) || range_heap(fn, how, p, n, k0);
 }
 HK_INLINE bool copy_ok(const char *fn, const void *d, const void *s, size_t n) {
   return range_ok(fn, WRITE, d, n) && range_ok(fn, READ, s, n);
 }
 
-/* The heap paths' look at one range (n > 0; ck: the chunk kind of its
- * first byte, as the interposer read it), without a report: OK outside
- * hakmem memory or inside a live small or mid block (no call), BAD outside
- * any live one (a range that starts outside hakmem memory and ends in it
- * too), LARGE when it starts in the large tier (a call to look). */
-enum { R_OK = 0, R_BAD = 1, R_LARGE = 2 };
-HK_INLINE int quick(const void *p, size_t n, unsigned ck) {
-  if (ck == 0) return hk_chunk_kind((const void *)((uintptr_t)p + n - 1)) == 0 ? R_OK : R_BAD;
-  if (HK_LIKELY(hk_chunk_is_ss(ck))) return in_block(p, n, ck) ? R_OK : R_BAD;
-  return hk_chunk_is_large(ck) ? R_LARGE : R_BAD;
-}
+/* ---- the interposers ------------------------------------------------------- */
+
 /* The chunk kinds of a range's two ends, read once by the interposer; its
  * heap path gets the first byte's (k0), so that the test of the fast path
  * can or the others into k1 and copy no register */
-#define ENDS(p, n, k0, k1) \
-  unsigned k0 = hk_chunk_kind(p), k1 = hk_chunk_kind((const void *)((uintptr_t)(p) + (n) - 1))
-/* Each interposer: both ranges outside hakmem memory, then a tail jump to
- * glibc's function (the fast path: two chunk-map reads per range, no
- * register saved); else FN_heap, out of line, given the kinds it read,
- * which saves no register either for small and mid blocks; else FN_large
- * (a large block: the call to find it) or FN_full (every check again, and
- * the report). */
+#define ENDS(p, n, k0, k1) unsigned k0 = hk_chunk_kind(p), k1 = end_kind(p, n)
 
-/* ---- the interposers ------------------------------------------------------- */
-
-/* A copy's FN_full, FN_large and FN_heap; FN_large looks up the ranges
- * FN_heap found in the large tier (q: R_LARGE for the destination, << 2 for
- * the source), the others passed. */
-#define COPY_PATHS(fn, name)                                                      \
-  static HK_NOINLINE void *fn##_full(void *d, const void *s, size_t n) {         \
-    return copy_ok(name, d, s, n) ? hk_libc.fn(d, s, n) : d;                     \
-  }                                                                               \
-  static HK_NOINLINE void *fn##_large(void *d, const void *s, size_t n, int q,    \
-                                      unsigned kd, unsigned ks) {                   \
-    if (HK_LIKELY((!(q & R_LARGE) || in_block(d, n, kd)) &&                        \
-                  (!(q & (R_LARGE << 2)) || in_block(s, n, ks))))                  \
+/* Each copy: both ranges outside hakmem memory, then a tail jump to glibc's
+ * function (the fast path: two chunk-map reads per range, no register
+ * saved); else FN_heap, out of line, given the kinds it read: quick on
+ * both ranges, then the tail jump (no register saved for a small or mid
+ * block); else FN_look: the lookups quick leaves out (a span block not
+ * hinted, a huge block; it reads the chunk map again, so that FN_heap
+ * keeps no kind for it); else FN_full: every check again, and the
+ * report. */
+#define COPY_PATHS(fn, name, ret)                                                  \
+  static HK_NOINLINE void *fn##_full(void *d, const void *s, size_t n) {          \
+    if (range_full(name, WRITE, d, n) && range_full(name, READ, s, n))             \
       return hk_libc.fn(d, s, n);                                                  \
-    return fn##_full(d, s, n);                                                     \
+    return (void *)(ret);                                                          \
   }                                                                                \
+  static HK_NOINLINE void *fn##_look(void *d, const void *s, size_t n) {           \
+    if (HK_LIKELY(range_in(d, n, hk_chunk_kind(d), WRITE) &&                       \
+                  range_in(s, n, hk_chunk_kind(s), READ)))                          \
+      return hk_libc.fn(d, s, n);                                                   \
+    return fn##_full(d, s, n);                                                      \
+  }                                                                                 \
   static HK_NOINLINE void *fn##_heap(void *d, const void *s, size_t n, unsigned kd, \
                                      unsigned ks) {                                 \
-    if (n == 0) return hk_libc.fn(d, s, n);                                        \
-    int q = quick(d, n, kd) | quick(s, n, ks) << 2;                                \
-    if (HK_LIKELY(q == R_OK)) return hk_libc.fn(d, s, n);                          \
-    if (q & (R_BAD | R_BAD << 2)) return fn##_full(d, s, n);                       \
-    return fn##_large(d, s, n, q, kd, ks);                                         \
+    if (HK_LIKELY(quick(d, n, kd, WRITE) && quick(s, n, ks, READ)))                \
+      return hk_libc.fn(d, s, n);                                                   \
+    return fn##_look(d, s, n);                                                      \
+  }                                                                                 \
+  HK_EXPORT void *fn(void *d, const void *s, size_t n) {                            \
+    ENDS(d, n, d0, d1);                                                             \
+    ENDS(s, n, s0, s1);                                                             \
+    if (HK_LIKELY((d0 | d1 | s0 | s1) == 0)) return hk_libc.fn(d, s, n);            \
+    return fn##_heap(d, s, n, d0, s0);                                              \
   }
-COPY_PATHS(memcpy, "memcpy")
-COPY_PATHS(memmove, "memmove")
-
-HK_EXPORT void *memcpy(void *restrict d, const void *restrict s, size_t n) {
-  ENDS(d, n, d0, d1);
-  ENDS(s, n, s0, s1);
-  if (HK_LIKELY((d0 | d1 | s0 | s1) == 0)) return hk_libc.memcpy(d, s, n);
-  return memcpy_heap(d, s, n, d0, s0);
-}
-
-HK_EXPORT void *memmove(void *d, const void *s, size_t n) {
-  ENDS(d, n, d0, d1);
-  ENDS(s, n, s0, s1);
-  if (HK_LIKELY((d0 | d1 | s0 | s1) == 0)) return hk_libc.memmove(d, s, n);
-  return memmove_heap(d, s, n, d0, s0);
-}
+COPY_PATHS(memcpy, "memcpy", d)
+COPY_PATHS(memmove, "memmove", d)
+COPY_PATHS(mempcpy, "mempcpy", (uint8_t *)d + n)
 
 static HK_NOINLINE void *memset_full(void *d, int c, size_t n) {
-  return range_ok("memset", WRITE, d, n) ? hk_libc.memset(d, c, n) : d;
+  return range_full("memset", WRITE, d, n) ? hk_libc.memset(d, c, n) : d;
 }
-static HK_NOINLINE void *memset_large(void *d, int c, size_t n, unsigned kd) {
-  if (HK_LIKELY(in_block(d, n, kd))) return hk_libc.memset(d, c, n);
+static HK_NOINLINE void *memset_look(void *d, int c, size_t n) {
+  if (HK_LIKELY(range_in(d, n, hk_chunk_kind(d), WRITE))) return hk_libc.memset(d, c, n);
   return memset_full(d, c, n);
 }
 static HK_NOINLINE void *memset_heap(void *d, int c, size_t n, unsigned kd) {
-  if (n == 0) return hk_libc.memset(d, c, n);
-  int q = quick(d, n, kd);
-  if (HK_LIKELY(q == R_OK)) return hk_libc.memset(d, c, n);
-  if (q & R_BAD) return memset_full(d, c, n);
-  return memset_large(d, c, n, kd);
+  if (HK_LIKELY(quick(d, n, kd, WRITE))) return hk_libc.memset(d, c, n);
+  return memset_look(d, c, n);
 }
 HK_EXPORT void *memset(void *d, int c, size_t n) {
   ENDS(d, n, d0, d1);
   if (HK_LIKELY((d0 | d1) == 0)) return hk_libc.memset(d, c, n);
   return memset_heap(d, c, n, d0);
-}
-
-static HK_NOINLINE void *mempcpy_full(void *d, const void *s, size_t n) {
-  return copy_ok("mempcpy", d, s, n) ? hk_libc.mempcpy(d, s, n) : (uint8_t *)d + n;
-}
-HK_EXPORT void *mempcpy(void *restrict d, const void *restrict s, size_t n) {
-  if (HK_LIKELY((ends_kind(d, n) | ends_kind(s, n)) == 0)) return hk_libc.mempcpy(d, s, n);
-  return mempcpy_full(d, s, n);
 }
 
 /* The string copies measure the string first (glibc's strlen), then check
