@@ -144,6 +144,8 @@ static hk_superslab_t *cache_take(unsigned kind, int cls, unsigned *slot) {
   return ss;
 }
 
+static hk_superslab_t *take_abandoned_empty(unsigned kind);
+
 hk_superslab_t *hk_ss_acquire(unsigned kind) { return hk_ss_acquire_warm(kind, -1, NULL); }
 
 hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
@@ -152,6 +154,7 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   ss = cache_take(kind, cls, slot);
   hk_unlock(&cache_lock);
   if (!ss && cls >= 0) return NULL;
+  if (!ss) ss = take_abandoned_empty(kind);
   if (ss) hk_ss_note(HK_SS_CACHE_HITS);
   bool fresh = !ss;  /* new to the lists: lent by the span tier or mapped */
   if (fresh && (ss = hk_span_take_ss()) != NULL) {  /* a free chunk of the span tier's */
@@ -218,7 +221,11 @@ static void ss_unmap(hk_superslab_t *ss) {
   else hk_os_unmap(ss, HK_SS_SIZE);
 }
 
-void hk_ss_release(hk_superslab_t *ss) {
+static uint32_t ss_all_mask(const hk_superslab_t *ss) {
+  return ss->nslabs >= 32 ? 0xffffffffu : (1u << ss->nslabs) - 1;
+}
+
+static void cache_put(hk_superslab_t *ss) {
   HK_ASSERT(ss->nused == 0);
   HK_STORE_RELAXED(ss->heap, NULL);
   for (unsigned i = 0; i < ss->nslabs; i++) HK_STORE_RELAXED(ss->slabs[i].state, HK_SLAB_UNUSED);
@@ -241,14 +248,68 @@ void hk_ss_release(hk_superslab_t *ss) {
   }
   hk_unlock(&cache_lock);
   if (victim) ss_unmap(victim);
+}
+
+void hk_ss_release(hk_superslab_t *ss) {
+  cache_put(ss);
   hk_ss_collect(false);
 }
 
 void hk_ss_abandon(hk_superslab_t *ss) {
   HK_STORE_RELEASE(ss->heap, NULL);
+  ss->stamp_ms = hk_os_now_ms();
+  /* the classes it holds blocks of or kept warm: hk_ss_take_bundled */
+  ss->warm_cls[0] = ss->warm_cls[1] = 0;
+  for (uint32_t m = (~ss->free_mask | ss->warm) & ss_all_mask(ss); m; m &= m - 1) {
+    unsigned c = ss->slabs[__builtin_ctz(m)].cls;
+    ss->warm_cls[c >> 6] |= 1ull << (c & 63);
+  }
   hk_lock(&abandoned_lock);
   hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED);
   hk_unlock(&abandoned_lock);
+}
+
+static uint32_t bundle_seq;
+uint32_t hk_ss_new_bundle(void) { return HK_ADD_RELAXED(bundle_seq, 1) + 1; }
+
+/* Empty superslabs wait here under the cache's cap: with the cached ones,
+ * no more than HAKMEM_SS_CACHE (0: unmapped at once), and no more than
+ * HK_SS_BUNDLED_MAX on a kind's list. */
+bool hk_ss_bundle_room(unsigned kind) {
+  long cap = hk_mem_scale_cap(HK_LOAD_RELAXED(hk_knobs.ss_cache));
+  if (HK_LOAD_RACY(abandoned[kind].count) >= HK_SS_BUNDLED_MAX || cap <= 0) return false;
+  long empty = (long)HK_LOAD_RACY(cache.count);
+  hk_lock(&abandoned_lock);
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++)
+    for (const hk_superslab_t *ss = abandoned[k].head; ss; ss = ss->next) empty += ss->nused == 0;
+  hk_unlock(&abandoned_lock);
+  return empty < cap;
+}
+
+/* An empty abandoned superslab (a bundle no new thread took), for a heap
+ * that would otherwise map one: of `kind`, else of the other (the cache
+ * serves either kind; an exited heap's empty superslabs wait here). */
+static hk_superslab_t *take_abandoned_empty(unsigned kind) {
+  hk_superslab_t *ss = NULL;
+  hk_lock(&abandoned_lock);
+  for (unsigned k = 0; k < HK_SS_NKINDS && !ss; k++) {
+    unsigned looked = 0;
+    for (ss = abandoned[kind ^ k].head; ss && ss->nused != 0; ss = ss->next)
+      if (++looked == HK_SS_BUNDLED_MAX) { ss = NULL; break; }
+    if (ss) hk_ss_list_remove(&abandoned[kind ^ k], ss);
+  }
+  hk_unlock(&abandoned_lock);
+  return ss;
+}
+
+hk_superslab_t *hk_ss_take_bundled(unsigned kind, uint32_t b, unsigned cls) {
+  hk_lock(&abandoned_lock);
+  hk_superslab_t *ss = abandoned[kind].head;
+  for (unsigned looked = 0; ss && !(ss->bundle == b && (ss->warm_cls[cls >> 6] >> (cls & 63) & 1)); ss = ss->next)
+    if (++looked == HK_SS_BUNDLED_MAX) { ss = NULL; break; }
+  if (ss) hk_ss_list_remove(&abandoned[kind], ss);
+  hk_unlock(&abandoned_lock);
+  return ss;
 }
 
 hk_superslab_t *hk_ss_take_abandoned(unsigned kind) {
@@ -408,10 +469,12 @@ size_t hk_ss_collect(bool force) {
   if (force) hk_gate_set(&collect_gate, now + every);
   else if (!hk_gate_pass(&collect_gate, now, every)) return 0;  /* another thread is on it */
   if (!hk_pass_begin(&collect_busy, force)) return 0;
+  /* exited heaps' superslabs no thread took: unused slabs purged, empty
+   * ones to the cache (first: a forced pass then empties them too) */
+  size_t bytes = hk_ss_purge_abandoned(force);
   collect_t c = { .now = now, .delay = delay, .force = force };
-  size_t bytes = hk_collect(&cache_lock, collect_pick, collect_release, &c);
+  bytes += hk_collect(&cache_lock, collect_pick, collect_release, &c);
   hk_pass_end(&collect_busy);
-  if (force) bytes += hk_ss_purge_abandoned(true);
   return bytes;
 }
 
@@ -475,12 +538,21 @@ void hk_ss_set_grow_hook(void (*fn)(size_t bytes)) { HK_STORE_RELAXED(grow_hook,
  * maps one) and go back after. */
 size_t hk_ss_purge_abandoned(bool force) {
   size_t bytes = 0;
-  hk_superslab_t *batch = NULL;
+  hk_superslab_t *batch = NULL, *to_cache = NULL;
+  uint64_t now = hk_os_now_ms(), delay = (uint64_t)hk_ss_purge_delay_ms();
   hk_lock(&abandoned_lock);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
     for (hk_superslab_t *ss = abandoned[k].head, *next; ss; ss = next) {
       next = ss->next;
-      if (force || (ss->dirty_old | ss->dirty_new)) {
+      if (ss->nused == 0 && (force || now - ss->stamp_ms >= delay)) {
+        /* an exited heap's empty superslab no new thread took within the
+         * delay: to the cache, whose clock purges and unmaps (and which
+         * serves either kind) */
+        hk_ss_list_remove(&abandoned[k], ss);
+        ss->list = OUT_ABANDONED;  /* (a fork child puts it back) */
+        ss->next = to_cache;
+        to_cache = ss;
+      } else if (force || (ss->dirty_old | ss->dirty_new)) {
         hk_ss_list_remove(&abandoned[k], ss);
         ss->list = OUT_ABANDONED;
         ss->next = batch;
@@ -490,6 +562,11 @@ size_t hk_ss_purge_abandoned(bool force) {
   hk_unlock(&abandoned_lock);
   for (hk_superslab_t *ss = batch; ss; ss = ss->next) bytes += hk_ss_purge_unused(ss, force);
   list_put_back(&abandoned_lock, abandoned, batch, LIST_ABANDONED);
+  for (hk_superslab_t *ss = to_cache, *next; ss; ss = next) {
+    next = ss->next;
+    ss->list = LIST_NONE;
+    cache_put(ss);
+  }
   return bytes;
 }
 

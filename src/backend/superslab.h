@@ -23,6 +23,8 @@
 enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 
 #define HK_SS_MAX_SLABS 32
+#define HK_SS_BUNDLED_MAX 64  /* abandoned superslabs a kind may hold before
+                                 an exited heap's empty ones go to the cache */
 /* descriptors, then (guard pages) a PROT_NONE page, then the slabs */
 #define HK_SS_META_SIZE ((size_t)8192)
 #define HK_SS_GUARD_SIZE ((size_t)(HK_M_GUARD ? 4096 : 0))
@@ -47,7 +49,10 @@ typedef struct hk_superslab {
   uint32_t purged_mask;     /* unused slabs purged since (refault count)   */
   uint32_t warm;            /* slabs used and not purged since: their pages
                                are resident (hk_heap_fresh_slab)           */
-  uint64_t warm_cls[2];     /* cached: the classes its warm slabs served  */
+  uint64_t warm_cls[2];     /* cached: the classes its warm slabs served;
+                               abandoned: also those it holds blocks of   */
+  uint16_t touched[HK_SS_MAX_SLABS];  /* warm slab i: pages from its start
+                               carved since it turned warm (resident)      */
   uint32_t nused;           /* slabs in use                                */
   bool purged;              /* whole superslab purged while cached         */
   bool half_guard;          /* guard: its second MiB is PROT_NONE (small) */
@@ -62,6 +67,8 @@ typedef struct hk_superslab {
   struct hk_superslab *next, *prev;
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
   uint64_t stamp_ms;        /* when it entered the cache                   */
+  uint32_t bundle;          /* abandoned: nonzero, shared by the superslabs
+                               an exited thread's heap held (hk_ss_abandon) */
   uint64_t epoch_ms;        /* its unused slabs' last epoch step: one step
                                per purge delay, whichever clock calls
                                (hk_ss_purge_unused): a slab purged was
@@ -130,6 +137,13 @@ void hk_ss_release(hk_superslab_t *ss);
 void hk_ss_abandon(hk_superslab_t *ss);
 /* Take an abandoned superslab of this kind, or NULL. */
 hk_superslab_t *hk_ss_take_abandoned(unsigned kind);
+/* An exited thread's heap: a new bundle id for its superslabs, and whether
+ * the abandoned lists have room for its empty ones too. */
+uint32_t hk_ss_new_bundle(void);
+bool hk_ss_bundle_room(unsigned kind);
+/* An abandoned superslab of `kind` in bundle b holding class cls (a slab
+ * with its blocks, or one that served it and kept its pages); NULL: none. */
+hk_superslab_t *hk_ss_take_bundled(unsigned kind, uint32_t b, unsigned cls);
 /* Purge/unmap cached superslabs idle past the delay (force: all now).
  * Returns bytes given back. Cheap when nothing is due. */
 size_t hk_ss_collect(bool force);

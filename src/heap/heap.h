@@ -84,6 +84,10 @@ typedef struct hk_heap {
   uint32_t slow_count;
   uint32_t st_ticks;                    /* refills since the last stats tick  */
   bool live;
+  bool keep_empty;                      /* exiting or adopting a bundle: an emptied
+                                           superslab stays (heap_ss_empty) */
+  uint32_t bundle[HK_SS_NKINDS];        /* the exited heap whose superslab this
+                                           heap adopted first (hk_heap_fresh_slab) */
   /* a first-class heap (heap_api.c): tid is its own address, no thread
    * owns it; fork keeps it, and it never adopts abandoned superslabs */
   bool api;

@@ -20,7 +20,7 @@
  * never touch it. */
 static bool heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
   hk_ss_list_t *avail = &h->ss_avail[ss->kind];
-  if ((long)avail->count <= hk_mem_scale_cap(HK_LOAD_RELAXED(hk_knobs.heap_spare))) return false;  /* the spares */
+  if (h->keep_empty || (long)avail->count <= hk_mem_scale_cap(HK_LOAD_RELAXED(hk_knobs.heap_spare))) return false;  /* the spares */
   hk_ss_list_remove(avail, ss);
   hk_ss_release(ss);
   return true;
@@ -338,10 +338,18 @@ static void heap_relieve(void *arg) {
  * served it and kept its pages (warm): in the heap's first few superslabs
  * of its kind, else in a cached superslab among the newest (superslab.c,
  * cache_take: its blocks lie where they lay, on pages resident already);
- * else, in the heap's first superslab, a warm slab of another class (its
- * first pages are resident), else the lowest. Letting a class take the
- * warm slab of the nearest larger class instead of a cached superslab
- * ended higher: every such move sends the larger class elsewhere. */
+ * else, in the heap's first superslab, a warm slab of another class, else
+ * the lowest. Letting a class take the warm slab of the nearest larger
+ * class instead of a cached superslab ended higher: every such move sends
+ * the larger class elsewhere.
+ *
+ * Of the warm slabs of other classes, the one whose resident pages
+ * (touched: what was carved since it turned warm) hold HK_FIT_BLOCKS of
+ * the class's blocks most tightly, else the one with the most: a class
+ * that carves past a slab's resident pages faults in new ones while other
+ * slabs' pages wait unused, and each slab's resident extent ratchets up to
+ * the most any class carved in it (docs/ARCHITECTURE.md, "Thread exit"). */
+#define HK_FIT_BLOCKS 4
 static bool warm_match(hk_superslab_t *first, unsigned cls, hk_superslab_t **ssp, unsigned *idx) {
   unsigned looked = 0;
   for (hk_superslab_t *t = first; t && looked < 8; t = t->next, looked++) {
@@ -354,9 +362,17 @@ static bool warm_match(hk_superslab_t *first, unsigned cls, hk_superslab_t **ssp
   }
   return false;
 }
-static unsigned any_slab(const hk_superslab_t *ss) {
+static unsigned any_slab(const hk_superslab_t *ss, unsigned cls) {
   uint32_t warm = ss->free_mask & ss->warm;
-  return (unsigned)__builtin_ctz(warm ? warm : ss->free_mask);
+  if (!warm) return (unsigned)__builtin_ctz(ss->free_mask);
+  unsigned want = (unsigned)((hk_class_bytes(cls) * HK_FIT_BLOCKS + HK_PAGE - 1) / HK_PAGE);
+  int fit = -1, most = -1;
+  for (uint32_t m = warm; m; m &= m - 1) {
+    unsigned i = (unsigned)__builtin_ctz(m), t = ss->touched[i];
+    if (t >= want && (fit < 0 || t < ss->touched[fit])) fit = (int)i;
+    if (most < 0 || t > ss->touched[most]) most = (int)i;
+  }
+  return (unsigned)(fit >= 0 ? fit : most);
 }
 
 hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
@@ -369,8 +385,14 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   hk_superslab_t *ss = h->ss_avail[kind].head;
   if (!ss) {
     hk_superslab_t *a;
-    /* (not a first-class heap: its destroy would free the blocks it adopted) */
+    /* (not a first-class heap: its destroy would free the blocks it adopted).
+     * The first superslab a heap adopts names the bundle it came in
+     * (hk_heap_abandon): the others wait for its classes, below. */
+    bool first = h->ss_full[kind].count == 0;
     while (!h->api && (a = hk_ss_take_abandoned(kind)) != NULL) {
+      if (first && a->bundle) h->bundle[kind] = a->bundle;
+      a->bundle = 0;
+      first = false;
       heap_adopt(h, a);
       if (h->partial[cls]) { *retry = true; return NULL; }
       if (h->ss_avail[kind].head) break;
@@ -379,6 +401,22 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   }
   unsigned idx;
   if (!warm_match(ss, cls, &ss, &idx)) {
+    /* A superslab of the heap's bundle holding this class (a warm slab or
+     * one with its blocks): the exited thread's other superslabs, taken as
+     * its classes come. A thread often allocates as the one before it did
+     * (a pool's workers): each class finds its slab where
+     * that thread left it, instead of pulling a cached superslab of its
+     * own (the round's threads then spread over more superslabs) or taking
+     * another class's slab and faulting in pages past its resident ones. */
+    hk_superslab_t *x = h->bundle[kind] ? hk_ss_take_bundled(kind, h->bundle[kind], cls) : NULL;
+    if (x) {
+      x->bundle = 0;
+      h->keep_empty = true;  /* adopted to be used: not straight to the cache */
+      heap_adopt(h, x);
+      h->keep_empty = false;
+      *retry = true;
+      return NULL;
+    }
     hk_superslab_t *w = hk_ss_acquire_warm(kind, (int)cls, &idx);
     bool matched = w != NULL;
     if (!w && !ss) w = hk_ss_acquire(kind);
@@ -388,7 +426,7 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
       hk_ss_list_push(&h->ss_avail[kind], w, HK_LIST_AVAIL);
       ss = w;
     }
-    if (!matched) idx = any_slab(ss);
+    if (!matched) idx = any_slab(ss, cls);
   }
   uint32_t bit = 1u << idx;
   hk_ss_slab_taken(ss);
@@ -400,6 +438,7 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
     hk_ss_note(HK_SS_REFAULTS);
     hk_ss_note_reuse((uint32_t)hk_os_now_ms() - ss->freed_ms[idx], hk_ss_slab_bytes(ss));
   }
+  if (!(ss->warm & bit)) ss->touched[idx] = 0;
   ss->warm |= bit;
   ss->nused++;
   if (ss->free_mask == 0) {
@@ -492,6 +531,7 @@ static void unhand_free_list(hk_heap_t *h, hk_slab_t *s) {
 }
 
 void hk_heap_abandon(hk_heap_t *h) {
+  h->keep_empty = true;  /* its superslabs leave together, as one bundle */
   hk_heap_midc_flush(h, false);
   hk_heap_release_empty(h);
   /* 1. stop notifications: afterwards nobody reads h through a superslab */
@@ -516,7 +556,12 @@ void hk_heap_abandon(hk_heap_t *h) {
   }
   /* 3. the delayed blocks are ours: free them locally (may release slabs) */
   hk_heap_drain_delayed(h);
-  /* 4. hand over every superslab (empty ones go to the cache) */
+  /* 4. hand over every superslab, empty ones too, as one bundle: the new
+   * thread that adopts one of them takes the others as its classes ask
+   * (hk_heap_fresh_slab); empty ones no thread took within a purge delay
+   * go on to the cache (superslab.c, hk_ss_purge_abandoned) */
+  h->keep_empty = false;
+  uint32_t bundle = hk_ss_new_bundle();
   for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
     hk_ss_list_t *lists[2] = { &h->ss_avail[k], &h->ss_full[k] };
     for (int l = 0; l < 2; l++) {
@@ -528,7 +573,8 @@ void hk_heap_abandon(hk_heap_t *h) {
           HK_STORE_RELAXED(s->owner, 0);
           s->next = s->prev = NULL;
         }
-        if (ss->nused == 0) hk_ss_release(ss);
+        ss->bundle = bundle;
+        if (ss->nused == 0 && !hk_ss_bundle_room(k)) hk_ss_release(ss);
         else hk_ss_abandon(ss);
       }
     }

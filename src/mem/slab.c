@@ -2,6 +2,7 @@
  * restart, rebuild after fork, the walks of its free lists. */
 #include "mem/slab.h"
 
+#include "backend/superslab.h"
 #include "base/knobs.h"
 #include "mem/remote.h"
 #include "mem/secure.h"
@@ -118,6 +119,9 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
     s->free = (hk_block_t *)first;
   }
   hk_slab_set_carved(s, s->carved + n);
+  hk_superslab_t *ss = hk_slab_ss(s);
+  uint16_t pages = (uint16_t)(((size_t)s->carved * bs + HK_PAGE - 1) / HK_PAGE);
+  if (pages > ss->touched[s->index]) ss->touched[s->index] = pages;
   return true;
 }
 

@@ -26,6 +26,9 @@
  *            them and exiting: resident memory after 30 rounds stays within
  *            3.5 times that after the first (a class takes back the slab
  *            that served it: heap_slabs.c, hk_heap_fresh_slab)
+ *   bundle   a thread that used 16 mid classes exits with one block live; a
+ *            new thread's first mid malloc takes every superslab it held,
+ *            empty ones too, and each class's block lands in its old slab
  *   warmtrim a thread that took a cached superslab for one warm slab (of
  *            an exited thread's eight classes) gives the other slabs'
  *            pages back at malloc_trim(0)
@@ -51,6 +54,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -524,6 +528,105 @@ static void test_churn(void) {
          last, CHURN_ROUNDS, CHURN_THREADS, first);
 }
 
+/* ---- bundle: an exited thread's superslabs go to one new thread ---------- */
+
+enum { BUNDLE_CLASSES = 16 };  /* 16 slabs: two mid superslabs at least */
+#define SLAB_OF(p) ((uintptr_t)(p) & ~(uintptr_t)((256u << 10) - 1))
+static void *bundle_kept;
+static uintptr_t bundle_slab[BUNDLE_CLASSES];
+static unsigned bundle_same;
+static struct hak_stats bundle_taken;
+
+static long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static size_t bundle_size(unsigned k) { return churn_size(8 + 2 * k); }  /* 2-32 KiB */
+
+static void *bundle_leave(void *arg) {
+  (void)arg;
+  void *b[BUNDLE_CLASSES];
+  for (unsigned k = 0; k < BUNDLE_CLASSES; k++) {
+    b[k] = malloc(bundle_size(k));
+    if (b[k]) fill(b[k], bundle_size(k), 3);
+    bundle_slab[k] = SLAB_OF(b[k]);
+  }
+  bundle_kept = b[0];  /* its superslab is abandoned; the others empty */
+  for (unsigned k = 1; k < BUNDLE_CLASSES; k++) free(b[k]);
+  return NULL;
+}
+
+static void *bundle_take(void *arg) {
+  (void)arg;
+  void *b[BUNDLE_CLASSES];
+  for (unsigned k = BUNDLE_CLASSES; k-- > 0;) {  /* another order */
+    b[k] = malloc(bundle_size(k));
+    if (b[k]) fill(b[k], bundle_size(k), 4);
+    bundle_same += SLAB_OF(b[k]) == bundle_slab[k];
+  }
+  hak_stats_get(&bundle_taken);
+  for (unsigned k = 0; k < BUNDLE_CLASSES; k++) free(b[k]);
+  return NULL;
+}
+
+/* A thread that used 16 mid classes (two superslabs or more) exits with
+ * one block still live: its superslabs, the empty ones too, wait on the
+ * abandoned list as one bundle (heap_slabs.c, hk_heap_abandon). A new
+ * thread allocates the same classes: it adopts the first and takes the
+ * others as its classes ask for them (hk_heap_fresh_slab), every one of
+ * them, and each class's block lands in the slab that served it. Before,
+ * the empty superslabs went to the cache at exit; under thread churn each
+ * class of a new thread pulled a cached superslab of its own, the threads
+ * spread over more superslabs than they needed, and each slab's resident
+ * pages ratcheted up (bench_thread_churn). The counts are skipped while
+ * the purge thread runs (it takes abandoned superslabs off their list
+ * while it purges them), and the slabs' check when a purge delay went by
+ * before the new thread allocated (the bundle is the cache's then, and
+ * purged) or without a superslab cache (HAKMEM_SS_CACHE=0: empty
+ * superslabs are unmapped at once, bundled or not). */
+static void test_bundle(void) {
+  struct hak_stats s0, s1;
+  bool counts = hak_is_active() && hak_stats_get(&s0) == 0;
+  long delay = 0, bg = 0;
+  hak_ctl_get("PURGE_DELAY_MS", &delay);
+  long t0 = now_ms();
+  pthread_t t;
+  pthread_create(&t, NULL, bundle_leave, NULL);
+  pthread_join(t, NULL);
+  if (counts) hak_stats_get(&s1);
+  pthread_create(&t, NULL, bundle_take, NULL);
+  pthread_join(t, NULL);
+  long took = now_ms() - t0;
+  free(bundle_kept);
+  if (hak_ctl_get("BACKGROUND_PURGE", &bg) == 0 && bg) counts = false;
+  long cache = 1;
+  hak_ctl_get("SS_CACHE", &cache);
+  if (took >= delay || cache == 0) {  /* (no cache: empty superslabs are unmapped at once) */
+    fprintf(stderr, "bundle: skipped (%ld ms, the purge delay %ld ms; superslab cache %ld)\n", took, delay, cache);
+    return;
+  }
+  fprintf(stderr, "bundle: %u of %d classes back in their slab", bundle_same, BUNDLE_CLASSES);
+  if (counts)
+    fprintf(stderr, "; at exit %+ld cached, %+ld abandoned; the new thread took %ld\n",
+            (long)s1.superslabs_cached - (long)s0.superslabs_cached,
+            (long)s1.superslabs_abandoned - (long)s0.superslabs_abandoned,
+            (long)s1.superslabs_abandoned - (long)bundle_taken.superslabs_abandoned);
+  else
+    fprintf(stderr, "\n");
+  CHECKF(bundle_same == BUNDLE_CLASSES, "%u of %d classes' blocks in the slab that served them", bundle_same,
+         BUNDLE_CLASSES);
+  if (!counts) return;
+  CHECKF(s1.superslabs_cached <= s0.superslabs_cached, "the exited thread's empty superslabs went to the cache (%zu -> %zu)",
+         s0.superslabs_cached, s1.superslabs_cached);
+  CHECKF(s1.superslabs_abandoned >= s0.superslabs_abandoned + 2, "%ld superslabs abandoned at exit, not two or more",
+         (long)s1.superslabs_abandoned - (long)s0.superslabs_abandoned);
+  CHECKF(bundle_taken.superslabs_abandoned <= s0.superslabs_abandoned,
+         "the new thread left %ld of the exited thread's superslabs abandoned",
+         (long)bundle_taken.superslabs_abandoned - (long)s0.superslabs_abandoned);
+}
+
 /* ---- warmtrim: the unused slabs of a superslab taken warm ---------------- */
 
 static uintptr_t eight_ss;  /* the superslab fill_eight's blocks were in */
@@ -589,6 +692,7 @@ int main(int argc, char **argv) {
 #define RUN(name) if (!only || strcmp(only, #name) == 0) test_##name()
   RUN(churn);  /* first: it measures resident memory from the process's start */
   RUN(warmtrim);
+  RUN(bundle);
   RUN(reuse);
   RUN(remote);
   RUN(exit);
