@@ -38,6 +38,7 @@ static void fork_prepare(void) {
   hk_bg_fork_prepare();
   hk_prof_fork_prepare();
   hk_stats_fork_prepare();
+  hk_learner_fork_prepare();
   hk_heap_fork_prepare();
   hk_heap_midp_fork_prepare();
   hk_large_fork_prepare();
@@ -50,6 +51,7 @@ static void fork_parent(void) {
   hk_large_fork_parent();
   hk_heap_midp_fork_parent();
   hk_heap_fork_parent();
+  hk_learner_fork_parent();
   hk_stats_fork_parent();
   hk_prof_fork_parent();
   hk_bg_fork_parent();
@@ -60,6 +62,7 @@ static void fork_child(void) {
   hk_large_fork_child();
   hk_heap_midp_fork_child();
   hk_heap_fork_child();
+  hk_learner_fork_child();
   hk_stats_fork_child();
   hk_prof_fork_child();
   hk_bg_fork_child();  /* the purge thread is not copied: a new one, if on */

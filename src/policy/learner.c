@@ -280,6 +280,7 @@ void hk_learn_trim_result(hk_learner_t *L, size_t bytes) {
 static hk_learner_t learner;
 static hk_learn_bounds_t bounds;
 static hk_window_t windows[HK_NWIN];  /* under learn_lock */
+static unsigned long epochs;          /* epoch ticks run (under learn_lock) */
 static hk_lock_t learn_lock = HK_LOCK_INIT;
 __attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
   hk_lock_name(&learn_lock, sizeof learn_lock, HK_LOCK_LEARNER);
@@ -338,6 +339,17 @@ static void step_windows(uint64_t ss_pages, uint64_t span_pages, uint64_t cache_
   hk_large_set_delays(windows[HK_WIN_CACHE].ms, windows[HK_WIN_SPAN].ms);
 }
 
+unsigned long hk_learner_epochs(void) { return HK_LOAD_RELAXED(epochs); }
+
+/* fork(): a thread in an epoch tick holds learn_lock; a child that
+ * inherited it held would never tick again (its ticks try-lock), its caps
+ * and windows frozen, and would hang at a trim's result (which waits for
+ * it). Taken before the superslabs' locks (the tick takes the cache's
+ * under it); a thread that waits for it holds no lock fork takes. */
+void hk_learner_fork_prepare(void) { hk_lock(&learn_lock); }
+void hk_learner_fork_parent(void) { hk_unlock(&learn_lock); }
+void hk_learner_fork_child(void) { hk_lock_reset(&learn_lock); }
+
 long hk_learner_window_ms(unsigned tier) {
   return tier < HK_NWIN && hk_knobs.learn_purge ? HK_LOAD_RELAXED(windows[tier].ms) : 0;
 }
@@ -369,6 +381,7 @@ void hk_learner_slow_tick(unsigned weight) {
   unsigned long n = HK_ADD_RELAXED(slow_units, weight);
   if ((n + weight) / e == n / e) return;  /* no epoch boundary crossed */
   if (!hk_trylock(&learn_lock)) return;
+  epochs++;
   /* what the layers counted this epoch, read through their functions */
   unsigned long ss[HK_SS_NEVENTS], lg[HK_LARGE_NEVENTS];
   hk_ss_take_events(ss);

@@ -144,5 +144,9 @@ void hk_learner_init(void);          /* from the knobs */
 void hk_learner_slow_tick(unsigned weight);
 /* The small tier's slow path (a refill): one unit, counted as small traffic. */
 void hk_learner_small_tick(void);
+unsigned long hk_learner_epochs(void);  /* epoch ticks run so far */
+void hk_learner_fork_prepare(void);
+void hk_learner_fork_parent(void);
+void hk_learner_fork_child(void);
 
 #endif

@@ -2,12 +2,50 @@
  * hk_learn_step) with synthetic counters: it must converge, respect every
  * bound, back off when a change does not help, and release memory when a
  * cache only holds it. Linked statically so the internal symbol is there. */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "check.h"
+#include "base/knobs.h"
 #include "policy/learner.h"
 #include "mem/large.h"
 #include "backend/superslab.h"
+
+/* 12's thread: epoch ticks back to back, learn_lock held most of the time */
+#define TICK_WEIGHT (1u << 24)  /* past any epoch (HAKMEM_LEARN_EPOCH) */
+static volatile int ticking;
+static void *ticker(void *arg) {
+  (void)arg;
+  while (ticking) hk_learner_slow_tick(TICK_WEIGHT);
+  return NULL;
+}
+
+/* Forks n children while ticker runs; how many children's learners did
+ * not tick in four epochs' worth of ticks. */
+static int fork_children_frozen(int n) {
+  pthread_t t;
+  ticking = 1;
+  pthread_create(&t, NULL, ticker, NULL);
+  int frozen = 0;
+  for (int i = 0; i < n; i++) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      unsigned long e0 = hk_learner_epochs();
+      for (int k = 0; k < 4; k++) hk_learner_slow_tick(TICK_WEIGHT);
+      _exit(hk_learner_epochs() > e0 ? 0 : 1);
+    }
+    int st = 0;
+    CHECK(pid > 0 && waitpid(pid, &st, 0) == pid);
+    frozen += !WIFEXITED(st) || WEXITSTATUS(st) != 0;
+  }
+  ticking = 0;
+  pthread_join(t, NULL);
+  return frozen;
+}
 
 static hk_learn_bounds_t B = {
   .target_hit_large = 0.9, .step_large = 8, .min_large = 2, .max_large = 64,
@@ -291,5 +329,23 @@ int main(void) {
   hk_large_pin_cap(HK_LARGE_CAP_DELAY, 500);
   hk_large_set_delays(9000, 9000);
   CHECKF(hk_large_cap(HK_LARGE_CAP_DELAY) == 500, "pinned delay moved to %ld", hk_large_cap(HK_LARGE_CAP_DELAY));
+
+  /* 12. fork() while another thread is in an epoch tick, learn_lock held:
+   * without fork handlers most children inherit the lock held and their
+   * learner never ticks again (its ticks try-lock); with the learner's
+   * handlers, which init.c registers among the library's (this binary
+   * links the internal archive, without init.c), every child ticks */
+  {
+    setenv("HAKMEM_LEARN", "1", 1);  /* the knobs as the library reads them at start */
+    hk_knobs_init();
+    hk_learner_init();
+    int frozen_bare = fork_children_frozen(100);
+    pthread_atfork(hk_learner_fork_prepare, hk_learner_fork_parent, hk_learner_fork_child);
+    int frozen = fork_children_frozen(100);
+    fprintf(stderr, "12: learners frozen in fork children: %d of 100 without the handlers, %d with\n",
+            frozen_bare, frozen);
+    CHECKF(frozen_bare > 0, "no child caught the lock held: the case shows nothing");
+    CHECKF(frozen == 0, "%d of 100 fork children's learners never ticked", frozen);
+  }
   return check_done("test_learner");
 }
