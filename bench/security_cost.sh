@@ -27,6 +27,11 @@
 # measure alone (BUILD_DIR/measures/libhakmem-NAME.so, src/base/measures.h) runs
 # interleaved with them too, and a second table gives each one's ratio to
 # the default build, with its callgrind rows: the cost of one measure.
+# COST_EXTRA="NAME=PATH ..." : more hakmem libraries in that table, by name
+# (a build of a subset: cmake -DHAKMEM_MEASURES=canary,guard,... gives a
+# libhakmem.so with those measures only, the secure build less one).
+# COST_ROWS="app tiny": only these benchmark rows. COST_CALLGRIND=0: no
+# instruction counts.
 # Not part of the test suite (it takes a few minutes).
 set -u
 case ${1:-} in
@@ -62,6 +67,11 @@ for m in $MEASURES; do
   [ -f "$B/measures/libhakmem-$m.so" ] || { echo "$B/measures/libhakmem-$m.so not built: make measures" >&2; exit 2; }
   LIBS+=("m_$m" "$B/measures/libhakmem-$m.so")
 done
+for e in ${COST_EXTRA:-}; do
+  [ -f "${e#*=}" ] || { echo "COST_EXTRA: ${e#*=}: no such file" >&2; exit 2; }
+  LIBS+=("x_${e%%=*}" "${e#*=}")
+  MEASURES="$MEASURES x_${e%%=*}"
+done
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/hakmem-cost.XXXXXX") || exit 2
 trap 'rm -rf "$WORK"' EXIT
 unset LD_PRELOAD HAKMEM_FREE_FILL HAKMEM_STATS HAKMEM_VERBOSE
@@ -85,6 +95,7 @@ for r in $(seq 1 "$RUNS"); do
   for entry in "${BENCHES[@]}"; do
     name=${entry%%|*}
     cmd=${entry#*|}
+    if [ -n "${COST_ROWS:-}" ] && [[ " $COST_ROWS " != *" $name "* ]]; then continue; fi
     for ((i = 0; i < ${#LIBS[@]}; i += 2)); do
       build=${LIBS[i]} lib=${LIBS[i + 1]}
       want=hakmem
@@ -162,26 +173,28 @@ print("(%d runs each, interleaved; spread = (max-min)/median)" % runs)
 if measures:
     print()
     print("each measure alone: median ops/s of its library / the default build's")
-    print(("%-14s" % "benchmark") + "".join(" %8s" % m for m in measures + ["secure"]))
-    per = {m: [] for m in measures + ["secure"]}
+    cols = measures + ["secure"] + (["mi_secure"] if ref else [])
+    build_of = lambda m: m if m in ("secure", "mi_secure") or m.startswith("x_") else "m_" + m
+    print(("%-14s" % "benchmark") + "".join(" %8s" % m[-8:] for m in cols))
+    per = {m: [] for m in cols}
     for n in names:
         md = values(n, "default", "Throughput")
         if not md: continue
         md = statistics.median(md)
         row = "%-14s" % n
-        for m in measures + ["secure"]:
-            v = values(n, "m_" + m if m != "secure" else "secure", "Throughput")
+        for m in cols:
+            v = values(n, build_of(m), "Throughput")
             if v:
                 per[m].append(statistics.median(v) / md)
                 row += " %8.3f" % per[m][-1]
             else:
                 row += " %8s" % "-"
         print(row)
-    print(("%-14s" % "geomean") + "".join(" %8.3f" % geo(per[m]) for m in measures + ["secure"]))
+    print(("%-14s" % "geomean") + "".join(" %8.3f" % geo(per[m]) for m in cols))
 EOF
 
 # ---- instruction counts (callgrind) -----------------------------------------
-if command -v valgrind >/dev/null; then
+if [ "${COST_CALLGRIND:-1}" != 0 ] && command -v valgrind >/dev/null; then
   LOOP=$B/bench/cost_loop   # bench/cost_loop.c, built by make
   [ -x "$LOOP" ] || { echo "$LOOP not built: run make" >&2; exit 2; }
   echo
