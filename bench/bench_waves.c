@@ -259,6 +259,7 @@ int main(int argc, char **argv)
             t->in = carry[i];
             t->in_n = carry_n[i];
             t->done = 0;
+            t->bad = 0;   /* summed per wave below: not carried over */
             if (pthread_create(&pt[i], NULL, worker, t) != 0) return 1;
         }
         for (int i = 0; i < nth; i++) {
