@@ -289,25 +289,37 @@ bool hk_ss_bundle_room(unsigned kind) {
 /* An empty abandoned superslab (a bundle no new thread took), for a heap
  * that would otherwise map one: of `kind`, else of the other (the cache
  * serves either kind; an exited heap's empty superslabs wait here). */
+static bool is_empty(const hk_superslab_t *ss, uint32_t b, unsigned cls) {
+  (void)b, (void)cls;
+  return ss->nused == 0;
+}
+static bool in_bundle(const hk_superslab_t *ss, uint32_t b, unsigned cls) {
+  return ss->bundle == b && (ss->warm_cls[cls >> 6] >> (cls & 63) & 1);
+}
+/* The first of the first HK_SS_BUNDLED_MAX superslabs on kind's abandoned
+ * list that `fits`, taken off it; NULL: none. Under abandoned_lock. */
+static hk_superslab_t *abandoned_take_first(unsigned kind, bool (*fits)(const hk_superslab_t *, uint32_t, unsigned),
+                                            uint32_t b, unsigned cls) {
+  unsigned looked = 0;
+  for (hk_superslab_t *ss = abandoned[kind].head; ss && looked < HK_SS_BUNDLED_MAX; ss = ss->next, looked++)
+    if (fits(ss, b, cls)) {
+      hk_ss_list_remove(&abandoned[kind], ss);
+      return ss;
+    }
+  return NULL;
+}
+
 static hk_superslab_t *take_abandoned_empty(unsigned kind) {
   hk_superslab_t *ss = NULL;
   hk_lock(&abandoned_lock);
-  for (unsigned k = 0; k < HK_SS_NKINDS && !ss; k++) {
-    unsigned looked = 0;
-    for (ss = abandoned[kind ^ k].head; ss && ss->nused != 0; ss = ss->next)
-      if (++looked == HK_SS_BUNDLED_MAX) { ss = NULL; break; }
-    if (ss) hk_ss_list_remove(&abandoned[kind ^ k], ss);
-  }
+  for (unsigned k = 0; k < HK_SS_NKINDS && !ss; k++) ss = abandoned_take_first(kind ^ k, is_empty, 0, 0);
   hk_unlock(&abandoned_lock);
   return ss;
 }
 
 hk_superslab_t *hk_ss_take_bundled(unsigned kind, uint32_t b, unsigned cls) {
   hk_lock(&abandoned_lock);
-  hk_superslab_t *ss = abandoned[kind].head;
-  for (unsigned looked = 0; ss && !(ss->bundle == b && (ss->warm_cls[cls >> 6] >> (cls & 63) & 1)); ss = ss->next)
-    if (++looked == HK_SS_BUNDLED_MAX) { ss = NULL; break; }
-  if (ss) hk_ss_list_remove(&abandoned[kind], ss);
+  hk_superslab_t *ss = abandoned_take_first(kind, in_bundle, b, cls);
   hk_unlock(&abandoned_lock);
   return ss;
 }
