@@ -1,0 +1,46 @@
+# The shared libraries' link script: the linker's own default, with the
+# functions of cmake/hot_text.ld placed first in .text (that file says why).
+# Valgrind names only the functions of the section called .text, so the list
+# goes inside it, not into a section of its own. Made at configure time from
+# the linker's default for these very options (-shared, the HK_SO_LINK
+# ones); any other linker, or a default without the expected .text
+# statement, gets no script: the library is the same, its code in source
+# order.
+#   hk_hot_text_script(<link options> <out var>): the option to add, or "";
+#   HK_HOT_TEXT_DEPENDS: the files a relink follows
+function(hk_hot_text_script opts out)
+  set(${out} "" PARENT_SCOPE)
+  set(HK_HOT_TEXT_DEPENDS "" PARENT_SCOPE)
+  set(dir ${CMAKE_BINARY_DIR}/hot_text)
+  file(MAKE_DIRECTORY ${dir})
+  file(WRITE ${dir}/empty.c "int hk_hot_text_probe;\n")
+  execute_process(
+    COMMAND ${CMAKE_C_COMPILER} -shared -fPIC ${opts} -Wl,--verbose
+            -o ${dir}/probe.so ${dir}/empty.c
+    OUTPUT_VARIABLE verbose ERROR_QUIET RESULT_VARIABLE rc)
+  if(NOT rc EQUAL 0)
+    message(STATUS "hot text: the linker's default script not read; code left in source order")
+    return()
+  endif()
+  string(FIND "${verbose}" "==================================================" first)
+  string(FIND "${verbose}" "==================================================" last REVERSE)
+  if(first EQUAL -1 OR last LESS_EQUAL first)
+    message(STATUS "hot text: no default script printed (not GNU ld?); code left in source order")
+    return()
+  endif()
+  math(EXPR from "${first} + 50")
+  math(EXPR len "${last} - ${from}")
+  string(SUBSTRING "${verbose}" ${from} ${len} script)
+  set(anchor "  .text           :\n  {\n")
+  string(FIND "${script}" "${anchor}" at)
+  if(at EQUAL -1)
+    message(STATUS "hot text: no .text statement as expected; code left in source order")
+    return()
+  endif()
+  string(REPLACE "${anchor}"
+         "${anchor}    INCLUDE \"${CMAKE_CURRENT_SOURCE_DIR}/cmake/hot_text.ld\"\n"
+         script "${script}")
+  file(WRITE ${dir}/libhakmem.ld "${script}")
+  set(${out} "-Wl,-T,${dir}/libhakmem.ld" PARENT_SCOPE)
+  set(HK_HOT_TEXT_DEPENDS ${dir}/libhakmem.ld ${CMAKE_CURRENT_SOURCE_DIR}/cmake/hot_text.ld PARENT_SCOPE)
+endfunction()
