@@ -325,7 +325,7 @@ static uint64_t rule_for(uintptr_t pc) {
 
 typedef struct { _Atomic uintptr_t pc; _Atomic uint64_t rule; } slot_t;
 
-static slot_t table[NRULE];
+HK_BSS_ARRAY static slot_t table[NRULE];
 static hk_lock_t table_lock = HK_LOCK_INIT;
 static _Atomic unsigned gen;             /* low 8 bits are a rule's */
 static unsigned long long seen_subs;     /* dl_iterate_phdr's unloads; table_lock */

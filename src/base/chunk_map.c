@@ -3,7 +3,7 @@
 #include "base/chunk_map.h"
 
 /* 64 MiB of .bss: zero pages until a chunk is first marked. */
-uint8_t hk_chunk_map[HK_MAP_LEN];
+HK_BSS_ARRAY uint8_t hk_chunk_map[HK_MAP_LEN];
 
 /* (values the map never holds read as foreign) */
 const uint8_t hk_chunk_tiers[256] = {

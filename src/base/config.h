@@ -15,6 +15,10 @@
 /* On internal data read by the fast paths: accessed directly, not via GOT. */
 #define HK_HIDDEN      __attribute__((visibility("hidden")))
 #define HK_CACHE_LINE  64
+/* On a zeroed array of pages (a map, a table, a buffer): it goes after
+ * every small variable (the linkers' .lbss, past .bss), so that the small
+ * ones share a few pages instead of one page between each two arrays. */
+#define HK_BSS_ARRAY   __attribute__((section(".lbss")))
 
 /* Superslab: 2 MiB-aligned region holding slabs and their metadata. */
 #define HK_SS_SHIFT    21

@@ -83,7 +83,7 @@ void hk_heap_free_local_slow(hk_slab_t *s) {
 
 /* ---- the mid pool (heap_slabs.h) -------------------------------------------- */
 
-hk_midp_t hk_midp[HK_NCLASS_MID];
+HK_BSS_ARRAY hk_midp_t hk_midp[HK_NCLASS_MID];
 __attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
   hk_lock_name(hk_midp, sizeof hk_midp, HK_LOCK_MID_POOL);
 }

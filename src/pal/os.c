@@ -481,7 +481,7 @@ bool hk_os_task_in_syscall(int ktid) {
 }
 
 bool hk_os_task_switches(int ktid, unsigned long *out) {
-  static char buf[16384];
+  HK_BSS_ARRAY static char buf[16384];
   if (!read_task(ktid, "status", buf, sizeof buf)) return false;
   unsigned long sum = 0;
   int found = 0;

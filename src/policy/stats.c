@@ -180,7 +180,7 @@ void hk_stats_collect(struct hak_stats *o) {
 
 /* One snapshot in static storage (72 classes: too big for a slow path's
  * stack), used under tick_lock, as is stats_print.c's output buffer. */
-static hk_stats_snap_t snap;
+HK_BSS_ARRAY static hk_stats_snap_t snap;
 
 static void snap_collect(hk_stats_snap_t *o) {
   hk_stats_collect(&o->s);  /* also samples the peaks */

@@ -19,7 +19,7 @@
 
 /* The one output buffer (stats_print.h: callers hold stats.c's lock); a
  * report of every class is a few KiB, too much for a slow path's stack. */
-static char out_buf[8192];
+HK_BSS_ARRAY static char out_buf[8192];
 
 /* ---- where the outputs go: HAKMEM_STATS_FILE ------------------------------------ */
 
