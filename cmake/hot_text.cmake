@@ -1,5 +1,6 @@
 # The shared libraries' link script: the linker's own default, with the
-# functions of cmake/hot_text.ld placed first in .text (that file says why).
+# functions of cmake/hot_text.ld placed first in .text (that file says why)
+# and the unwind tables in a segment apart from the read-only data.
 # Valgrind names only the functions of the section called .text, so the list
 # goes inside it, not into a section of its own. Made at configure time from
 # the linker's default for these very options (-shared, the HK_SO_LINK
@@ -43,6 +44,16 @@ function(hk_hot_text_script opts out)
   string(REPLACE "${anchor}"
          "${anchor}    INCLUDE \"${CMAKE_CURRENT_SOURCE_DIR}/cmake/hot_text.ld\"\n"
          script "${script}")
+  # The unwind tables, read only when a stack is walked, get a segment of
+  # their own: a gap of two pages ends the read-only data's segment, and
+  # fault-around, which stops at a mapping's end, then no longer maps them
+  # with the tables every program reads (without the anchor: left as is).
+  set(ro_end "  .rodata1        : { *(.rodata1) }\n")
+  string(FIND "${script}" "${ro_end}" at)
+  if(NOT at EQUAL -1)
+    string(REPLACE "${ro_end}"
+           "${ro_end}  . = . + 2 * CONSTANT (MAXPAGESIZE);\n" script "${script}")
+  endif()
   file(WRITE ${dir}/libhakmem.ld "${script}")
   set(${out} "-Wl,-T,${dir}/libhakmem.ld" PARENT_SCOPE)
   set(HK_HOT_TEXT_DEPENDS ${dir}/libhakmem.ld ${CMAKE_CURRENT_SOURCE_DIR}/cmake/hot_text.ld PARENT_SCOPE)
