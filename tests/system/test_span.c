@@ -40,6 +40,8 @@
  *      and undone under it) serve the next ones, every byte written.
  *   L. (`test_span lend`) superslabs lent by an arena: lend() below.
  *   M. (`test_span shed`) the tier swap while big blocks stay live: shed().
+ *   O. (`test_span holes`, HAKMEM_PROFILE=lowmem) a heap of 1 MiB buffers
+ *      keeps the holes its frees leave under lowmem's cap: holes() below.
  *   N. (`test_span shards`, with HAKMEM_SPAN_SHARDS of 4 or more) span
  *      shards: shards() below. (`test_span pinned`) their default count
  *      comes from the process's CPUs, not from those of the thread that
@@ -395,6 +397,32 @@ static void teardown(void) {
   free(c);
   printf("  K: %zu pages resident after %ld ms\n", left, ms_since(&t0));
   CHECKF(left <= 16 * MiB / 4096 + 512, "%zu pages of blocks freed 3 purge delays ago still resident", left);
+}
+
+/* O: lowmem's span cap (8 MiB) keeps the holes a heap of 1 MiB buffers
+ * leaves. At 2 MiB (aeaa5c2, reverted) the frees past twice the cap purged
+ * them at once and the next mallocs faulted them back in: learner_shift
+ * ran 40 times slower than the default, past the harness's 120 s.
+ * 64 written buffers of 1 MiB, 6 freed at once: all their pages stay. */
+static void holes(void) {
+  const char *prof = getenv("HAKMEM_PROFILE");
+  CHECKF(prof && strcmp(prof, "lowmem") == 0, "test_span holes wants HAKMEM_PROFILE=lowmem");
+  if (!purge_delay_in("holes", 1000, 10000)) return;
+  enum { N = 64, F = 6 };
+  unsigned char *b[N];
+  for (int i = 0; i < N; i++) {
+    b[i] = malloc(MiB);
+    CHECK_FATAL(b[i] != NULL);
+    memset(b[i], i + 1, MiB);
+  }
+  for (int i = 0; i < F; i++) free(b[i * 10]);
+  size_t kept = 0;
+  for (int i = 0; i < F; i++) kept += resident_pages(b[i * 10], MiB);
+  printf("  O: %zu of %d pages of %d freed 1 MiB buffers resident (64 live)\n", kept, F * 256, F);
+  CHECKF(kept >= (size_t)F * 256 * 9 / 10, "lowmem purged 6 MiB of holes of a 64 MiB heap at once: %zu of %d pages kept",
+         kept, F * 256);
+  for (int i = 0; i < N; i++)
+    if (i % 10 != 0 || i / 10 >= F) free(b[i]);
 }
 
 /* L. (`test_span lend`, HAKMEM_PURGE_DELAY_MS of 200-5000) the unified
@@ -780,6 +808,7 @@ int main(int argc, char **argv) {
   static const struct { const char *name; void (*run)(void); } cases[] = {
     { "spent", spent }, { "freed", freed }, { "joined", joined }, { "teardown", teardown },
     { "lend", lend }, { "shed", shed }, { "pinned", pinned }, { "shards", shards }, { "aging", aging },
+    { "holes", holes },
   };
   char done[64];
   if (argc > 1 && strcmp(argv[1], "many") == 0) {
