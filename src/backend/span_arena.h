@@ -119,11 +119,11 @@ static inline uint32_t now_stamp(const hk_arena_t *a) { return (uint32_t)(hk_os_
  * purge outside the locks has its bits read and cleared by the purging
  * thread while others change the bits of their runs, which may share a
  * word, under the lock. */
-static inline uint32_t bits_count(const hk_arena_t *a, uint32_t i, uint32_t n) {
+HK_INLINE uint32_t bits_count(const hk_arena_t *a, uint32_t i, uint32_t n) {
   HK_ASSERT(i + n <= ARENA_PAGES);
   return hk_bitmap_count(a->bits, i, n);
 }
-static inline void bits_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
+HK_INLINE void bits_set(hk_arena_t *a, uint32_t i, uint32_t n, bool on) {
   HK_ASSERT(i + n <= ARENA_PAGES);
   hk_bitmap_set(a->bits, i, n, on);
 }

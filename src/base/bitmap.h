@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "base/bits.h"
+#include "base/config.h"
 
 /* The bits of word i / 64 that [i, i + n) covers, and their count (at most n). */
 static inline uint64_t hk_bitmap_mask(uint32_t i, uint32_t n, uint32_t *k) {
@@ -28,28 +29,45 @@ static inline bool hk_bitmap_test(const uint64_t *bm, uint32_t i) {
   return __atomic_load_n(&bm[i >> 6], __ATOMIC_RELAXED) >> (i & 63) & 1;
 }
 
-/* Sets (on) or clears bits [i, i + n): one atomic a word. */
-static inline void hk_bitmap_set(uint64_t *bm, uint32_t i, uint32_t n, bool on) {
-  while (n) {
-    uint32_t k;
-    uint64_t m = hk_bitmap_mask(i, n, &k);
+/* Sets (on) or clears bits [i, i + n). A word the range shares with
+ * others takes an atomic or/and; a word it covers whole takes a relaxed
+ * store, which is the same under any interleaving (no other range has a
+ * bit there, and the result does not depend on what was there) without a
+ * locked instruction: a span's growth by 8 MiB covers 32 words. */
+HK_INLINE void hk_bitmap_set(uint64_t *bm, uint32_t i, uint32_t n, bool on) {
+  if (!n) return;
+  uint32_t k;
+  uint64_t m = hk_bitmap_mask(i, n, &k);
+  if (k < 64) {  /* the first word, part of it */
     if (on) __atomic_fetch_or(&bm[i >> 6], m, __ATOMIC_RELAXED);
     else __atomic_fetch_and(&bm[i >> 6], ~m, __ATOMIC_RELAXED);
     i += k;
     n -= k;
   }
+  for (; n >= 64; i += 64, n -= 64) __atomic_store_n(&bm[i >> 6], on ? ~0ull : 0, __ATOMIC_RELAXED);
+  if (n) {  /* the last word, its first n bits */
+    m = (1ull << n) - 1;
+    if (on) __atomic_fetch_or(&bm[i >> 6], m, __ATOMIC_RELAXED);
+    else __atomic_fetch_and(&bm[i >> 6], ~m, __ATOMIC_RELAXED);
+  }
 }
 
-/* The bits set in [i, i + n). */
-static inline uint32_t hk_bitmap_count(const uint64_t *bm, uint32_t i, uint32_t n) {
-  uint32_t c = 0;
-  while (n) {
-    uint32_t k;
-    uint64_t m = hk_bitmap_mask(i, n, &k);
+/* The bits set in word w: a word inside a run is all set or all clear
+ * (one compare), else the popcount. */
+static inline uint32_t hk_bitmap_word_count(uint64_t w) { return w + 1 <= 1 ? (w ? 64 : 0) : hk_popcount64(w); }
+
+/* The bits set in [i, i + n): a part word at each end, whole words between. */
+HK_INLINE uint32_t hk_bitmap_count(const uint64_t *bm, uint32_t i, uint32_t n) {
+  if (!n) return 0;
+  uint32_t c = 0, k;
+  uint64_t m = hk_bitmap_mask(i, n, &k);
+  if (k < 64) {
     c += hk_popcount64(__atomic_load_n(&bm[i >> 6], __ATOMIC_RELAXED) & m);
     i += k;
     n -= k;
   }
+  for (; n >= 64; i += 64, n -= 64) c += hk_bitmap_word_count(__atomic_load_n(&bm[i >> 6], __ATOMIC_RELAXED));
+  if (n) c += hk_popcount64(__atomic_load_n(&bm[i >> 6], __ATOMIC_RELAXED) & ((1ull << n) - 1));
   return c;
 }
 

@@ -8,7 +8,11 @@
  *     from any start to any end;
  *   - hk_bitmap_keep clears exactly the bits whose byte says "absent"
  *     (bit 0 clear; the other bits random, as mincore leaves them);
- *   - hk_bitmap_test is the array's bit. */
+ *   - hk_bitmap_test is the array's bit;
+ *   - two threads setting and clearing their own ranges, which share
+ *     words at their ends, never change each other's bits (the shared
+ *     words need the atomic or/and; the whole ones take a store). */
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -40,6 +44,46 @@ static bool same(void) {
   for (uint32_t b = 0; b < NBITS; b++)
     if ((bm[b / 64] >> (b % 64) & 1) != ref[b] || hk_bitmap_test(bm, b) != ref[b]) return false;
   return true;
+}
+
+/* Two threads, each the owner of every other segment of a bitmap cut at
+ * random bits: each sets and clears its own segments whole and reads
+ * them back after each change; a lost update at a shared word shows as a
+ * bit of its own that is not what it wrote. */
+#define SHARED_BITS 4096u
+#define SEGS 48u
+static uint64_t shared_bm[SHARED_BITS / 64];
+static uint32_t seg_at[SEGS + 1];
+static unsigned shared_bad[2];
+
+static void *owner(void *arg) {
+  unsigned t = (unsigned)(uintptr_t)arg;
+  uint64_t r = 0x51ed2701u + t;
+  for (unsigned round = 0; round < 20000; round++) {
+    r = r * 6364136223846793005ull + 1442695040888963407ull;
+    unsigned s = 2 * (unsigned)((r >> 33) % (SEGS / 2)) + t;
+    bool on = r >> 63;
+    uint32_t i = seg_at[s], n = seg_at[s + 1] - i;
+    hk_bitmap_set(shared_bm, i, n, on);
+    if (hk_bitmap_count(shared_bm, i, n) != (on ? n : 0)) shared_bad[t]++;
+    for (unsigned x = t; x < SEGS; x += 2) {  /* the rest of its own, unchanged by the other */
+      uint32_t c = hk_bitmap_count(shared_bm, seg_at[x], seg_at[x + 1] - seg_at[x]);
+      if (c != 0 && c != seg_at[x + 1] - seg_at[x]) shared_bad[t]++;
+    }
+  }
+  return NULL;
+}
+
+static void two_owners(void) {
+  seg_at[0] = 0;
+  for (unsigned s = 1; s < SEGS; s++) seg_at[s] = seg_at[s - 1] + 1 + (uint32_t)(next() % (2 * SHARED_BITS / SEGS - 1));
+  seg_at[SEGS] = SHARED_BITS;
+  CHECK(seg_at[SEGS - 1] < SHARED_BITS);
+  pthread_t th[2];
+  for (unsigned t = 0; t < 2; t++) CHECK(pthread_create(&th[t], NULL, owner, (void *)(uintptr_t)t) == 0);
+  for (unsigned t = 0; t < 2; t++) pthread_join(th[t], NULL);
+  CHECKF(shared_bad[0] == 0 && shared_bad[1] == 0, "two owners: %u and %u segments changed by the other",
+         shared_bad[0], shared_bad[1]);
 }
 
 int main(void) {
@@ -103,5 +147,6 @@ int main(void) {
   CHECK(hk_bitmap_next_run(bm, &p, NBITS, &q) && p == NBITS - 1 && q == NBITS);
   p = q;
   CHECK(!hk_bitmap_next_run(bm, &p, NBITS, &q));
+  two_owners();
   return check_done("test_bitmap");
 }
