@@ -154,6 +154,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_mem_set_purge_hook(budget_purge);
   hk_ss_set_grow_hook(tier_swap_small);  /* the tier swap, both ways */
   hk_large_set_grow_hook(tier_swap_large);
+  hk_large_set_free_hook(note_held);  /* a program that wrote its blocks after its mallocs */
   if (hk_knobs.verbose || hk_knobs.stats) {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
     if (fd >= 0) report_fd = fd;

@@ -31,10 +31,14 @@ void hk_large_count_alloc(size_t bytes) {
   HK_ADD_RELAXED(total_allocs, 1);
   HK_ADD_RELAXED(live_bytes, bytes);
 }
+static void (*free_hook)(void);  /* set once by init.c */
+void hk_large_set_free_hook(void (*fn)(void)) { HK_STORE_RELAXED(free_hook, fn); }
 void hk_large_count_free(size_t bytes) {
   HK_SUB_RELAXED(live_count, 1);
   HK_ADD_RELAXED(total_frees, 1);
   HK_SUB_RELAXED(live_bytes, bytes);
+  void (*fn)(void) = HK_LOAD_RELAXED(free_hook);
+  if (fn) fn();
 }
 void hk_large_count_resize(size_t old_bytes, size_t new_bytes) {
   HK_ADD_RELAXED(live_bytes, new_bytes - old_bytes);  /* modulo 2^64 */
@@ -122,6 +126,7 @@ void hk_large_grow_hook(size_t bytes) {
   void (*grow)(size_t) = HK_LOAD_RELAXED(grow_hook);
   if (grow) grow(bytes);
 }
+
 
 static void *(*heap_forget)(void *p);         /* set once by heap_api.c */
 static void (*heap_keep)(void *p, void *heap);

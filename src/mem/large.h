@@ -67,6 +67,10 @@ void hk_large_set_alloc_hook(void (*fn)(unsigned weight));
  * bytes (init.c). hk_large_grow_hook calls it, when set. */
 void hk_large_set_grow_hook(void (*fn)(size_t bytes));
 void hk_large_grow_hook(size_t bytes);
+/* Called at each large block's free, after its bytes left the counts (no
+ * lock held): the background purge's auto start looks again at what the
+ * program holds (init.c). Set once. */
+void hk_large_set_free_hook(void (*fn)(void));
 
 /* First-class heaps (heap_api.c) keep a table of their large blocks: forget
  * is told of every free and resize of a block before it happens (it

@@ -10,8 +10,14 @@
  *   test_idle fork SIZE     after the frees, fork: the child's RSS comes
  *                           down too (its purge thread, started again by the
  *                           fork handler), then the parent's
+ *   test_idle late SIZE     sleep's, with every block written only after
+ *                           all were allocated (a table of buffers filled
+ *                           later): the memory was resident only when
+ *                           the frees began
  *   test_idle small         a program that holds a few MiB: no purge thread
  *                           (HAKMEM_BACKGROUND_PURGE=auto starts none)
+ *   test_idle sparse        a program that maps 256 MiB of big blocks and
+ *                           touches a page of each: no purge thread either
  *   test_idle off SIZE      HAKMEM_BACKGROUND_PURGE=off: no thread, and the
  *                           memory stays (the check can fail)
  *
@@ -21,6 +27,7 @@
  * Every kept block's bytes are checked at the end. */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -34,13 +41,18 @@
 #include "../include/hakmem.h"
 #include "purge_threads.h"
 
+/* read(2), not stdio: a program that sleeps after its frees calls no
+ * malloc at all, and fopen's would be one (a slow path that could start
+ * what the test waits for) */
 static size_t rss_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
+  char buf[128];
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
   unsigned long size = 0, res = 0;
-  if (f) {
-    if (fscanf(f, "%lu %lu", &size, &res) != 2) res = 0;
-    fclose(f);
-  }
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  if (sscanf(buf, "%lu %lu", &size, &res) != 2) res = 0;
   return res * (size_t)sysconf(_SC_PAGESIZE);
 }
 
@@ -64,6 +76,7 @@ static long purge_delay_ms(void) {
 }
 
 typedef struct {
+  bool late;  /* written after all were allocated */
   size_t size, n, kept;
   unsigned char **blocks;
   size_t live;
@@ -82,8 +95,10 @@ static void fill_and_free(fill_t *f) {
   for (size_t i = 0; i < f->n; i++) {
     f->blocks[i] = malloc(f->size);
     if (!f->blocks[i]) { printf("FAIL: malloc(%zu) failed at block %zu\n", f->size, i); exit(1); }
-    memset(f->blocks[i], (int)(i & 0xff), f->size);
+    if (!f->late) memset(f->blocks[i], (int)(i & 0xff), f->size);
   }
+  if (f->late)
+    for (size_t i = 0; i < f->n; i++) memset(f->blocks[i], (int)(i & 0xff), f->size);
   f->kept = 0;
   f->live = f->n * sizeof *f->blocks;
   for (size_t i = 0; i < f->n; i++) {
@@ -165,6 +180,27 @@ int main(int argc, char **argv) {
     printf("test_idle small: 1 passed, 0 failed\n");
     return 0;
   }
+  if (strcmp(mode, "sparse") == 0) {
+    /* 8 blocks of 32 MiB at a time, a page of each written: 256 MiB of
+     * address space, a few MiB resident */
+    for (int r = 0; r < 4; r++) {
+      unsigned char *p[8];
+      for (int i = 0; i < 8; i++) {
+        p[i] = malloc((size_t)32 << 20);
+        if (!p[i]) { printf("FAIL: malloc(32 MiB) failed\n"); return 1; }
+        p[i][(size_t)i << 12] = (unsigned char)i;
+      }
+      for (int i = 0; i < 8; i++) free(p[i]);
+    }
+    sleep_ms(200);
+    int n = purge_threads();
+    printf("sparse: %d purge threads, RSS %zu KiB\n", n, rss_bytes() >> 10);
+    if (n != 0) { printf("FAIL: a program that touched a few MiB of big blocks has a purge thread\n"); return 1; }
+    printf("test_idle sparse: 1 passed, 0 failed\n");
+    return 0;
+  }
+  f.late = strcmp(mode, "late") == 0;
+  if (f.late) mode = "sleep";
   if (strcmp(mode, "thread") == 0) {
     pthread_t t;
     if (pthread_create(&t, NULL, thread_fill, &f) != 0 || pthread_join(t, NULL) != 0) return 1;
@@ -205,7 +241,7 @@ int main(int argc, char **argv) {
   }
   bool light = strcmp(mode, "light") == 0;
   if (!light && strcmp(mode, "sleep") != 0 && strcmp(mode, "thread") != 0) {
-    fprintf(stderr, "usage: test_idle sleep|light|thread|fork|off SIZE | small\n");
+    fprintf(stderr, "usage: test_idle sleep|light|late|thread|fork|off SIZE | small | sparse\n");
     return 2;
   }
   long t = wait_returned(mode, base, f.live, light);
