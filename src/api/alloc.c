@@ -78,8 +78,8 @@ void hk_free_other(void *p, unsigned kind, size_t size) {
   if (ck == HK_CHUNK_SS_MID) { hk_free_in_mid_slab(p, hk_slab_at(p, hk_chunk_slab_shift(ck)), kind, size); return; }
   if (hk_chunk_is_ss(ck)) { hk_free_in_slab(p, hk_slab_at(p, hk_chunk_slab_shift(ck)), kind, size); return; }
   hk_tier_of(ck)->free(p, ck, kind, size);
-  /* the background purge's start, when this free's purge clock asked for
-   * it (init.c, note_held): the program may go idle after its last free */
+  /* the background purge's start, when this free asked for it (the large
+   * tier's free hook, init.c's note_held): the program may go idle next */
   hk_heap_safe_point();
 }
 

@@ -127,7 +127,6 @@ void hk_large_grow_hook(size_t bytes) {
   if (grow) grow(bytes);
 }
 
-
 static void *(*heap_forget)(void *p);         /* set once by heap_api.c */
 static void (*heap_keep)(void *p, void *heap);
 void hk_large_set_heap_hooks(void *(*forget)(void *p), void (*keep)(void *p, void *heap)) {

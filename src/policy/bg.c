@@ -16,6 +16,7 @@
 #include <time.h>
 
 #include "heap/heap_slabs.h"
+#include "base/gate.h"
 #include "base/knobs.h"
 #include "mem/large.h"
 #include "base/lock.h"
@@ -252,21 +253,17 @@ void hk_bg_start(void) {
 
 /* auto: the first caller to see the program holding HK_BG_AUTO_BYTES
  * starts it; the rest return at the flag. `held` counts address space (a
- * 32 MiB block the program touched a page of counts whole), so the peak
+ * big block the program touched a page of counts whole), so the peak
  * resident set (getrusage: one system call, at most one a millisecond)
- * must have passed it too: a program whose memory never passed it has
- * less than that to give back, and a thread's start would cost it more
- * than the purge returns (bench large_realloc: 8 blocks of up to 32 MiB,
- * 17 pages of each touched, 2.6 MiB peak). */
+ * must have passed the mark too: a program whose memory never passed it
+ * has less than that to give back, and a thread's start would cost it
+ * more than the purge returns (docs/BENCHMARKS.md). */
 static atomic_bool auto_started;
-static _Atomic uint64_t next_look_ms;
+static uint64_t look_gate;  /* base/gate.h: one look a millisecond */
 void hk_bg_held(size_t held) {
   if (HK_LIKELY(atomic_load_explicit(&auto_started, memory_order_relaxed))) return;
   if (hk_knobs.background_purge != HK_BG_AUTO || held < HK_BG_AUTO_BYTES) return;
-  uint64_t now = hk_os_now_ms(), due = atomic_load_explicit(&next_look_ms, memory_order_relaxed);
-  if (now < due || !atomic_compare_exchange_strong_explicit(&next_look_ms, &due, now + 1,
-                                                            memory_order_relaxed, memory_order_relaxed))
-    return;
+  if (!hk_gate_pass(&look_gate, hk_os_now_ms(), 1)) return;
   if (hk_os_peak_rss_bytes(0) < HK_BG_AUTO_BYTES) return;
   if (atomic_exchange_explicit(&auto_started, true, memory_order_relaxed)) return;
   /* not from here: the caller is inside a heap's or a tier's slow path,

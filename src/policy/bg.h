@@ -11,7 +11,7 @@
 void hk_bg_set_hooks(void (*stats_tick)(void), void (*dump)(void));
 void hk_bg_start(void);          /* at start-up: the thread, when the knob is on */
 /* The memory the program holds is `held` bytes of address space (the grow
- * hooks and the large tier's purge clock, init.c): with the knob at auto,
+ * hooks and each large free, init.c): with the knob at auto,
  * the thread starts once it and the peak resident set pass HK_BG_AUTO_BYTES. */
 void hk_bg_held(size_t held);
 void hk_bg_start_deferred(void); /* the start hk_bg_held asked for (the heap's deferred hook) */
