@@ -4,15 +4,18 @@
  * CHECKF(cond, fmt, ...) same, with a printf-style explanation
  * CHECK_FATAL(cond)      count, print and exit(1) at once
  * check_done(name)       print a summary line; returns the process exit code
+ * check_exec_self, check_run_self: this program again, with knobs set
  *
  * Counters are atomic: CHECK may be used from any thread. Only the first
  * CHECK_MAX_PRINT failures are printed so a broken heap cannot flood the log. */
 #ifndef HAKMEM_TESTS_CHECK_H
 #define HAKMEM_TESTS_CHECK_H
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define CHECK_MAX_PRINT 50
@@ -112,6 +115,28 @@ static inline int check_done(const char *name) {
   long f = CHK_LOAD_(check_failures_), c = CHK_LOAD_(check_count_);
   fprintf(stderr, "%s: %ld checks, %ld failed\n", name, c, f);
   return f ? 1 : 0;
+}
+
+/* This program again (/proc/self/exe, same argv) with each NAME, VALUE
+ * pair of env (NULL-terminated) set: for knobs the library reads before
+ * main. check_exec_self replaces this process and returns 1 only when the
+ * exec failed; check_run_self runs it in a child and returns the child's
+ * wait status (-1 when it could not fork or wait). */
+static inline int check_exec_self(char **argv, const char *const *env) {
+  for (; env && env[0]; env += 2) setenv(env[0], env[1], 1);
+  execv("/proc/self/exe", argv);
+  perror("execv /proc/self/exe");
+  return 1;
+}
+static inline int check_run_self(char **argv, const char *const *env) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) _exit(check_exec_self(argv, env) ? 127 : 0);
+  int st = 0;
+  while (waitpid(pid, &st, 0) < 0)
+    if (errno != EINTR) return -1;
+  return st;
 }
 
 /* Plain builds (not linked to hakmem, run under LD_PRELOAD) find hakmem's

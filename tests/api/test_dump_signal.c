@@ -53,20 +53,12 @@ int main(int argc, char **argv) {
     snprintf(dump, sizeof dump, "/tmp/hakmem_dump_signal.%d.%d.0001.heap", (int)getpid(), k);
     unlink(stats);
     unlink(dump);
-    pid_t pid = fork();
-    CHECK_FATAL(pid >= 0);
-    if (pid == 0) {
-      signal(SIGUSR1, k ? SIG_IGN : SIG_DFL);  /* SIG_IGN survives exec */
-      setenv("HAKMEM_DUMP_SIGNAL", "10", 1);
-      setenv("HAKMEM_STATS_FILE", stats, 1);
-      setenv("HAKMEM_PROF", "1", 1);
-      setenv("HAKMEM_PROF_FILE", prof, 1);
-      setenv("HK_DUMP_PROF", dump, 1);
-      execv("/proc/self/exe", argv);
-      _exit(127);
-    }
-    int st = 0;
-    CHECK(waitpid(pid, &st, 0) == pid);
+    const char *env[] = { "HAKMEM_DUMP_SIGNAL", "10", "HAKMEM_STATS_FILE", stats, "HAKMEM_PROF", "1",
+                          "HAKMEM_PROF_FILE", prof, "HK_DUMP_PROF", dump, NULL };
+    signal(SIGUSR1, k ? SIG_IGN : SIG_DFL);  /* the child's: SIG_IGN survives fork and exec */
+    int st = check_run_self(argv, env);
+    signal(SIGUSR1, SIG_DFL);
+    CHECK(st != -1);
     CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "previous action %s: the child %s %d", prev[k],
            WIFSIGNALED(st) ? "died of signal" : "exited", WIFSIGNALED(st) ? WTERMSIG(st) : WEXITSTATUS(st));
     unlink(stats);

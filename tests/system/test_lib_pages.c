@@ -89,16 +89,9 @@ static int run_on_copy(char **argv) {
   CHECK_FATAL(n == 0);
   close(in);
   close(out);
-  pid_t pid = fork();
-  CHECK_FATAL(pid >= 0);
-  if (pid == 0) {
-    setenv("LD_PRELOAD", copy, 1);
-    setenv("HK_LIB_PAGES_COPY", copy, 1);
-    execv("/proc/self/exe", argv);
-    _exit(127);
-  }
-  int st = 0;
-  CHECK_FATAL(waitpid(pid, &st, 0) == pid);
+  const char *env[] = { "LD_PRELOAD", copy, "HK_LIB_PAGES_COPY", copy, NULL };
+  int st = check_run_self(argv, env);
+  CHECK_FATAL(st != -1);
   unlink(copy);
   if (!WIFEXITED(st)) {
     printf("lib_pages: the run on the copy died (status %d)\n", st);

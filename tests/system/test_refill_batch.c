@@ -72,11 +72,11 @@ static void *run(void *arg) {
 
 int main(int argc, char **argv) {
   if (!getenv("HAKMEM_STATS")) {  /* the refill counters need it: run again with it */
-    setenv("HAKMEM_STATS", "1", 1);
-    setenv("HAKMEM_STATS_FILE", "/dev/null", 1);  /* the exit report */
-    execv("/proc/self/exe", argv);
-    perror("execv");
-    return 1;
+    const char *env[] = {
+      "HAKMEM_STATS", "1",
+      "HAKMEM_STATS_FILE", "/dev/null", /* the exit report */
+      NULL };
+    return check_exec_self(argv, env);
   }
   (void)argc;
   struct hak_stats st;

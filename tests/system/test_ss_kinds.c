@@ -229,14 +229,14 @@ int main(int argc, char **argv) {
   }
   int want = argc > 1 ? strcmp(argv[1], "guard") == 0 : -1;
   if (!getenv("HAKMEM_SS_CACHE")) {  /* the knobs are read before main */
-    setenv("HAKMEM_SS_CACHE", "64", 1);
-    setenv("HAKMEM_PURGE_DELAY_MS", "600000", 1);
-    /* every block in a superslab: a sampled one lies in the guarded pool,
-     * whose chunks are no superslab (docs/SECURITY.md) */
-    setenv("HAKMEM_GUARDED_RATE", "0", 1);
-    execv("/proc/self/exe", argv);
-    perror("execv");
-    return 1;
+    const char *env[] = {
+      "HAKMEM_SS_CACHE", "64",
+      "HAKMEM_PURGE_DELAY_MS", "600000",
+      /* every block in a superslab: a sampled one lies in the guarded pool,
+       * whose chunks are no superslab (docs/SECURITY.md) */
+      "HAKMEM_GUARDED_RATE", "0",
+      NULL };
+    return check_exec_self(argv, env);
   }
   /* main's own superslabs first, kept live: it takes nothing from the cache */
   void *keep_small = malloc(SMALL), *keep_mid = malloc(MID);

@@ -121,14 +121,14 @@ static void *adopter(void *arg) {
 int main(int argc, char **argv) {
   (void)argc;
   if (!getenv("HAKMEM_PURGE_DELAY_MS")) {
-    setenv("HAKMEM_PURGE_DELAY_MS", "20", 1);
-    setenv("HAKMEM_HEAP_SPARE", "1", 1);
-    /* every block in a superslab: a sampled one lies in the guarded pool,
-     * which step 1 would take for B */
-    setenv("HAKMEM_GUARDED_RATE", "0", 1);
-    execv("/proc/self/exe", argv);
-    perror("execv");
-    return 1;
+    const char *env[] = {
+      "HAKMEM_PURGE_DELAY_MS", "20",
+      "HAKMEM_HEAP_SPARE", "1",
+      /* every block in a superslab: a sampled one lies in the guarded pool,
+       * which step 1 would take for B */
+      "HAKMEM_GUARDED_RATE", "0",
+      NULL };
+    return check_exec_self(argv, env);
   }
   long delay = atol(getenv("HAKMEM_PURGE_DELAY_MS"));
   if (delay < 5) delay = 5;

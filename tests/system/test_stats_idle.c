@@ -37,13 +37,13 @@ int main(int argc, char **argv) {
   if (!getenv("HK_IDLE_CHILD")) {
     snprintf(path, sizeof path, "/tmp/hakmem_stats_idle.%d.jsonl", (int)getpid());
     unlink(path);
-    setenv("HK_IDLE_CHILD", path, 1);
-    setenv("HAKMEM_STATS_INTERVAL", "50", 1);
-    setenv("HAKMEM_STATS_FILE", path, 1);
-    setenv("HAKMEM_BACKGROUND_PURGE", "auto", 1);  /* a small program: no purge thread of its own */
-    execv("/proc/self/exe", argv);
-    perror("execv");
-    return 1;
+    const char *env[] = {
+      "HK_IDLE_CHILD", path,
+      "HAKMEM_STATS_INTERVAL", "50",
+      "HAKMEM_STATS_FILE", path,
+      "HAKMEM_BACKGROUND_PURGE", "auto", /* a small program: no purge thread of its own */
+      NULL };
+    return check_exec_self(argv, env);
   }
   snprintf(path, sizeof path, "%s", getenv("HK_IDLE_CHILD"));
   void *keep[64];
