@@ -260,15 +260,20 @@ void hk_bg_start(void) {
  * more than the purge returns (docs/BENCHMARKS.md). */
 static atomic_bool auto_started;
 static uint64_t look_gate;  /* base/gate.h: one look a millisecond */
-void hk_bg_held(size_t held) {
-  if (HK_LIKELY(atomic_load_explicit(&auto_started, memory_order_relaxed))) return;
-  if (hk_knobs.background_purge != HK_BG_AUTO || held < HK_BG_AUTO_BYTES) return;
+/* the look itself, apart: hk_bg_held stays as small as the two tests
+ * that end nearly every call (cmake/hot_text.ld places this one last) */
+static __attribute__((noinline)) void bg_look(void) {
   if (!hk_gate_pass(&look_gate, hk_os_now_ms(), 1)) return;
   if (hk_os_peak_rss_bytes(0) < HK_BG_AUTO_BYTES) return;
   if (atomic_exchange_explicit(&auto_started, true, memory_order_relaxed)) return;
   /* not from here: the caller is inside a heap's or a tier's slow path,
    * and pthread_create's calloc would enter it (heap.h, hk_heap_defer) */
   hk_heap_defer();
+}
+void hk_bg_held(size_t held) {
+  if (HK_LIKELY(atomic_load_explicit(&auto_started, memory_order_relaxed))) return;
+  if (hk_knobs.background_purge != HK_BG_AUTO || held < HK_BG_AUTO_BYTES) return;
+  bg_look();
 }
 void hk_bg_start_deferred(void) { start_thread(true); }
 
