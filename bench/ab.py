@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """ab.py ROUNDS LIB_A ENV_A LIB_B ENV_B [ROW...]: two hakmem builds (or one
-build under two sets of knobs), interleaved A B A B on the quick rows of
-bench/benches.py (every row, or the ones named), medians of throughput and
-peak RSS and their ratios B/A. The speed rule's check of a change (two
-builds interleaved on every row of `make bench`), without the peers.
+build under two sets of knobs), interleaved on the quick rows of
+bench/benches.py (every row, or the ones named): A B in the first round,
+B A in the next, and so on; medians of throughput and peak RSS and their
+ratios B/A. The speed rule's check of a change (two builds interleaved on
+every row of `make bench`), without the peers.
 
   python3 bench/ab.py 3 /tmp/old/libhakmem.so "" build/libhakmem.so ""
   python3 bench/ab.py 5 build/libhakmem.so HAKMEM_BACKGROUND_PURGE=off \\
@@ -42,9 +43,12 @@ def main():
             and (not names or b.name in names)]
     bindir = os.environ.get("BENCHBIN", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "build", "bench"))
     res = {}
-    for _ in range(rounds):
+    pair = (("A", la, ea), ("B", lb, eb))
+    for r in range(rounds):
         for b in rows:
-            for tag, lib, e in (("A", la, ea), ("B", lb, eb)):
+            # A B, then B A: the second of two runs can pay for what the
+            # first left behind (large_zeroed read B slower with A always first)
+            for tag, lib, e in (pair if r % 2 == 0 else pair[::-1]):
                 p = subprocess.run([os.path.join(bindir, b.prog)] + b.args("quick"), env=env_of(lib, e),
                                    capture_output=True, text=True, timeout=600)
                 tp = re.search(r"^Throughput = ([0-9.eE+]+)", p.stdout, re.M)
