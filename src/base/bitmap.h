@@ -34,22 +34,21 @@ static inline bool hk_bitmap_test(const uint64_t *bm, uint32_t i) {
  * store, which is the same under any interleaving (no other range has a
  * bit there, and the result does not depend on what was there) without a
  * locked instruction: a span's growth by 8 MiB covers 32 words. */
+HK_INLINE void hk_bitmap_set_part(uint64_t *w, uint64_t m, bool on) {  /* a shared word's bits m */
+  if (on) __atomic_fetch_or(w, m, __ATOMIC_RELAXED);
+  else __atomic_fetch_and(w, ~m, __ATOMIC_RELAXED);
+}
 HK_INLINE void hk_bitmap_set(uint64_t *bm, uint32_t i, uint32_t n, bool on) {
   if (!n) return;
   uint32_t k;
   uint64_t m = hk_bitmap_mask(i, n, &k);
   if (k < 64) {  /* the first word, part of it */
-    if (on) __atomic_fetch_or(&bm[i >> 6], m, __ATOMIC_RELAXED);
-    else __atomic_fetch_and(&bm[i >> 6], ~m, __ATOMIC_RELAXED);
+    hk_bitmap_set_part(&bm[i >> 6], m, on);
     i += k;
     n -= k;
   }
   for (; n >= 64; i += 64, n -= 64) __atomic_store_n(&bm[i >> 6], on ? ~0ull : 0, __ATOMIC_RELAXED);
-  if (n) {  /* the last word, its first n bits */
-    m = (1ull << n) - 1;
-    if (on) __atomic_fetch_or(&bm[i >> 6], m, __ATOMIC_RELAXED);
-    else __atomic_fetch_and(&bm[i >> 6], ~m, __ATOMIC_RELAXED);
-  }
+  if (n) hk_bitmap_set_part(&bm[i >> 6], (1ull << n) - 1, on);  /* the last word, its first n bits */
 }
 
 /* The bits set in word w: a word inside a run is all set or all clear

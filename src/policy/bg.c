@@ -261,7 +261,8 @@ void hk_bg_start(void) {
 static atomic_bool auto_started;
 static uint64_t look_gate;  /* base/gate.h: one look a millisecond */
 /* the look itself, apart: hk_bg_held stays as small as the two tests
- * that end nearly every call (cmake/hot_text.ld places this one last) */
+ * that end nearly every call (cmake/hot_text.ld places this one after
+ * the fast paths, so that they keep their addresses) */
 static __attribute__((noinline)) void bg_look(void) {
   if (!hk_gate_pass(&look_gate, hk_os_now_ms(), 1)) return;
   if (hk_os_peak_rss_bytes(0) < HK_BG_AUTO_BYTES) return;
