@@ -3,7 +3,7 @@
 program under several allocators, interleaved (each round in the other
 order: A B C, C B A, ...), and each library's throughput as a ratio to the
 LAST one's: the median of the per-round ratios, with a bootstrap 95%
-interval. Per-round ratios cancel what drifts between rounds on a shared
+interval; the same for peak RSS. Per-round ratios cancel what drifts between rounds on a shared
 machine; an interval that holds 1.000 is a tie.
 
   python3 bench/ratios.py 21 "bench_app 2 200000 11" \\
@@ -62,13 +62,16 @@ def main():
             rss[name].append(figure(out, "Peak RSS") or 0)
     ref = libs[-1][0]
     print("# %s, %d rounds, interleaved; ratios to %s" % (" ".join(cmd), rounds, ref))
-    print("%-14s %14s %10s %8s %18s" % ("library", "ops/s (median)", "RSS MiB", "ratio", "95% interval"))
+    print("%-14s %14s %8s %18s %10s %8s %18s" % ("library", "ops/s (median)", "ratio", "95% interval",
+                                                 "RSS MiB", "ratio", "95% interval"))
     for name, _, _ in libs:
         rs = [a / b for a, b in zip(ops[name], ops[ref])]
         lo, hi = interval(rs)
-        print("%-14s %14.0f %10.1f %8.3f %8.3f - %.3f" % (
-            name, statistics.median(ops[name]), statistics.median(rss[name]) / 1024,
-            statistics.median(rs), lo, hi))
+        ms = [a / b if b else 1.0 for a, b in zip(rss[name], rss[ref])]
+        mlo, mhi = interval(ms)
+        print("%-14s %14.0f %8.3f %8.3f - %.3f %10.1f %8.3f %8.3f - %.3f" % (
+            name, statistics.median(ops[name]), statistics.median(rs), lo, hi,
+            statistics.median(rss[name]) / 1024, statistics.median(ms), mlo, mhi))
 
 
 if __name__ == "__main__":
