@@ -49,7 +49,8 @@ bool hk_heap_release_slab(hk_heap_t *h, hk_slab_t *s, bool may_leave) {
  * epoch: a class that empties and refills slabs reuses the same blocks and
  * pages, instead of handing the slab to another class whose blocks would
  * touch its other pages. */
-void hk_heap_release_empty(hk_heap_t *h) {
+unsigned hk_heap_release_empty(hk_heap_t *h) {
+  unsigned n = 0;
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     hk_slab_t *s = h->partial[c];
     while (s) {
@@ -57,10 +58,12 @@ void hk_heap_release_empty(hk_heap_t *h) {
       if (s->used == 0) {
         hk_partial_remove(h, s);
         hk_heap_release_slab(h, s, true);
+        n++;
       }
       s = next;
     }
   }
+  return n;
 }
 
 /* ---- frees into full slabs --------------------------------------------------- */
@@ -375,6 +378,22 @@ static unsigned any_slab(const hk_superslab_t *ss, unsigned cls) {
   return (unsigned)(fit >= 0 ? fit : most);
 }
 
+/* Before a class takes a slab no class has used (new pages), the heap's
+ * emptied slabs go back (every HK_SHED_EVERY_MS at most, on the tier
+ * swap's clock): a program whose classes shift (an LRU cache refilled with
+ * larger values) reuses the pages its old classes left, instead of
+ * faulting in fresh ones while those wait for the purge epoch. Its
+ * emptied superslabs stay in the heap, to be taken at once. True when
+ * something went back: the caller looks again. */
+static HK_NOINLINE bool heap_reuse_emptied(hk_heap_t *h) {
+  if (!hk_gate_pass(&h->next_shed_ms, hk_os_now_ms(), HK_SHED_EVERY_MS)) return false;
+  bool keep = h->keep_empty;
+  h->keep_empty = true;
+  unsigned n = hk_heap_release_empty(h);
+  h->keep_empty = keep;
+  return n != 0;
+}
+
 hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   unsigned kind = hk_kind_of_class(cls);
   /* the memory budget: a slab's pages are what may grow here (charged
@@ -401,6 +420,10 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   }
   unsigned idx;
   if (!warm_match(ss, cls, &ss, &idx)) {
+    if (heap_reuse_emptied(h)) {
+      *retry = true;
+      return NULL;
+    }
     /* A superslab of the heap's bundle holding this class (a warm slab or
      * one with its blocks): the exited thread's other superslabs, taken as
      * its classes come. A thread often allocates as the one before it did
