@@ -25,6 +25,7 @@ typedef struct hk_knobs {
   long large_cache_mb;     /* HAKMEM_LARGE_CACHE_MB                */
   long large_cache_count;  /* HAKMEM_LARGE_CACHE_COUNT             */
   long carve_kb;           /* HAKMEM_CARVE_KB                      */
+  long populate_slabs;     /* HAKMEM_POPULATE_SLABS                */
   long heap_spare;         /* HAKMEM_HEAP_SPARE                    */
   long mid_cache_kb;       /* HAKMEM_MID_CACHE_KB                  */
   long verbose;            /* HAKMEM_VERBOSE                       */

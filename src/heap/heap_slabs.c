@@ -394,6 +394,30 @@ static HK_NOINLINE bool heap_reuse_emptied(hk_heap_t *h) {
   return n != 0;
 }
 
+/* A class that fills slab after slab (the two slots before idx in ss hold
+ * its slabs, every block carved) in a heap that holds HK_POPULATE_FULL
+ * full superslabs of the kind takes a cold slab (no page resident): its
+ * pages are faulted in with one system call (MADV_POPULATE_WRITE), not one
+ * fault each as carving reaches them. What that may leave resident unused
+ * is the class's last slab, small beside what the heap holds. Classes
+ * that only churn (their slabs interleaved with other classes', or not
+ * carved to the end) keep carving lazily: a whole slab resident for a
+ * class that holds two or three of them cost mid-size loops twice their
+ * RSS. */
+#define HK_POPULATE_FULL 4
+static bool class_fills(const hk_heap_t *h, const hk_superslab_t *ss, unsigned idx, unsigned cls) {
+  if (idx < 2 || h->ss_full[ss->kind].count < HK_POPULATE_FULL) return false;
+  for (unsigned i = idx - 2; i < idx; i++) {
+    const hk_slab_t *p = &ss->slabs[i];
+    if (((ss->free_mask >> i) & 1) || p->cls != cls || p->carved < p->capacity) return false;
+  }
+  return true;
+}
+static HK_NOINLINE void heap_populate(hk_superslab_t *ss, unsigned idx) {
+  size_t bytes = hk_ss_slab_area_bytes(ss, idx);
+  if (hk_os_populate(hk_ss_slab_area(ss, idx), bytes)) ss->touched[idx] = (uint16_t)(bytes / HK_PAGE);  /* (slab.c's unit) */
+}
+
 hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   unsigned kind = hk_kind_of_class(cls);
   /* the memory budget: a slab's pages are what may grow here (charged
@@ -461,7 +485,8 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
     hk_ss_note(HK_SS_REFAULTS);
     hk_ss_note_reuse((uint32_t)hk_os_now_ms() - ss->freed_ms[idx], hk_ss_slab_bytes(ss));
   }
-  if (!(ss->warm & bit)) ss->touched[idx] = 0;
+  bool cold = !(ss->warm & bit);
+  if (cold) ss->touched[idx] = 0;
   ss->warm |= bit;
   ss->nused++;
   if (ss->free_mask == 0) {
@@ -469,6 +494,7 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
     hk_ss_list_push(&h->ss_full[kind], ss, HK_LIST_FULL);
   }
   hk_slab_init(ss, idx, cls, h->tid);
+  if (cold && HK_LOAD_RELAXED(hk_knobs.populate_slabs) && class_fills(h, ss, idx, cls)) heap_populate(ss, idx);
   return &ss->slabs[idx];
 }
 
