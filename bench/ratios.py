@@ -3,8 +3,8 @@
 program under several allocators, interleaved (each round in the other
 order: A B C, C B A, ...), and each library's throughput as a ratio to the
 LAST one's: the median of the per-round ratios, with a bootstrap 95%
-interval; the same for peak RSS. Per-round ratios cancel what drifts between rounds on a shared
-machine; an interval that holds 1.000 is a tie.
+interval; the same for peak RSS. Per-round ratios cancel what drifts
+between rounds on a shared machine; an interval that holds 1.000 is a tie.
 
   python3 bench/ratios.py 21 "bench_app 2 200000 11" \\
       secure=build/libhakmem-secure.so \\

@@ -38,7 +38,7 @@ static inline void hk_partial_remove(hk_heap_t *h, hk_slab_t *s) {
  * descriptor). */
 bool hk_heap_release_slab(hk_heap_t *h, hk_slab_t *s, bool may_leave);
 /* Emptied slabs stay on their class's partial list until the next purge
- * epoch; this gives them back. */
+ * epoch; this gives them back, and says how many. */
 unsigned hk_heap_release_empty(hk_heap_t *h);
 
 /* A new slab of class cls, or NULL: then either the OS said no (errno set),
