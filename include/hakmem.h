@@ -121,7 +121,8 @@ struct hak_stats {
   size_t allocated;               /* bytes of live blocks (their usable sizes: live_bytes) */
   size_t active;                  /* pages of slabs in use and live large blocks */
   size_t metadata;                /* hakmem's own bookkeeping: superslab headers,
-                                     thread heaps, the span arenas' page maps (mapped) */
+                                     thread heaps, the span arenas' page maps (their
+                                     resident pages) */
   size_t resident;                /* hakmem's memory that may be resident: superslabs
                                      and large pages, less what was given back
                                      (an upper bound, at most rss_bytes) */

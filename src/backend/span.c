@@ -341,8 +341,37 @@ size_t hk_span_resize(void *p, size_t size) {
 
 size_t hk_span_bytes_live(void) { return HK_LOAD_RELAXED(hk_span_live_pages) << PAGE_SHIFT; }
 size_t hk_span_bytes_dirty(void) { return HK_LOAD_RELAXED(hk_span_dirty_pages) << PAGE_SHIFT; }
+/* An arena's descriptor maps about 9 MiB, of which a program touches a
+ * page here and there (a block's head and tail entries): its resident
+ * pages, not its size, are the memory it costs. A shard's arenas are read
+ * under its lock (the purge clock unmaps arenas that hold nothing), taken
+ * only when free: the stats never wait on the page layer, whose lock
+ * holders call out (hooks, system calls); a busy shard gives its last
+ * count. */
+static size_t meta_seen[HK_SPAN_SHARDS];
 size_t hk_span_bytes_meta(void) {
-  return HK_LOAD_RELAXED(hk_span_arena_count) * hk_align_up(sizeof(hk_arena_t), HK_PAGE);
+  size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE), total = 0;
+  unsigned char vec[512];
+  const size_t step = sizeof vec * HK_PAGE;
+  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) {
+    shard_t *sh = &hk_arena_shards[k];
+    if (hk_trylock(&sh->lock)) {
+      size_t bytes = 0;
+      for (hk_arena_t *a = sh->arenas; a; a = a->next)
+        for (size_t off = 0; off < desc; off += step) {
+          size_t len = desc - off < step ? desc - off : step;
+          if (!hk_os_resident((uint8_t *)a + off, len, vec)) {
+            bytes += len;  /* unknown: counted whole */
+            continue;
+          }
+          for (size_t i = 0; i < len / HK_PAGE; i++) bytes += (size_t)(vec[i] & 1) * HK_PAGE;
+        }
+      HK_STORE_RELAXED(meta_seen[k], bytes);
+      hk_unlock(&sh->lock);
+    }
+    total += HK_LOAD_RELAXED(meta_seen[k]);
+  }
+  return total;
 }
 size_t hk_span_bytes_cached(void) { return (HK_LOAD_RELAXED(hk_span_dirty_pages) + hk_quar_pages()) << PAGE_SHIFT; }
 

@@ -62,7 +62,7 @@ unsigned hk_span_shards(void);
 size_t hk_span_bytes_live(void);
 size_t hk_span_bytes_cached(void);  /* free and resident (the quarantine's too) */
 size_t hk_span_bytes_dirty(void);   /* of them, the free runs' (what the cap purges) */
-size_t hk_span_bytes_meta(void);    /* the arenas' descriptors and page maps (mapped) */
+size_t hk_span_bytes_meta(void);    /* the arenas' descriptors and page maps: their resident pages */
 
 void hk_span_fork_prepare(void);
 void hk_span_fork_parent(void);

@@ -49,8 +49,8 @@ static size_t committed_of(const struct hak_stats *s) {
  *  - allocated: the live blocks' usable bytes (live_bytes);
  *  - active: the slabs in use, each whole (a class up to HK_SMALL_MAX has
  *    64 KiB slabs, a larger one 256 KiB), and the live large blocks' pages;
- *  - metadata: the superslabs' headers, the live thread heaps and the span
- *    arenas' descriptors (page maps), counted as mapped;
+ *  - metadata: the superslabs' headers, the live thread heaps and the
+ *    resident pages of the span arenas' descriptors (page maps);
  *  - resident: the committed bytes less the cached superslabs that were
  *    purged whole; slabs purged in place inside a superslab still count, so
  *    it is an upper bound, and never above the process's RSS when known;

@@ -10,7 +10,8 @@
  *   - the fields of 0.1 are where they were (offsets frozen);
  *   - the appended `profile` is the profile in force;
  *   - allocated, active, metadata, resident, retained follow span_shards,
- *     in that order, and allocated <= active <= resident <= mapped;
+ *     in that order, and allocated <= active <= resident <= mapped; metadata
+ *     counts resident pages (a big block's arena maps 9 MiB of page map);
  *   - purge_window_ms, lock_wait_count, lock_wait_ns come last: the
  *     windows in force (each at least the knob's delay, the floor), and
  *     each lock wait counted under exactly one lock. */
@@ -36,6 +37,10 @@ int main(void) {
   static unsigned char buf[sizeof(struct hak_stats) + 256];
   void *keep = malloc(100);  /* something live to count */
   CHECK_FATAL(keep);
+  /* and a big block, whose span arena maps a descriptor of about 9 MiB */
+  unsigned char *blob = malloc(1 << 20);
+  CHECK_FATAL(blob);
+  memset(blob, 1, 1 << 20);
 
   /* the 0.1.0 layout: these offsets are the installed ABI */
   CHECK(offsetof(struct hak_stats, counting) == 0);
@@ -84,6 +89,9 @@ int main(void) {
   CHECK(s.allocated == s.live_bytes);
   CHECKF(s.active >= s.allocated && s.active >= 64 * 1024, "active %zu, allocated %zu", s.active, s.allocated);
   CHECKF(s.metadata >= s.superslabs * 8192 && s.metadata > 0, "metadata %zu", s.metadata);
+  /* memory, not address space: the arena's descriptor counts the pages it
+   * touched (it counted all of it, 8.5 MB in a 2.8 MB process) */
+  CHECKF(s.metadata < s.rss_bytes && s.metadata < (4u << 20), "metadata %zu, RSS %zu", s.metadata, s.rss_bytes);
   CHECKF(s.resident >= s.active && s.resident <= s.mapped_bytes, "resident %zu, active %zu, mapped %zu",
          s.resident, s.active, s.mapped_bytes);
   CHECK(s.retained == s.mapped_bytes - s.resident);
@@ -110,6 +118,7 @@ int main(void) {
   CHECK(all_bytes(buf, sizeof buf, GUARD));
   CHECK(hak_stats_read(NULL, sizeof s) == 0);
 
+  free(blob);
   free(keep);
   return check_done("stats_abi");
 }
