@@ -349,23 +349,31 @@ size_t hk_span_bytes_dirty(void) { return HK_LOAD_RELAXED(hk_span_dirty_pages) <
  * holders call out (hooks, system calls); a busy shard gives its last
  * count. */
 static size_t meta_seen[HK_SPAN_SHARDS];
-size_t hk_span_bytes_meta(void) {
-  size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE), total = 0;
+
+/* The resident bytes of [p, p + size), size a multiple of the page; a
+ * piece the kernel will not answer for counts whole. */
+static size_t resident_bytes(uint8_t *p, size_t size) {
   unsigned char vec[512];
   const size_t step = sizeof vec * HK_PAGE;
+  size_t bytes = 0;
+  for (size_t off = 0; off < size; off += step) {
+    size_t len = size - off < step ? size - off : step;
+    if (!hk_os_resident(p + off, len, vec)) {
+      bytes += len;
+      continue;
+    }
+    for (size_t i = 0; i < len / HK_PAGE; i++) bytes += (size_t)(vec[i] & 1) * HK_PAGE;
+  }
+  return bytes;
+}
+
+size_t hk_span_bytes_meta(void) {
+  size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE), total = 0;
   for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) {
     shard_t *sh = &hk_arena_shards[k];
     if (hk_trylock(&sh->lock)) {
       size_t bytes = 0;
-      for (hk_arena_t *a = sh->arenas; a; a = a->next)
-        for (size_t off = 0; off < desc; off += step) {
-          size_t len = desc - off < step ? desc - off : step;
-          if (!hk_os_resident((uint8_t *)a + off, len, vec)) {
-            bytes += len;  /* unknown: counted whole */
-            continue;
-          }
-          for (size_t i = 0; i < len / HK_PAGE; i++) bytes += (size_t)(vec[i] & 1) * HK_PAGE;
-        }
+      for (hk_arena_t *a = sh->arenas; a; a = a->next) bytes += resident_bytes((uint8_t *)a, desc);
       HK_STORE_RELAXED(meta_seen[k], bytes);
       hk_unlock(&sh->lock);
     }
