@@ -163,7 +163,7 @@ case_config() {
   out=$(env HAKMEM_PROFILE=lowmem HAKMEM_SS_CACHE=3 HAKMEM_VERBOSE=1 HAKMEM_CARVE_KB=999 HAKMEM_PURGE_DELAY=1 \
         "$H" config 2>"$W/err")
   printf '%s\n' "$out" | grep -q '^HAKMEM_PROFILE  *lowmem  *(set; default balanced)' || fail "config: lowmem profile"
-  printf '%s\n' "$out" | grep -q '^HAKMEM_SS_CACHE  *3  *(set; default 16)' || fail "config: set knob: $out"
+  printf '%s\n' "$out" | grep -q '^HAKMEM_SS_CACHE  *3  *(set; default 4)' || fail "config: set knob: $out"
   printf '%s\n' "$out" | grep -q '^HAKMEM_PURGE_DELAY_MS  *25  *(default)' || fail "config: lowmem default"
   printf '%s\n' "$out" | grep -q '^HAKMEM_VERBOSE  *1  *(set; default 0)' || fail "config: the caller's verbose"
   printf '%s\n' "$out" | grep -q '^HAKMEM_CARVE_KB  *4  *(default: the value given is invalid)' || fail "config: invalid value"

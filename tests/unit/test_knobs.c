@@ -210,7 +210,7 @@ static void start_up(void) {
   CHECK(has_line(out, "PROF_INTERVAL 1073741824"));
   CHECK(has_line(out, "STATS 1"));
   CHECK(has_line(out, "PROFILE 2"));
-  CHECK(has_line(out, "SS_CACHE 16"));  /* lowmem's */
+  CHECK(has_line(out, "SS_CACHE 4"));  /* lowmem's */
   static const char *const bad[] = { "HAKMEM_PROF_SAMPLE=64Q", "HAKMEM_PROF_INTERVAL=99999999999999999999",
                                      "HAKMEM_STATS=yes", "HAKMEM_PROFILE=turbo", "HAKMEM_CARVE_KB=8K", NULL };
   child(bad, "PROF_SAMPLE PROF_INTERVAL STATS PROFILE SS_CACHE CARVE_KB", out, sizeof out);
