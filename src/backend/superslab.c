@@ -64,14 +64,15 @@ void hk_ss_take_events(unsigned long out[HK_SS_NEVENTS]) {
 
 void hk_ss_list_push(hk_ss_list_t *l, hk_superslab_t *ss, uint8_t id) {
   HK_DL_PUSH(l->head, ss, next, prev);
-  l->count++;
+  /* an atomic store: hk_ss_bundle_room reads the count without the lock */
+  HK_STORE_RELAXED(l->count, l->count + 1);
   ss->list = id;
 }
 
 void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss) {
   HK_DL_UNLINK(l->head, ss, next, prev);
   ss->next = ss->prev = NULL;
-  l->count--;
+  HK_STORE_RELAXED(l->count, l->count - 1);
   ss->list = LIST_NONE;
 }
 
