@@ -392,6 +392,33 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
   return bytes;
 }
 
+size_t hk_ss_purge_some(hk_superslab_t *ss, size_t want) {
+  size_t bytes = 0;
+  /* superslabs on huge pages are purged whole or not at all (the clock's
+   * rule above): a slab's purge would split the huge page under it */
+  if (ss_huge()) return 0;
+  /* dirty_old first: unused for an epoch already, the clock's next */
+  for (int pass = 0; pass < 2 && bytes < want; pass++) {
+    uint32_t due = (pass == 0 ? ss->dirty_old : ss->dirty_new) & ss->free_mask & ~ss->purged_mask;
+    while (due && bytes < want) {
+      unsigned i = (unsigned)__builtin_ctz(due);
+      uint32_t bit = 1u << i;
+      uint8_t *from = hk_ss_slab_area(ss, i);
+      size_t n = hk_ss_slab_area_bytes(ss, i);
+      hk_os_purge(from, n);
+      bytes += n;
+      hk_ss_note(HK_SS_PURGES);
+      hk_ss_note_n(HK_SS_PURGED_PAGES, (unsigned long)n >> 12);
+      due &= ~bit;
+      ss->purged_mask |= bit;
+      ss->warm &= ~bit;
+      ss->dirty_old &= ~bit;
+      ss->dirty_new &= ~bit;
+    }
+  }
+  return bytes;
+}
+
 void hk_ss_slab_taken(hk_superslab_t *ss) {
   if (HK_UNLIKELY(ss->thp_split)) {
     ss->thp_split = false;

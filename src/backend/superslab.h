@@ -157,6 +157,10 @@ size_t hk_ss_shed(size_t bytes);
 void hk_ss_set_grow_hook(void (*fn)(size_t bytes));
 /* Purge the unused slabs of ss that were unused for a whole epoch. */
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force);
+/* Purge unused resident slabs of ss, those unused longest first, until
+ * about `want` bytes are given back (the kind swap, heap_slabs.c); none
+ * where superslabs are on huge pages. Bytes. */
+size_t hk_ss_purge_some(hk_superslab_t *ss, size_t want);
 /* A slab of ss is taken (hk_heap_fresh_slab): a huge page an idle purge
  * split is asked for again. */
 void hk_ss_slab_taken(hk_superslab_t *ss);

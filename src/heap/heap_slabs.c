@@ -418,6 +418,23 @@ static HK_NOINLINE void heap_populate(hk_superslab_t *ss, unsigned idx) {
   if (hk_os_populate(hk_ss_slab_area(ss, idx), bytes)) ss->touched[idx] = (uint16_t)(bytes / HK_PAGE);  /* (slab.c's unit) */
 }
 
+/* The kind swap: a cold slab about to fault in fresh pages for one kind
+ * takes as many bytes from the heap's idle slabs of the other kind (unused,
+ * still resident), purged now, not at the purge clock. Slabs move from
+ * kind to kind only through the kernel (a small superslab's slabs serve
+ * small classes alone); a program whose sizes cross from small to mid (a
+ * cache refilled with larger values) otherwise held the peaks of both
+ * kinds summed until the purge clock came (docs/ARCHITECTURE.md). */
+_Static_assert(HK_SS_NKINDS == 2, "kind ^ 1 is the other kind");
+/* not in a heap holding less than this many superslabs of the other kind
+ * (8 MiB): a small program makes no purge for a few pages */
+#define HK_SWAP_KIND_MIN 4
+static HK_NOINLINE void heap_swap_kind(hk_heap_t *h, unsigned kind, size_t want) {
+  size_t got = 0;
+  for (hk_superslab_t *ss = h->ss_avail[kind ^ 1].head; ss && got < want; ss = ss->next)
+    if (ss->dirty_old | ss->dirty_new) got += hk_ss_purge_some(ss, want - got);
+}
+
 hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
   unsigned kind = hk_kind_of_class(cls);
   /* the memory budget: a slab's pages are what may grow here (charged
@@ -486,7 +503,11 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
     hk_ss_note_reuse((uint32_t)hk_os_now_ms() - ss->freed_ms[idx], hk_ss_slab_bytes(ss));
   }
   bool cold = !(ss->warm & bit);
-  if (cold) ss->touched[idx] = 0;
+  if (cold) {
+    ss->touched[idx] = 0;
+    if (h->ss_avail[kind ^ 1].count + h->ss_full[kind ^ 1].count >= HK_SWAP_KIND_MIN)
+      heap_swap_kind(h, kind, hk_ss_slab_area_bytes(ss, idx));
+  }
   ss->warm |= bit;
   ss->nused++;
   if (ss->free_mask == 0) {

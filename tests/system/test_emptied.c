@@ -10,6 +10,16 @@
  *                        slabs; the mid cache off, so that the freed
  *                        blocks reach their slabs at once)
  *
+ *   test_emptied kind    12 MiB of 256-byte blocks, all freed but one in
+ *                        each superslab (so the heap keeps its superslabs,
+ *                        most of their slabs unused and resident), then
+ *                        8 MiB of 2048-byte ones: a small superslab's slabs
+ *                        cannot serve a mid class, so the mid blocks take
+ *                        fresh pages, and the kind swap must purge as many
+ *                        of the small ones (heap_slabs.c): RSS may grow by
+ *                        less than half the mid bytes (by all of them
+ *                        without the swap)
+ *
  * 2 MiB of each. The check: at least three quarters of the new blocks lie
  * in an aligned window (the slab size) that held an old block. The purge
  * delay is a minute, so that the purge epoch cannot be what gives the
@@ -18,6 +28,7 @@
  * 30 ms pause lets the heap's 10 ms clock come due; it is not a speed
  * requirement. */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,6 +85,65 @@ static int run(size_t old_size, size_t new_size, unsigned shift) {
   return 0;
 }
 
+/* kind: small blocks emptied but for one a superslab, then mid blocks */
+static int run_kind(void) {
+  /* 12 MiB of small blocks: over the four superslabs (8 MiB) of the other
+   * kind a heap holds before it swaps */
+  const size_t old_size = 256, new_size = 2048, old_bytes = (size_t)12 << 20, bytes = (size_t)8 << 20;
+  size_t n_old = old_bytes / old_size, n_new = bytes / new_size;
+  unsigned char **old = malloc(n_old * sizeof *old);
+  unsigned char **young = malloc(n_new * sizeof *young);
+  CHECK(old && young);
+  if (!old || !young) return 1;
+  for (size_t i = 0; i < n_old; i++) {
+    old[i] = malloc(old_size);
+    CHECK(old[i] != NULL);
+    if (!old[i]) return 1;
+    memset(old[i], 0xa5, old_size);
+  }
+  /* one survivor per 2 MiB window (a superslab): the first block seen there */
+  uintptr_t kept_win[64];
+  size_t nkept = 0;
+  for (size_t i = 0; i < n_old; i++) {
+    uintptr_t w = (uintptr_t)old[i] >> 21;
+    bool seen = false;
+    for (size_t k = 0; k < nkept; k++) seen |= kept_win[k] == w;
+    if (!seen && nkept < 64) {
+      kept_win[nkept++] = w;
+      continue;
+    }
+    free(old[i]);
+    old[i] = NULL;
+  }
+  struct timespec t = { 0, 30 * 1000000L };
+  while (nanosleep(&t, &t) != 0) {
+  }
+  long before = check_rss_kib();
+  for (size_t i = 0; i < n_new; i++) {
+    young[i] = malloc(new_size);
+    CHECK(young[i] != NULL);
+    if (!young[i]) return 1;
+    memset(young[i], 0x5a, new_size);
+  }
+  long after = check_rss_kib();
+  printf("%zu superslabs kept by one 256-byte block each; RSS %ld KiB, then %ld KiB after %zu KiB "
+         "of 2048-byte blocks\n", nkept, before, after, bytes >> 10);
+  CHECKF(after - before < (long)(bytes >> 10) / 2, "RSS grew %ld KiB for %zu KiB of mid blocks",
+         after - before, bytes >> 10);
+  for (size_t i = 0; i < n_new; i++) {
+    for (size_t j = 0; j < new_size; j += 512) CHECK(young[i][j] == 0x5a);
+    free(young[i]);
+  }
+  for (size_t i = 0; i < n_old; i++)
+    if (old[i]) {
+      CHECK(old[i][0] == 0xa5 && old[i][old_size - 1] == 0xa5);
+      free(old[i]);
+    }
+  free(old);
+  free(young);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "small";
   if (!getenv("TEST_EMPTIED_SET")) {
@@ -88,7 +158,8 @@ int main(int argc, char **argv) {
     return check_exec_self(argv, env);
   }
   setvbuf(stdout, NULL, _IONBF, 0);
-  if (strcmp(mode, "mid") == 0) run(2048, 4096, 18);
+  if (strcmp(mode, "kind") == 0) run_kind();
+  else if (strcmp(mode, "mid") == 0) run(2048, 4096, 18);
   else run(256, 512, 16);
   return check_done("test_emptied");
 }
