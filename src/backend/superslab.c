@@ -345,6 +345,21 @@ hk_superslab_t *hk_ss_take_abandoned(unsigned kind) {
  * again (hk_ss_slab_taken). */
 static bool ss_huge(void) { return hk_os_thp() == HK_THP_ALL; }
 
+/* Purges slabs i..j of ss, from slab i's area up to `to`: their pages go
+ * back, the counters count it, and the run is purged and no longer warm.
+ * Bytes. (The caller keeps the dirty masks.) */
+static size_t purge_run(hk_superslab_t *ss, unsigned i, unsigned j, uint8_t *to) {
+  uint8_t *from = hk_ss_slab_area(ss, i);
+  size_t n = (size_t)(to - from);
+  hk_os_purge(from, n);
+  hk_ss_note(HK_SS_PURGES);
+  hk_ss_note_n(HK_SS_PURGED_PAGES, (unsigned long)n >> 12);
+  uint32_t run = (j - i + 1 == 32) ? 0xffffffffu : (((1u << (j - i + 1)) - 1) << i);
+  ss->purged_mask |= run;
+  ss->warm &= ~run;
+  return n;
+}
+
 size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
   bool split = false;
   if (!force) {
@@ -372,16 +387,8 @@ size_t hk_ss_purge_unused(hk_superslab_t *ss, bool force) {
     /* merge runs of adjacent slabs into one madvise */
     unsigned j = i;
     while (j + 1 < ss->nslabs && (due & (1u << (j + 1)))) j++;
-    uint8_t *from = hk_ss_slab_area(ss, i);
-    uint8_t *to = (uint8_t *)ss + ((size_t)(j + 1) << ss->slab_shift);
-    hk_os_purge(from, (size_t)(to - from));
-    bytes += (size_t)(to - from);
-    hk_ss_note(HK_SS_PURGES);
-    hk_ss_note_n(HK_SS_PURGED_PAGES, (unsigned long)(to - from) >> 12);
-    uint32_t run = (j - i + 1 == 32) ? 0xffffffffu : (((1u << (j - i + 1)) - 1) << i);
-    due &= ~run;
-    ss->purged_mask |= run;
-    ss->warm &= ~run;
+    bytes += purge_run(ss, i, j, (uint8_t *)ss + ((size_t)(j + 1) << ss->slab_shift));
+    due &= (j + 1 >= 32) ? 0 : ~0u << (j + 1);  /* slabs i..j done (none below i was due) */
   }
   ss->dirty_old = force ? 0 : (ss->dirty_new & ss->free_mask);
   ss->dirty_new = 0;
@@ -403,15 +410,8 @@ size_t hk_ss_purge_some(hk_superslab_t *ss, size_t want) {
     while (due && bytes < want) {
       unsigned i = (unsigned)__builtin_ctz(due);
       uint32_t bit = 1u << i;
-      uint8_t *from = hk_ss_slab_area(ss, i);
-      size_t n = hk_ss_slab_area_bytes(ss, i);
-      hk_os_purge(from, n);
-      bytes += n;
-      hk_ss_note(HK_SS_PURGES);
-      hk_ss_note_n(HK_SS_PURGED_PAGES, (unsigned long)n >> 12);
+      bytes += purge_run(ss, i, i, hk_ss_slab_area(ss, i) + hk_ss_slab_area_bytes(ss, i));
       due &= ~bit;
-      ss->purged_mask |= bit;
-      ss->warm &= ~bit;
       ss->dirty_old &= ~bit;
       ss->dirty_new &= ~bit;
     }
