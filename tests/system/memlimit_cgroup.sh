@@ -6,6 +6,8 @@
 #   cycle  3x the limit in garbage stays within the limit (no knob: the
 #          cgroup's limit alone; without the budget the kernel would have
 #          to reclaim or kill);
+#   quiet  the same with no stats call first: the limits read when the
+#          program's allocations first need them come in time;
 #   group  with another process of the cgroup holding 100 MiB, the
 #          budget's resident figure counts it, and the soft limit presses.
 # Exits 77 (ctest: Skipped) where no cgroup can be made (not root, a
@@ -48,6 +50,10 @@ case "$out" in
   *) echo "FAIL: expected \"$want ...\""; exit 1 ;;
 esac
 in_cgroup "$T" cycle || { echo "FAIL: test_memlimit cycle in the cgroup"; exit 1; }
+# the same with no stats call first: the program's own allocations read the
+# limits, in time (with HAKMEM_MEMORY_LIMIT=1000G in place of the budget,
+# the cgroup's OOM killer ends this run)
+in_cgroup "$T" quiet $LIMIT || { echo "FAIL: test_memlimit quiet in the cgroup (killed?)"; exit 1; }
 # two processes under one limit: one holds 100 MiB (past the soft limit);
 # the other's budget counts the cgroup's usage, not its own pages alone
 READY=$(mktemp -u "${TMPDIR:-/tmp}/hakmem-hold.XXXXXX")
