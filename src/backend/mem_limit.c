@@ -74,7 +74,7 @@ static bool cgroup_path(const char *text, bool v2, char *out, size_t size) {
  * unreadable). *found: the file was there. */
 static size_t read_limit(const char *path, bool *found) {
   char buf[64];
-  if (!hk_os_read_file(path, buf, sizeof buf)) return 0;
+  if (!hk_os_read_line(path, buf, sizeof buf)) return 0;
   *found = true;
   size_t v = 0;
   const char *s = buf;
@@ -151,26 +151,41 @@ unsigned hk_mem_read_cgroup(const char *proc_cgroup, const char *root, size_t *h
   return hk_mem_read_cgroup_group(proc_cgroup, root, hard, soft, NULL, 0);
 }
 
+/* One hierarchy's limits (v2: memory.max and memory.high; v1: under root's
+ * memory/): its source, or -1 when the process's line or the limit file is
+ * not there. */
+static int hierarchy_limits(const char *text, const char *root, bool v2, size_t *hard, size_t *soft,
+                            char *group, size_t group_size) {
+  char path[512], dir[512];
+  *hard = *soft = 0;
+  size_t r = strlen(root);
+  if (r + sizeof "/memory" > sizeof dir) return -1;
+  memcpy(dir, root, r + 1);
+  if (!v2) memcpy(dir + r, "/memory", sizeof "/memory");
+  if (!cgroup_path(text, v2, path, sizeof path) ||
+      !cgroup_limits(dir, path, v2 ? "memory.max" : "memory.limit_in_bytes",
+                     v2 ? "memory.high" : "memory.soft_limit_in_bytes", hard, soft, group, group_size)) {
+    *hard = *soft = 0;
+    return -1;
+  }
+  if (!*hard && !*soft) return HK_MEM_SRC_NONE;
+  return v2 ? HK_MEM_SRC_CGROUP2 : HK_MEM_SRC_CGROUP1;
+}
+
 unsigned hk_mem_read_cgroup_group(const char *proc_cgroup, const char *root, size_t *hard, size_t *soft,
                                   char *group, size_t group_size) {
-  char text[2048], path[512], dir[512];
+  char text[2048], path[512];
   *hard = *soft = 0;
   if (group && group_size) group[0] = 0;
   if (!hk_os_read_file(proc_cgroup, text, sizeof text)) return HK_MEM_SRC_NONE;
-  if (cgroup_path(text, true, path, sizeof path) &&
-      cgroup_limits(root, path, "memory.max", "memory.high", hard, soft, group, group_size))
-    return *hard || *soft ? HK_MEM_SRC_CGROUP2 : HK_MEM_SRC_NONE;
-  *hard = *soft = 0;
-  size_t r = strlen(root);
-  if (r + sizeof "/memory" > sizeof dir) return HK_MEM_SRC_NONE;
-  memcpy(dir, root, r);
-  memcpy(dir + r, "/memory", sizeof "/memory");
-  if (cgroup_path(text, false, path, sizeof path) &&
-      cgroup_limits(dir, path, "memory.limit_in_bytes", "memory.soft_limit_in_bytes", hard, soft, group,
-                    group_size))
-    return *hard || *soft ? HK_MEM_SRC_CGROUP1 : HK_MEM_SRC_NONE;
-  *hard = *soft = 0;
-  return HK_MEM_SRC_NONE;
+  /* A controller is bound to one hierarchy: where a v1 line names memory,
+   * v2 has no limit of it, and v1 is read first (on such a system v2's
+   * probe was an open that fails, a path walk of sysfs). The other is
+   * still tried when the first has no limit file. */
+  bool v2_first = !cgroup_path(text, false, path, sizeof path);
+  int src = hierarchy_limits(text, root, v2_first, hard, soft, group, group_size);
+  if (src < 0) src = hierarchy_limits(text, root, !v2_first, hard, soft, group, group_size);
+  return src < 0 ? HK_MEM_SRC_NONE : (unsigned)src;
 }
 
 /* A number after "name " at the start of a line of text; 0 if none. */

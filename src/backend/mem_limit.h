@@ -29,8 +29,8 @@ HK_INLINE bool hk_mem_limited(void) {
 }
 /* hk_mem_limited for a fresh slab: a process's first HK_MEM_UNREAD_SLABS
  * slabs (2 MiB at most) are taken before the cgroup's files are read, so
- * that a small program never reads them (up to ten opens under cgroup v1:
- * about 60 us of a 1.9 ms start, docs/ARCHITECTURE.md "Memory budget").
+ * that a small program never reads them (an open of /proc/self/cgroup and
+ * two per level of its path, docs/ARCHITECTURE.md "Memory budget").
  * The knob is read at once; a large block, a purge tick or the stats read
  * the cgroup whenever they come first. */
 bool hk_mem_limited_slab(void);

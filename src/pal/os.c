@@ -20,6 +20,7 @@
 hk_os_counters_t hk_os_stats;
 
 static bool read_file(const char *path, char *buf, size_t size);
+static bool read_line(const char *path, char *buf, size_t size);
 
 /* mapped_now/peak: what hakmem holds mapped, whichever call changed it.
  * The per-call counters (mmap_bytes, munmap_bytes) count the bytes handed
@@ -158,7 +159,7 @@ static int read_thp_system(void) {
   if (m >= 0) return m;
   char buf[128];
   m = SYS_UNKNOWN;
-  if (read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf)) {
+  if (read_line("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf)) {
     const char *b = strchr(buf, '[');
     for (int i = SYS_ALWAYS; b && i <= SYS_NEVER; i++) {
       size_t n = strlen(sys_names[i]);
@@ -186,7 +187,7 @@ static _Atomic int reporting = -2;
  * max: true, with *out; false otherwise (unreadable, no digit, too big). */
 static bool read_number(const char *path, unsigned long max, unsigned long *out) {
   char buf[32];
-  if (!read_file(path, buf, sizeof buf)) return false;
+  if (!read_line(path, buf, sizeof buf)) return false;
   unsigned long v = 0;
   const char *c = buf;
   for (; *c >= '0' && *c <= '9' && v <= max; c++) v = v * 10 + (unsigned long)(*c - '0');
@@ -403,26 +404,36 @@ uint64_t hk_os_now_ms(void) {
 }
 
 /* Reads the file at path into buf (NUL-terminated); false on error or when
- * empty. No allocation, no stdio: callable from any slow path. */
-static bool read_file(const char *path, char *buf, size_t size) {
+ * empty. No allocation, no stdio: callable from any slow path. With
+ * one_line, the text ends at the first read that ends it in a newline: a
+ * file of one line is whole then, and the read that would only see its
+ * end is a system call saved (a big block's first use reads eight such
+ * files: the cgroup's limits, the THP mode, page reporting). */
+static bool read_text(const char *path, char *buf, size_t size, bool one_line) {
   int saved = errno;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   size_t have = 0;
   if (fd >= 0) {
-    for (ssize_t got; have + 1 < size && (got = read(fd, buf + have, size - 1 - have)) > 0;) have += (size_t)got;
+    for (ssize_t got; have + 1 < size && (got = read(fd, buf + have, size - 1 - have)) > 0;) {
+      have += (size_t)got;
+      if (one_line && buf[have - 1] == '\n') break;
+    }
     close(fd);
   }
   buf[have] = 0;
   errno = saved;
   return have > 0;
 }
+static bool read_file(const char *path, char *buf, size_t size) { return read_text(path, buf, size, false); }
+static bool read_line(const char *path, char *buf, size_t size) { return read_text(path, buf, size, true); }
 
 bool hk_os_read_file(const char *path, char *buf, size_t size) { return read_file(path, buf, size); }
+bool hk_os_read_line(const char *path, char *buf, size_t size) { return read_line(path, buf, size); }
 
 size_t hk_os_rss_bytes(void) {
   char buf[128];
   size_t rss = 0;
-  if (read_file("/proc/self/statm", buf, sizeof buf)) {
+  if (read_line("/proc/self/statm", buf, sizeof buf)) {
     char *s = buf;
     while (*s && *s != ' ') s++;  /* skip total size */
     while (*s == ' ') s++;

@@ -90,6 +90,9 @@ uint64_t hk_os_now_ms(void);
 /* The file at path into buf (NUL-terminated), no allocation; false on
  * error or when empty. */
 bool hk_os_read_file(const char *path, char *buf, size_t size);
+/* The same for a file of one line (a value of /proc or /sys): the text
+ * ends at the first read that ends it in a newline. */
+bool hk_os_read_line(const char *path, char *buf, size_t size);
 /* Resident set size of the process in bytes (reads /proc; slow). */
 size_t hk_os_rss_bytes(void);
 /* Peak resident set size, never below `current` (a reading of hk_os_rss_bytes). */

@@ -3,7 +3,8 @@
  * memory.max and memory.high, v1's limit_in_bytes and soft_limit_in_bytes,
  * "max" and v1's unlimited, the smallest limit of a cgroup and its
  * ancestors, a cgroup namespace (the path not under the root), a hybrid
- * system (the "0::" line without a v2 memory controller), no limit at all;
+ * system (the "0::" line without a v2 memory controller; a v1 memory line
+ * read first, v2 after it when v1 has no file), no limit at all;
  * the cgroup whose limit binds and its usage less inactive file pages
  * (hk_mem_read_cgroup_group, hk_mem_read_group_usage). */
 #include <stdio.h>
@@ -123,6 +124,29 @@ int main(void) {
   put("sys/memory/x/memory.limit_in_bytes", "9223372036854771712\n");
   put("sys/memory/memory.limit_in_bytes", "9223372036854771712\n");
   EXPECT(HK_MEM_SRC_NONE, 0, 0);
+
+  /* a v1 line naming memory: v1 is read first (the controller is bound to
+   * one hierarchy; v2's files are not probed), so a stray v2 file at the
+   * root does not count */
+  fresh();
+  put("proc_self_cgroup", "4:memory:/job\n0::/\n");
+  put("sys/memory.max", "1048576\n");
+  put("sys/memory/job/memory.limit_in_bytes", "314572800\n");
+  EXPECT(HK_MEM_SRC_CGROUP1, 314572800, 0);
+
+  /* ...and where v1 has no limit file, v2 is still read */
+  fresh();
+  put("proc_self_cgroup", "4:memory:/job\n0::/svc\n");
+  put("sys/svc/memory.max", "419430400\n");
+  put("sys/svc/memory.high", "max\n");
+  EXPECT(HK_MEM_SRC_CGROUP2, 419430400, 0);
+
+  /* a value without its newline is read to the end of the file */
+  fresh();
+  put("proc_self_cgroup", "0::/app\n");
+  put("sys/app/memory.max", "536870912");
+  put("sys/app/memory.high", "max");
+  EXPECT(HK_MEM_SRC_CGROUP2, 536870912, 0);
 
   /* "memoryx" is not "memory" */
   fresh();
