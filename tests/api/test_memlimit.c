@@ -19,7 +19,6 @@
  *
  * The limit is the one hakmem reports (the knob, or the cgroup's). */
 #include <errno.h>
-#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,22 +94,8 @@ static void free_all(set_t *s) {
   s->n = 0;
 }
 
-static int cycle_in(size_t limit, bool quiet);
-static int cycle(void) { return cycle_in(limit_in_force(), false); }
-
-/* The cycle with the limit given, not asked for: the first call to hakmem
- * that reads the limits is the program's own allocation (the ninth fresh
- * slab, the first large block), so a budget that read them later, or only
- * for the stats, would protect nothing this program does before that. */
-static int quiet(void) {
-  if (!given_limit) {
-    fprintf(stderr, "test_memlimit quiet LIMIT\n");
-    return 2;
-  }
-  return cycle_in(given_limit, true);
-}
-
-static int cycle_in(size_t limit, bool quiet) {
+/* name: the mode, for the summary line */
+static int cycle_in(size_t limit, const char *name) {
   set_t live = {0}, garbage = {0};
   /* a third of the limit live, of all three tiers, less what the process
    * itself holds (binary, libc, stacks) */
@@ -148,7 +133,21 @@ static int cycle_in(size_t limit, bool quiet) {
   free_all(&live);
   free(live.p);
   free(garbage.p);
-  return check_done(quiet ? "test_memlimit quiet" : "test_memlimit cycle");
+  return check_done(name);
+}
+
+static int cycle(void) { return cycle_in(limit_in_force(), "test_memlimit cycle"); }
+
+/* The cycle with the limit given, not asked for: the first call to hakmem
+ * that reads the limits is the program's own allocation (the ninth fresh
+ * slab, the first large block), so a budget that read them later, or only
+ * for the stats, would protect nothing this program does before that. */
+static int quiet(void) {
+  if (!given_limit) {
+    fprintf(stderr, "test_memlimit quiet LIMIT\n");
+    return 2;
+  }
+  return cycle_in(given_limit, "test_memlimit quiet");
 }
 
 /* One tier: grow live data until malloc says ENOMEM; the resident set is
