@@ -54,6 +54,18 @@ function(hk_hot_text_script opts out)
     string(REPLACE "${ro_end}"
            "${ro_end}  . = . + 2 * CONSTANT (MAXPAGESIZE);\n" script "${script}")
   endif()
+  # .fini, which DT_FINI runs at every exit, goes beside .init instead of
+  # after all of .text: there it is a window of its own (12 pages here)
+  # that every program maps as it exits, after its peak or at it
+  # (test_lib_pages checks where the load and exit code lies)
+  set(init_stmt "  .init           :\n  {\n    KEEP (*(SORT_NONE(.init)))\n  }\n")
+  set(fini_stmt "  .fini           :\n  {\n    KEEP (*(SORT_NONE(.fini)))\n  }\n")
+  string(FIND "${script}" "${init_stmt}" init_at)
+  string(FIND "${script}" "${fini_stmt}" fini_at)
+  if(NOT init_at EQUAL -1 AND NOT fini_at EQUAL -1)
+    string(REPLACE "${fini_stmt}" "" script "${script}")
+    string(REPLACE "${init_stmt}" "${init_stmt}${fini_stmt}" script "${script}")
+  endif()
   file(WRITE ${dir}/libhakmem.ld "${script}")
   set(${out} "-Wl,-T,${dir}/libhakmem.ld" PARENT_SCOPE)
   set(HK_HOT_TEXT_DEPENDS ${dir}/libhakmem.ld ${CMAKE_CURRENT_SOURCE_DIR}/cmake/hot_text.ld PARENT_SCOPE)

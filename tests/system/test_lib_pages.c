@@ -26,6 +26,12 @@
  * stops at a mapping's end, does not map them with the read-only data
  * every program reads. None of their pages may be resident.
  *
+ * The code every load and exit runs whatever the program does (DT_INIT,
+ * DT_FINI and the entries of their arrays) must lie in the first window
+ * too: the checks above see a program before it exits, and the linker's
+ * default puts .fini, which DT_FINI runs at every exit, after all of
+ * .text, a window of its own (the link script moves it beside .init).
+ *
  * Only where the build placed the list (tests/CMakeLists.txt registers it
  * then) and with the shared library linked or preloaded; exit 77 without
  * a libhakmem mapping (a static link). */
@@ -58,6 +64,40 @@ static int find_eh(struct dl_phdr_info *info, size_t size, void *arg) {
       e->hi = info->dlpi_addr + p->p_vaddr + p->p_memsz;
     }
   }
+  return 1;
+}
+
+/* The code libhakmem's dynamic section says runs at load and exit: DT_INIT,
+ * DT_FINI and the entries of DT_INIT_ARRAY and DT_FINI_ARRAY. */
+struct entry_points { uintptr_t at[64]; int n; };
+static int find_entry_points(struct dl_phdr_info *info, size_t size, void *arg) {
+  (void)size;
+  struct entry_points *e = arg;
+  if (!info->dlpi_name || strcmp(info->dlpi_name, getenv("HK_LIB_PAGES_COPY")) != 0) return 0;
+  /* d_ptr values: glibc relocates some in place, not these; an address
+   * below the load base is an unrelocated one */
+#define HK_ABS(v) ((uintptr_t)(v) < info->dlpi_addr ? info->dlpi_addr + (uintptr_t)(v) : (uintptr_t)(v))
+  for (int i = 0; i < info->dlpi_phnum; i++) {
+    if (info->dlpi_phdr[i].p_type != PT_DYNAMIC) continue;
+    const ElfW(Dyn) *d = (const ElfW(Dyn) *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
+    uintptr_t arr[2] = { 0, 0 };
+    size_t arrsz[2] = { 0, 0 };
+    for (; d->d_tag != DT_NULL; d++) {
+      switch (d->d_tag) {
+      case DT_INIT: case DT_FINI:
+        if (e->n < 64) e->at[e->n++] = HK_ABS(d->d_un.d_ptr);
+        break;
+      case DT_INIT_ARRAY: arr[0] = HK_ABS(d->d_un.d_ptr); break;
+      case DT_FINI_ARRAY: arr[1] = HK_ABS(d->d_un.d_ptr); break;
+      case DT_INIT_ARRAYSZ: arrsz[0] = d->d_un.d_val; break;
+      case DT_FINI_ARRAYSZ: arrsz[1] = d->d_un.d_val; break;
+      }
+    }
+    for (int k = 0; k < 2; k++)
+      for (size_t j = 0; arr[k] && j < arrsz[k] / sizeof(uintptr_t); j++)
+        if (e->n < 64) e->at[e->n++] = ((const uintptr_t *)arr[k])[j];
+  }
+#undef HK_ABS
   return 1;
 }
 
@@ -173,6 +213,18 @@ int main(int argc, char **argv) {
   CHECKF(eh_present == 0, "the unwind tables are resident though no stack was walked: "
          "mapped with the read-only data (cmake/hot_text.cmake's gap missing?)");
   close(pm);
+  struct entry_points ep = { .n = 0 };
+  dl_iterate_phdr(find_entry_points, &ep);
+  CHECKF(ep.n >= 2, "libhakmem's DT_INIT and DT_FINI not found (%d entry points)", ep.n);
+  for (int i = 0; i < ep.n; i++) {
+    CHECKF(ep.at[i] >= lo && ep.at[i] < hi, "entry point %d at %#lx outside the code mapping", i,
+           (unsigned long)ep.at[i]);
+    long page = (long)((ep.at[i] - lo) / 4096);
+    CHECKF(page < window, "entry point %d (load or exit code) on code page %ld, past the first %ld: "
+           "every exit maps that window (cmake/hot_text.cmake's .fini move missing?)",
+           i, page, window);
+  }
+  printf("lib_pages: %d load and exit entry points checked\n", ep.n);
   printf("lib_pages: %ld of %lu code pages resident, %ld past the first window of %ld\n",
          present, (hi - lo) / 4096, beyond, window);
   CHECKF(present > 0, "no code page resident: pagemap unreadable?");
