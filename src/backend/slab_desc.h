@@ -64,10 +64,14 @@ typedef struct hk_slab {
   /* line 1: written by other threads */
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
   uint16_t capacity;        /* blocks in the slab                    */
+  uint16_t nparked;         /* owner: blocks of parked pages (slab_park.h) */
   uint32_t block_size;
   uint8_t *start;
   struct hk_slab *next, *prev;  /* heap's partial list               */
   struct hk_block *aged;    /* owner: freed before the last refill   */
+  uint64_t parked;          /* owner: bit i, the slab's page i is purged */
+  uint16_t park_free;       /* owner: free blocks when last parked or looked at */
+  uint8_t park_recent;      /* owner: current since the last park pass */
 #else
   uint64_t lim;             /* carved * (block_size * div_m mod 2^64) */
   uint32_t block_size;
@@ -75,10 +79,14 @@ typedef struct hk_slab {
   /* line 1: written by other threads */
   _Atomic uintptr_t xfree __attribute__((aligned(HK_CACHE_LINE)));
   uint16_t capacity;        /* blocks in the slab                    */
+  uint16_t nparked;         /* owner: blocks of parked pages (slab_park.h) */
+  uint16_t park_free;       /* owner: free blocks when last parked or looked at */
+  uint8_t park_recent;      /* owner: current since the last park pass */
   uint8_t *start;
   struct hk_slab *next, *prev;  /* heap's partial list               */
   uintptr_t key;            /* unused without keys or canary         */
   struct hk_block *aged;    /* delayed reuse (off: always NULL)      */
+  uint64_t parked;          /* owner: bit i, the slab's page i is purged */
 #endif
 } __attribute__((aligned(HK_CACHE_LINE))) hk_slab_t;
 

@@ -109,6 +109,10 @@ HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1)
 #define HK_RICH_ENOUGH 16
 /* ... as is one of capacity >> this (an eighth of the slab; mid slabs hold 8 to 100 blocks): docs/BENCHMARKS-history-2026-11-21.md#what-changed-since-7997b4b-frees-slab-lookup-batch-sizes-carving */
 #define HK_RICH_SLAB_SHIFT 3
+/* A slab's free pages are parked (HAKMEM_PARK_PAGES, slab_park.h) only this many at a time at least: each park is a madvise and each page a fault when it comes back: not measured */
+#define HK_PARK_MIN_PAGES 2u
+/* The park pass runs at every this many ticks of the purge clock: it reads every free block of the slabs it looks at, a cache miss each (a pass at every tick: docs/BENCHMARKS.md#parked-pages) */
+#define HK_PARK_DELAYS 4u
 /* How many partial slabs a swap looks at for freed blocks before carving: not measured */
 #define HK_REUSE_SCAN 4
 /* The stats hook (it reads the clock) runs every 32nd counted refill: not measured */

@@ -26,6 +26,7 @@ typedef struct hk_knobs {
   long large_cache_count;  /* HAKMEM_LARGE_CACHE_COUNT             */
   long carve_kb;           /* HAKMEM_CARVE_KB                      */
   long populate_slabs;     /* HAKMEM_POPULATE_SLABS                */
+  long park_pages;         /* HAKMEM_PARK_PAGES                    */
   long heap_spare;         /* HAKMEM_HEAP_SPARE                    */
   long mid_cache_kb;       /* HAKMEM_MID_CACHE_KB                  */
   long verbose;            /* HAKMEM_VERBOSE                       */

@@ -12,6 +12,7 @@
 #include "pal/os.h"
 #include "mem/remote.h"
 #include "mem/secure.h"
+#include "mem/slab_park.h"
 
 /* ---- emptied slabs ------------------------------------------------------------ */
 
@@ -521,6 +522,35 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
 
 /* ---- purge ------------------------------------------------------------------ */
 
+/* HAKMEM_PARK_PAGES: the free pages of the heap's partial slabs go back
+ * (slab_park.h); a partial slab with nothing live left but parked blocks
+ * is released as an emptied one is. Bytes purged. */
+size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
+  if (!HK_PARK_BUILD || !HK_LOAD_RELAXED(hk_knobs.park_pages)) return 0;
+  if (now != 0) {  /* the clock's pass (0: a trim's, at once) */
+    if (++h->park_ticks < HK_PARK_DELAYS) return 0;
+    h->park_ticks = 0;
+  }
+  size_t bytes = 0;
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->partial[c];
+    while (s) {
+      hk_slab_t *next = s->next;
+      if (s->nparked != 0 && s->used == s->nparked) {
+        hk_slab_unpark_empty(s);
+        hk_partial_remove(h, s);
+        hk_heap_release_slab(h, s, true);
+      } else if (s->park_recent && now != 0) {
+        s->park_recent = 0;  /* its class takes blocks from it: parked pages would come back soon */
+      } else {
+        bytes += hk_slab_park(s, now == 0);
+      }
+      s = next;
+    }
+  }
+  return bytes;
+}
+
 size_t hk_heap_purge_unused(hk_heap_t *h, bool force) {
   size_t bytes = 0;
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
@@ -536,6 +566,7 @@ void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
   hk_heap_midc_flush(h, true);
   if (HK_MIDC_ON) hk_heap_midp_drain(false);
   hk_heap_release_empty(h);
+  hk_heap_park(h, now);
   hk_heap_purge_unused(h, false);
   hk_ss_collect(false);
   HK_HEAP_HOOK(purge);
@@ -578,6 +609,7 @@ size_t hk_heap_trim(hk_heap_t *h) {
     if (HK_MIDC_ON) hk_heap_midp_drain(true);
     hk_heap_drain_delayed(h);  /* what the drain handed back to us */
     hk_heap_release_empty(h);
+    bytes += hk_heap_park(h, 0);
     bytes += hk_heap_purge_unused(h, true);
     hk_heap_leave(h);
   }

@@ -74,6 +74,10 @@ bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) __attribute__((col
 /* Purge the unused slabs of h's superslabs that stayed unused for a whole
  * epoch (force: all). Bytes purged. */
 size_t hk_heap_purge_unused(hk_heap_t *h, bool force);
+/* HAKMEM_PARK_PAGES: the free pages of h's partial slabs go back
+ * (mem/slab_park.h), at every HK_PARK_DELAYS-th tick of h's purge clock
+ * (now: the tick's time) or at once (now 0: a trim). Bytes purged. */
+size_t hk_heap_park(hk_heap_t *h, uint64_t now);
 /* The purge clock struck at `now`: emptied slabs given back, unused ones
  * purged, the superslab cache collected, the purge hook called. */
 void hk_heap_purge_now(hk_heap_t *h, uint64_t now) HK_NOINLINE;

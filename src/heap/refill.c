@@ -116,6 +116,7 @@ static HK_NOINLINE void *guarded_point(hk_slab_t *s) {
 HK_INLINE void *set_cur_pop(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
   hk_heap_slab_state(h, s, HK_SLAB_CUR);
   hk_heap_set_cur(h, cls, s);
+  s->park_recent = 1;  /* in use: not parked at the next pass (hk_heap_park) */
   return slab_pop(h, s);
 }
 /* ... a slab that was current before: its lists are joined first, or, with

@@ -1,6 +1,7 @@
 /* The slab layer (slab.h): a slab's lists of blocks: carving, refill,
  * restart, rebuild after fork, the walks of its free lists. */
 #include "mem/slab.h"
+#include "mem/slab_park.h"
 
 #include "backend/superslab.h"
 #include "base/knobs.h"
@@ -86,6 +87,10 @@ void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owne
   hk_slab_set_carved(s, 0);
   s->batch_kb = 4;
   s->used = 0;
+  s->nparked = 0;
+  s->parked = 0;
+  s->park_free = 0;
+  s->park_recent = 0;
   s->free = s->local_free = NULL;
   s->next = s->prev = NULL;
   HK_STORE_RELAXED(s->owner, owner);
@@ -177,6 +182,8 @@ void hk_slab_rebuild(hk_slab_t *s) {
  * of many classes pays a page a class), a busy one soon carves big
  * batches. */
 bool hk_slab_extend(hk_slab_t *s) {
+  /* carved to the end: the blocks of parked pages come back first */
+  if (HK_UNLIKELY(hk_slab_has_parked(s)) && s->carved == s->capacity) return hk_slab_unpark(s);
   unsigned kb = s->batch_kb;
   if (kb < hk_knobs.carve_kb) s->batch_kb = (uint8_t)(2 * kb);
   return slab_carve(s, kb * 1024u);

@@ -1,0 +1,188 @@
+/* Parked pages (slab_park.h): a slab's free pages purged while it still
+ * holds live blocks, and taken back when it needs them. */
+#include "mem/slab_park.h"
+
+#include "mem/remote.h"
+#include "pal/os.h"
+
+/* Slabs hold at most this many blocks (64 KiB of 16-byte blocks): the
+ * free map below has a bit a block. */
+#define PARK_MAX_BLOCKS 4096u
+
+/* The pages a slab's bits name: page k starts at base + k * HK_PAGE, base
+ * the page holding the slab's first block (slab 0's first page also holds
+ * the superslab's header: never parked, as no page is that reaches below
+ * the first block). */
+typedef struct {
+  uint8_t *start, *base;
+  size_t bs;
+} geom_t;
+
+static geom_t geom_of(const hk_slab_t *s) {
+  uint8_t *start = HK_UNHIDE(s->start);
+  geom_t g = { start, (uint8_t *)((uintptr_t)start & ~(uintptr_t)(HK_PAGE - 1)), s->block_size };
+  return g;
+}
+
+/* The pages block i overlaps, as bits (pages past 63 are never parked:
+ * their bits are dropped) */
+static uint64_t block_pages(const geom_t *g, size_t i) {
+  size_t from = (size_t)(g->start + i * g->bs - g->base) / HK_PAGE;
+  size_t to = (size_t)(g->start + (i + 1) * g->bs - 1 - g->base) / HK_PAGE;
+  if (from > 63) return 0;
+  if (to > 63) to = 63;
+  uint64_t hi = to == 63 ? ~0ull : (1ull << (to + 1)) - 1;
+  return hi & ~((1ull << from) - 1);
+}
+
+/* The pages that lie wholly among s's first `carved` blocks: the only ones
+ * a park may purge (the rest hold a slot not carved yet, which a carve
+ * writes, or what lies before or after the slab's blocks). */
+static uint64_t parkable_pages(const geom_t *g, unsigned carved) {
+  uint8_t *end = g->start + (size_t)carved * g->bs;
+  uint64_t m = 0;
+  for (unsigned k = 0; k < 64; k++) {
+    uint8_t *p = g->base + (size_t)k * HK_PAGE;
+    if (p + HK_PAGE > end) break;
+    if (p >= g->start) m |= 1ull << k;
+  }
+  return m;
+}
+
+/* Marks in map the blocks of list; false on a link that is not one of s's
+ * carved blocks, a block listed twice or a block on a parked page (a
+ * second free of it: reported). The walk is bounded by the map's marks. */
+static bool mark_list(const hk_slab_t *s, const geom_t *g, const hk_block_t *b, uint64_t *map) {
+  for (; b; b = hk_block_next(s, b)) {
+    if (!hk_slab_is_block(s, b)) return false;
+    size_t i = hk_slab_slot_of(s, b);
+    if (map[i / 64] & (1ull << (i % 64))) return false;
+    if (block_pages(g, i) & s->parked) {
+      hk_report_invalid("free", b, HK_WHY_DOUBLE_FREE);
+      return false;
+    }
+    map[i / 64] |= 1ull << (i % 64);
+  }
+  return true;
+}
+
+size_t hk_slab_park(hk_slab_t *s, bool force) {
+  if (!HK_PARK_BUILD || s->capacity > PARK_MAX_BLOCKS) return 0;
+  if (hk_os_thp() == HK_THP_ALL) return 0;  /* a page's purge would split the huge page */
+  if (atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK)
+    hk_slab_collect_remote(s);
+  unsigned carved = s->carved, nfree = (unsigned)(carved - s->used);
+  /* the walk below reads every free block (a cache miss each): s is looked
+   * at again only once a quarter more of its blocks are free than when it
+   * was last, so that the walks cost a few reads per free at most */
+  unsigned least = HK_PARK_MIN_PAGES * (unsigned)HK_PAGE / s->block_size;
+  if (nfree < s->park_free) s->park_free = (uint16_t)nfree;
+  if (!force && nfree < s->park_free + (least > s->park_free / 4u ? least : s->park_free / 4u)) return 0;
+  s->park_free = (uint16_t)nfree;
+  geom_t g = geom_of(s);
+  uint64_t may = parkable_pages(&g, carved) & ~s->parked;
+  if ((unsigned)__builtin_popcountll(may) < HK_PARK_MIN_PAGES) return 0;
+
+  uint64_t listed[PARK_MAX_BLOCKS / 64] = { 0 };
+  if (!mark_list(s, &g, s->free, listed) || !mark_list(s, &g, s->local_free, listed)) return 0;
+  /* a page is busy when a block on it is live: neither listed nor parked */
+  uint64_t busy = 0;
+  for (size_t i = 0; i < carved; i++) {
+    if (listed[i / 64] & (1ull << (i % 64))) continue;
+    uint64_t pages = block_pages(&g, i);
+    if (!(pages & s->parked)) busy |= pages;
+  }
+  uint64_t want = may & ~busy;
+  if ((unsigned)__builtin_popcountll(want) < HK_PARK_MIN_PAGES) return 0;
+
+  /* the lists again, in address order, without the blocks on those pages */
+  uint64_t gone = s->parked | want;
+  hk_block_t *head = NULL;
+  unsigned out = 0;
+  for (size_t i = carved; i-- > 0;) {
+    if (!(listed[i / 64] & (1ull << (i % 64)))) continue;
+    if (block_pages(&g, i) & gone) {
+      out++;
+      continue;
+    }
+    hk_block_t *b = (hk_block_t *)(g.start + i * g.bs);
+    hk_block_set_next(s, b, head);
+    head = b;
+  }
+  s->free = head;
+  s->local_free = NULL;
+  s->used = (uint16_t)(s->used + out);
+  s->nparked = (uint16_t)(s->nparked + out);
+  s->parked = gone;
+  s->park_free = (uint16_t)(nfree - out);
+  size_t bytes = 0;
+  for (uint64_t m = want; m;) {
+    unsigned k = (unsigned)__builtin_ctzll(m), j = k;
+    while (j + 1 < 64 && (m & (1ull << (j + 1)))) j++;
+    hk_os_purge(g.base + (size_t)k * HK_PAGE, (size_t)(j - k + 1) * HK_PAGE);
+    bytes += (size_t)(j - k + 1) * HK_PAGE;
+    m &= j + 1 >= 64 ? 0 : ~0ull << (j + 1);
+  }
+  return bytes;
+}
+
+/* Parked pages something wrote to since they were purged: a free of one of
+ * their blocks (a double free) or a write after free. Resident pages that
+ * read as zero were only read (the kernel's zero page). */
+static uint64_t written_pages(const geom_t *g, uint64_t parked, uint64_t *resident) {
+  unsigned lo = (unsigned)__builtin_ctzll(parked), hi = 63u - (unsigned)__builtin_clzll(parked);
+  unsigned char vec[64];
+  *resident = 0;
+  if (!hk_os_resident(g->base + (size_t)lo * HK_PAGE, (size_t)(hi - lo + 1) * HK_PAGE, vec)) {
+    *resident = parked;  /* unknown: none comes back */
+    return 0;
+  }
+  uint64_t written = 0;
+  for (unsigned k = lo; k <= hi; k++) {
+    if (!(parked & (1ull << k)) || !(vec[k - lo] & 1)) continue;
+    *resident |= 1ull << k;
+    const uint64_t *w = (const uint64_t *)(g->base + (size_t)k * HK_PAGE);
+    for (size_t n = 0; n < HK_PAGE / 8; n++)
+      if (w[n]) {
+        written |= 1ull << k;
+        break;
+      }
+  }
+  return written;
+}
+
+bool hk_slab_unpark(hk_slab_t *s) {
+  if (!hk_slab_has_parked(s)) return false;
+  geom_t g = geom_of(s);
+  uint64_t resident, written = written_pages(&g, s->parked, &resident);
+  if (written) {
+    /* the first block on the first page written to */
+    uint8_t *page = g.base + (size_t)__builtin_ctzll(written) * HK_PAGE;
+    size_t i = page > g.start ? (size_t)(page - g.start) / g.bs : 0;
+    hk_report_invalid("malloc", g.start + i * g.bs, "block was written after it was freed");
+  }
+  /* a page touched since it was parked keeps its blocks out for good: one
+   * of them may have been freed again and handed out since */
+  uint64_t back = s->parked & ~resident;
+  unsigned n = 0;
+  for (size_t i = s->carved; i-- > 0;) {
+    uint64_t pages = block_pages(&g, i);
+    if (!(pages & back) || (pages & resident)) continue;
+    hk_block_t *b = (hk_block_t *)(g.start + i * g.bs);
+    hk_block_set_next(s, b, s->free);
+    hk_mark_store(b, hk_free_mark);
+    s->free = b;
+    n++;
+  }
+  /* the blocks kept out stay counted in used, as live ones */
+  s->used = (uint16_t)(s->used - n);
+  s->nparked = 0;
+  s->parked = 0;
+  return n != 0;
+}
+
+void hk_slab_unpark_empty(hk_slab_t *s) {
+  s->used = (uint16_t)(s->used - s->nparked);
+  s->nparked = 0;
+  s->parked = 0;
+}

@@ -1,0 +1,46 @@
+/* Parked pages: the free pages inside a slab that still holds live blocks
+ * go back to the OS (HAKMEM_PARK_PAGES). A slab emptied to a few scattered
+ * survivors otherwise keeps every page it ever touched: one survivor pins
+ * the whole slab, and a class the program has moved away from (an LRU
+ * cache refilled with larger values) holds its peak for good.
+ *
+ * A page is parked when every block that overlaps it is free: those blocks
+ * leave the slab's lists (counted out, in `used` and `nparked`) and the
+ * page is purged. They come back (hk_slab_unpark) when the slab has no
+ * free block left to hand out and nothing left to carve, before the heap
+ * takes a fresh slab.
+ *
+ * A parked block has no free mark (its page reads as zero), so a second
+ * free of it is not caught at the free. It is caught later instead: the
+ * free writes a link into the page, and a parked page found resident when
+ * its blocks come back is reported (HAKMEM_ABORT_ON_INVALID) and its
+ * blocks never handed out again; a listed block on a parked page, found by
+ * the next park, is reported as a double free. Not with the measures that
+ * order or stamp free blocks (shuffle, canary, delayed reuse): their lists
+ * are not rebuilt. */
+#ifndef HK_SLAB_PARK_H
+#define HK_SLAB_PARK_H
+
+#include "mem/freelist.h"
+
+/* Whether this build parks at all (the measures above), and whether s has
+ * parked pages. */
+#define HK_PARK_BUILD (!HK_M_CANARY && !HK_M_SHUFFLE && !HK_M_DELAY)
+HK_INLINE bool hk_slab_has_parked(const hk_slab_t *s) { return HK_PARK_BUILD && s->parked != 0; }
+
+/* s's owner parks s's free pages; s is not its class's current slab.
+ * Remote frees are collected first. Unless forced (a trim), s is looked at
+ * only once a quarter more of its blocks are free than at its last look.
+ * Returns the bytes purged (0: none, or fewer than HK_PARK_MIN_PAGES pages
+ * would go). */
+size_t hk_slab_park(hk_slab_t *s, bool force);
+
+/* s's owner takes the blocks of s's parked pages back onto s->free.
+ * False when none came back. */
+bool hk_slab_unpark(hk_slab_t *s);
+
+/* s holds no live block, only free and parked ones: its counts are made
+ * those of an empty slab (used 0), for its release. */
+void hk_slab_unpark_empty(hk_slab_t *s);
+
+#endif

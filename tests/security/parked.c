@@ -1,0 +1,52 @@
+/* parked SIZE double|remote|write: blocks of SIZE freed all but one every
+ * 16 KiB, and malloc_trim: with HAKMEM_PARK_PAGES=1 the free pages between
+ * the survivors are parked (src/mem/slab_park.h), their blocks off the free
+ * lists and their free marks gone with the pages. Then one of those blocks
+ * is
+ *   double: freed again, by this thread (the free finds no mark), then
+ *           malloc_trim again: the park finds it listed on a parked page;
+ *   remote: the same, the second free from another thread;
+ *   write:  written to (a write after free), then as many blocks allocated
+ *           again: the slab takes its parked pages back and finds one
+ *           written.
+ * Caught: default (those two checks), secure (nothing is parked there: the
+ * trailer's state at the free; the write: not caught, a line of its own). */
+#include "common.h"
+#include <malloc.h>
+#include <pthread.h>
+
+static void *second_free(void *p) {
+  free(launder(p));
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  size_t n = argc > 1 ? strtoul(argv[1], NULL, 0) : 64;
+  const char *how = argc > 2 ? argv[2] : "double";
+  size_t count = ((size_t)2 << 20) / n, stride = 4 * 4096 / n < 4 ? 4 : 4 * 4096 / n;
+  size_t keep = count * 3 / 4;
+  char **v = calloc(count, sizeof *v);
+  if (!v) return 2;
+  for (size_t i = 0; i < count; i++) {
+    v[i] = malloc(launder_size(n));
+    memset(v[i], 0x5a, n);
+  }
+  char *p = v[stride + stride / 2];  /* between two survivors */
+  for (size_t i = 0; i < keep; i++)
+    if (i % stride) free(v[i]);
+  malloc_trim(0);
+  if (strcmp(how, "write") == 0) {
+    memset(launder(p), 0x77, 16);
+    for (size_t i = 0; i < count; i++) memset(malloc(launder_size(n)), 1, n);
+    return not_caught("write after free into a parked page");
+  }
+  if (strcmp(how, "remote") == 0) {
+    pthread_t t;
+    pthread_create(&t, NULL, second_free, p);
+    pthread_join(t, NULL);
+  } else {
+    free(launder(p));
+  }
+  malloc_trim(0);
+  return not_caught("double free of a block on a parked page");
+}

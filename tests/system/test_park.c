@@ -1,0 +1,288 @@
+/* test_park MODE — parked pages (HAKMEM_PARK_PAGES=1, src/mem/slab_park.h):
+ * the free pages inside a slab that still holds live blocks go back to the
+ * OS, and their blocks come back when the slab needs them.
+ *
+ *   scatter  for small and mid sizes: blocks allocated in a row, all freed
+ *            but one in every 16 KiB (scattered survivors) and the last
+ *            quarter; malloc_trim parks. The pages between survivors must
+ *            be gone (mincore), the survivors intact; then as many blocks
+ *            again, every one distinct from the others and the survivors,
+ *            each filled and checked (the parked blocks came back once).
+ *   empty    as scatter, then the survivors freed too: the slabs, holding
+ *            only free and parked blocks, must be given back whole at the
+ *            next trim (hak_stats_read's count of the class's slabs).
+ *   threads  four threads, each freeing half of its neighbour's blocks
+ *            (remote frees into slabs their owner parks meanwhile), then
+ *            parking its own heap and allocating again, checked; 20 rounds.
+ *   fork     parked, then fork: parent and child each take the blocks back
+ *            and check them.
+ *
+ * Run with HAKMEM_PARK_PAGES=1 or HAKMEM_PROFILE=lowmem (its default;
+ * tests/CMakeLists.txt); the checks of gone pages fail without it. Not for the secure build (its measures order the
+ * free lists: nothing is parked there). */
+#define _GNU_SOURCE
+#include <malloc.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "hakmem.h"
+
+static const size_t sizes[] = { 48, 64, 200, 1024, 2048, 4000, 12000 };
+#define NSIZES (sizeof sizes / sizeof sizes[0])
+
+static void fill(unsigned char *p, size_t size, uint32_t tag) {
+  memcpy(p, &tag, sizeof tag);
+  memset(p + sizeof tag, (int)(tag * 7u + 1u) & 0xff, size - sizeof tag);
+}
+static int intact(const unsigned char *p, size_t size, uint32_t tag) {
+  uint32_t t;
+  memcpy(&t, p, sizeof t);
+  if (t != tag) return 0;
+  unsigned char c = (unsigned char)((tag * 7u + 1u) & 0xff);
+  for (size_t i = sizeof tag; i < size; i++)
+    if (p[i] != c) return 0;
+  return 1;
+}
+static int resident(const void *p) {
+  unsigned char v = 0;
+  if (mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, &v) != 0) return -1;
+  return v & 1;
+}
+/* The slabs of the class of blocks of bs bytes in use (hak_stats_read) */
+static size_t class_slabs(size_t bs) {
+  struct hak_stats st;
+  memset(&st, 0, sizeof st);
+  hak_stats_read(&st, sizeof st);
+  for (size_t c = 0; c < HAK_STATS_CLASSES; c++)
+    if (st.classes[c].block_size == bs) return st.classes[c].slabs;
+  return 0;
+}
+static int cmp_ptr(const void *a, const void *b) {
+  uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A row of blocks of one size, most freed. */
+typedef struct {
+  size_t size, bs, count, stride, keep;  /* bs: the block size (usable) */
+  unsigned char **v;   /* live blocks (NULL: freed) */
+  uintptr_t *addr;     /* where each one was */
+} row_t;
+
+static void row_make(row_t *r, size_t size, size_t bytes) {
+  r->size = size;
+  r->count = bytes / size;
+  r->stride = 4 * 4096 / size < 4 ? 4 : 4 * 4096 / size;
+  r->keep = r->count * 3 / 4;
+  r->v = calloc(r->count, sizeof *r->v);
+  r->addr = calloc(r->count, sizeof *r->addr);
+  CHECK_FATAL(r->v && r->addr);
+  for (size_t i = 0; i < r->count; i++) {
+    r->v[i] = malloc(size);
+    CHECK_FATAL(r->v[i] != NULL);
+    r->addr[i] = (uintptr_t)r->v[i];
+    fill(r->v[i], size, (uint32_t)i);
+  }
+  r->bs = malloc_usable_size(r->v[0]);
+  for (size_t i = 0; i < r->keep; i++)
+    if (i % r->stride) {
+      free(r->v[i]);
+      r->v[i] = NULL;
+    }
+}
+
+/* The pages between survivors that freed blocks in a row cover whole:
+ * how many were looked at, how many are gone. */
+static void row_gone(const row_t *r, size_t *looked, size_t *gone) {
+  for (size_t i = r->stride / 2; i + r->stride < r->keep; i += r->stride) {
+    size_t lo = i - r->stride / 2 + 1, hi = i + r->stride / 2 - 1;
+    int row = 1;
+    for (size_t j = lo; j < hi; j++) row &= r->addr[j + 1] == r->addr[j] + r->bs;
+    if (!row) continue;  /* not one run of addresses: no page to be sure of */
+    uintptr_t page = r->addr[i] & ~(uintptr_t)4095;
+    if (page < r->addr[lo] || page + 4096 > r->addr[hi] + r->bs) continue;
+    (*looked)++;
+    *gone += resident((void *)page) == 0;
+  }
+}
+
+static void row_check(const row_t *r) {
+  for (size_t i = 0; i < r->count; i++)
+    if (r->v[i]) CHECKF(intact(r->v[i], r->size, (uint32_t)i), "size %zu: survivor %zu changed", r->size, i);
+}
+
+/* As many blocks again as the row had: distinct from each other and from
+ * the survivors, filled and checked; then everything freed. */
+static void row_refill_and_free(row_t *r) {
+  size_t n = r->count, live = 0;
+  unsigned char **w = calloc(n, sizeof *w);
+  uintptr_t *all = calloc(2 * n, sizeof *all);
+  CHECK_FATAL(w && all);
+  for (size_t i = 0; i < n; i++) {
+    w[i] = malloc(r->size);
+    CHECK_FATAL(w[i] != NULL);
+    fill(w[i], r->size, 0x80000000u | (uint32_t)i);
+    all[live++] = (uintptr_t)w[i];
+  }
+  for (size_t i = 0; i < r->count; i++)
+    if (r->v[i]) all[live++] = (uintptr_t)r->v[i];
+  qsort(all, live, sizeof *all, cmp_ptr);
+  size_t overlaps = 0;
+  for (size_t k = 0; k + 1 < live; k++) overlaps += all[k] + r->size > all[k + 1];
+  CHECKF(overlaps == 0, "size %zu: %zu blocks overlap another live one", r->size, overlaps);
+  for (size_t i = 0; i < n; i++)
+    CHECKF(intact(w[i], r->size, 0x80000000u | (uint32_t)i), "size %zu: new block %zu changed", r->size, i);
+  row_check(r);
+  for (size_t i = 0; i < n; i++) free(w[i]);
+  for (size_t i = 0; i < r->count; i++) free(r->v[i]);
+  free(w);
+  free(all);
+  free(r->v);
+  free(r->addr);
+}
+
+static void scatter(int empty) {
+  row_t rows[NSIZES];
+  for (size_t s = 0; s < NSIZES; s++) row_make(&rows[s], sizes[s], (size_t)4 << 20);
+  malloc_trim(0);
+  for (size_t s = 0; s < NSIZES; s++) {
+    size_t looked = 0, gone = 0;
+    row_gone(&rows[s], &looked, &gone);
+    printf("park: size %5zu: %zu of %zu pages between survivors gone\n", sizes[s], gone, looked);
+    CHECKF(looked >= 8, "size %zu: only %zu pages to look at", sizes[s], looked);
+    CHECKF(gone == looked, "size %zu: %zu of %zu free pages between survivors still resident",
+           sizes[s], looked - gone, looked);
+    row_check(&rows[s]);
+  }
+  if (!empty) {
+    for (size_t s = 0; s < NSIZES; s++) row_refill_and_free(&rows[s]);
+    return;
+  }
+  /* the survivors go too: their slabs hold nothing live, only free and
+   * parked blocks, and go back whole: the class keeps the slabs of the
+   * last quarter only */
+  size_t before[NSIZES];
+  for (size_t s = 0; s < NSIZES; s++) before[s] = class_slabs(rows[s].bs);
+  for (size_t s = 0; s < NSIZES; s++) {
+    row_t *r = &rows[s];
+    for (size_t i = 0; i < r->keep; i++) {
+      free(r->v[i]);
+      r->v[i] = NULL;
+    }
+  }
+  malloc_trim(0);
+  for (size_t s = 0; s < NSIZES; s++) {
+    size_t after = class_slabs(rows[s].bs);
+    printf("park: size %5zu: %zu slabs before the survivors were freed, %zu after\n", sizes[s], before[s], after);
+    CHECKF(before[s] >= 4 && after * 2 < before[s], "size %zu: %zu of %zu slabs kept with nothing live in 3/4 of them",
+           sizes[s], after, before[s]);
+    row_refill_and_free(&rows[s]);
+  }
+}
+
+/* ---- threads ----------------------------------------------------------- */
+
+#define NT 4
+#define PER 3000
+static unsigned char *handed[NT][PER];
+static pthread_barrier_t bar;
+
+static void *worker(void *arg) {
+  unsigned t = (unsigned)(uintptr_t)arg;
+  unsigned char *mine[PER];
+  for (int round = 0; round < 20; round++) {
+    for (int i = 0; i < PER; i++) {
+      size_t sz = sizes[(size_t)(i + round) % NSIZES];
+      mine[i] = malloc(sz);
+      CHECK_FATAL(mine[i] != NULL);
+      fill(mine[i], sz, (t << 24) | (uint32_t)i);
+      handed[t][i] = (i % 2) ? mine[i] : NULL;  /* the odd ones: the neighbour frees them */
+    }
+    pthread_barrier_wait(&bar);
+    unsigned from = (t + 1) % NT;
+    for (int i = 1; i < PER; i += 2) {
+      size_t sz = sizes[(size_t)(i + round) % NSIZES];
+      CHECKF(intact(handed[from][i], sz, (from << 24) | (uint32_t)i), "thread %u: block %d of thread %u changed", t, i, from);
+      free(handed[from][i]);
+    }
+    /* its own even ones: all but every 8th */
+    for (int i = 0; i < PER; i += 2)
+      if (i % 16) {
+        free(mine[i]);
+        mine[i] = NULL;
+      }
+    malloc_trim(0);  /* parks, while the neighbour's frees may still arrive */
+    unsigned char *again[PER];
+    for (int i = 0; i < PER; i++) {
+      size_t sz = sizes[(size_t)i % NSIZES];
+      again[i] = malloc(sz);
+      CHECK_FATAL(again[i] != NULL);
+      fill(again[i], sz, 0x800000u | (t << 16) | (uint32_t)i);
+    }
+    for (int i = 0; i < PER; i += 16) {
+      size_t sz = sizes[(size_t)(i + round) % NSIZES];
+      CHECKF(intact(mine[i], sz, (t << 24) | (uint32_t)i), "thread %u: survivor %d changed", t, i);
+      free(mine[i]);
+    }
+    for (int i = 0; i < PER; i++) {
+      size_t sz = sizes[(size_t)i % NSIZES];
+      CHECKF(intact(again[i], sz, 0x800000u | (t << 16) | (uint32_t)i), "thread %u: block %d changed", t, i);
+      free(again[i]);
+    }
+    pthread_barrier_wait(&bar);
+  }
+  return NULL;
+}
+
+static void threads(void) {
+  pthread_t th[NT];
+  pthread_barrier_init(&bar, NULL, NT);
+  for (unsigned t = 0; t < NT; t++) CHECK_FATAL(pthread_create(&th[t], NULL, worker, (void *)(uintptr_t)t) == 0);
+  for (unsigned t = 0; t < NT; t++) pthread_join(th[t], NULL);
+  pthread_barrier_destroy(&bar);
+}
+
+/* ---- fork -------------------------------------------------------------- */
+
+static void forked(void) {
+  row_t rows[NSIZES];
+  for (size_t s = 0; s < NSIZES; s++) row_make(&rows[s], sizes[s], (size_t)2 << 20);
+  malloc_trim(0);
+  size_t looked = 0, gone = 0;
+  for (size_t s = 0; s < NSIZES; s++) row_gone(&rows[s], &looked, &gone);
+  CHECKF(looked > 0 && gone == looked, "%zu of %zu pages between survivors still resident before fork",
+         looked - gone, looked);
+  pid_t pid = fork();
+  CHECK_FATAL(pid >= 0);
+  for (size_t s = 0; s < NSIZES; s++) row_refill_and_free(&rows[s]);
+  if (pid == 0) _exit(check_failures() ? 1 : 0);
+  int st = 0;
+  CHECK_FATAL(waitpid(pid, &st, 0) == pid);
+  CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed (status %d)", st);
+}
+
+int main(int argc, char **argv) {
+  const char *mode = argc > 1 ? argv[1] : "scatter";
+  const char *knob = getenv("HAKMEM_PARK_PAGES"), *profile = getenv("HAKMEM_PROFILE");
+  int on = knob ? strcmp(knob, "1") == 0 : profile && strcmp(profile, "lowmem") == 0;
+  if (!on) {
+    printf("park: neither HAKMEM_PARK_PAGES=1 nor HAKMEM_PROFILE=lowmem: the checks would fail\n");
+    return 1;
+  }
+  if (strcmp(mode, "scatter") == 0) scatter(0);
+  else if (strcmp(mode, "empty") == 0) scatter(1);
+  else if (strcmp(mode, "threads") == 0) threads();
+  else if (strcmp(mode, "fork") == 0) forked();
+  else {
+    fprintf(stderr, "usage: test_park scatter|empty|threads|fork\n");
+    return 2;
+  }
+  return check_done("park");
+}
