@@ -543,6 +543,8 @@ size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
       } else if (s->park_recent && now != 0) {
         s->park_recent = 0;  /* its class takes blocks from it: parked pages would come back soon */
       } else {
+        size_t n = hk_slab_collect_remote(s);  /* (here, for the stats' count) */
+        if (n && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[c] += n;
         bytes += hk_slab_park(s, now == 0);
       }
       s = next;
