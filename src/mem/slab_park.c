@@ -2,7 +2,8 @@
  * holds live blocks, and taken back when it needs them. */
 #include "mem/slab_park.h"
 
-#include "mem/remote.h"
+#include "base/bitmap.h"
+#include "base/bits.h"
 #include "pal/os.h"
 
 /* Slabs hold at most this many blocks (64 KiB of 16-byte blocks): the
@@ -69,8 +70,6 @@ static bool mark_list(const hk_slab_t *s, const geom_t *g, const hk_block_t *b, 
 size_t hk_slab_park(hk_slab_t *s, bool force) {
   if (!HK_PARK_BUILD || s->capacity > PARK_MAX_BLOCKS) return 0;
   if (hk_os_thp() == HK_THP_ALL) return 0;  /* a page's purge would split the huge page */
-  if (atomic_load_explicit(&s->xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK)
-    hk_slab_collect_remote(s);
   unsigned carved = s->carved, nfree = (unsigned)(carved - s->used);
   /* the walk below reads every free block (a cache miss each): s is looked
    * at again only once a quarter more of its blocks are free than when it
@@ -81,7 +80,7 @@ size_t hk_slab_park(hk_slab_t *s, bool force) {
   s->park_free = (uint16_t)nfree;
   geom_t g = geom_of(s);
   uint64_t may = parkable_pages(&g, carved) & ~s->parked;
-  if ((unsigned)__builtin_popcountll(may) < HK_PARK_MIN_PAGES) return 0;
+  if (hk_popcount64(may) < HK_PARK_MIN_PAGES) return 0;
 
   uint64_t listed[PARK_MAX_BLOCKS / 64] = { 0 };
   if (!mark_list(s, &g, s->free, listed) || !mark_list(s, &g, s->local_free, listed)) return 0;
@@ -93,7 +92,7 @@ size_t hk_slab_park(hk_slab_t *s, bool force) {
     if (!(pages & s->parked)) busy |= pages;
   }
   uint64_t want = may & ~busy;
-  if ((unsigned)__builtin_popcountll(want) < HK_PARK_MIN_PAGES) return 0;
+  if (hk_popcount64(want) < HK_PARK_MIN_PAGES) return 0;
 
   /* the lists again, in address order, without the blocks on those pages */
   uint64_t gone = s->parked | want;
@@ -116,12 +115,9 @@ size_t hk_slab_park(hk_slab_t *s, bool force) {
   s->parked = gone;
   s->park_free = (uint16_t)(nfree - out);
   size_t bytes = 0;
-  for (uint64_t m = want; m;) {
-    unsigned k = (unsigned)__builtin_ctzll(m), j = k;
-    while (j + 1 < 64 && (m & (1ull << (j + 1)))) j++;
-    hk_os_purge(g.base + (size_t)k * HK_PAGE, (size_t)(j - k + 1) * HK_PAGE);
-    bytes += (size_t)(j - k + 1) * HK_PAGE;
-    m &= j + 1 >= 64 ? 0 : ~0ull << (j + 1);
+  for (uint32_t k = 0, j; hk_bitmap_next_run(&want, &k, 64, &j); k = j) {  /* one madvise a run */
+    hk_os_purge(g.base + (size_t)k * HK_PAGE, (size_t)(j - k) * HK_PAGE);
+    bytes += (size_t)(j - k) * HK_PAGE;
   }
   return bytes;
 }

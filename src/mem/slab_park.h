@@ -29,7 +29,8 @@
 HK_INLINE bool hk_slab_has_parked(const hk_slab_t *s) { return HK_PARK_BUILD && s->parked != 0; }
 
 /* s's owner parks s's free pages; s is not its class's current slab.
- * Remote frees are collected first. Unless forced (a trim), s is looked at
+ * Remote frees not collected yet count as live (the caller collects them
+ * first, hk_heap_park, to count them). Unless forced (a trim), s is looked at
  * only once a quarter more of its blocks are free than at its last look.
  * Returns the bytes purged (0: none, or fewer than HK_PARK_MIN_PAGES pages
  * would go). */
