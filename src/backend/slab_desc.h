@@ -44,7 +44,7 @@ typedef struct hk_slab {
   struct hk_block *local_free; /* set aside: collected remote frees, */
                             /* delayed reuse's frees, profiled slabs */
   uintptr_t owner;          /* owner's id (| HK_OWNER_FULL); 0: none */
-  uint16_t used;            /* blocks out (incl. uncollected remote) */
+  uint16_t used;            /* blocks out (incl. uncollected remote, parked) */
   uint16_t carved;          /* blocks carved so far (lazy init)      */
   uint8_t state;            /* HK_SLAB_*                             */
   uint8_t cls;
@@ -97,6 +97,15 @@ _Static_assert(!HK_SLAB_KEYED || __builtin_offsetof(hk_slab_t, key) == 56,
 /* the id of s's owner thread (0: none), full or not */
 HK_INLINE uintptr_t hk_slab_owner(const hk_slab_t *s) {
   return HK_LOAD_RELAXED(s->owner) & ~(HK_OWNER_FULL | HK_OWNER_ASIDE);
+}
+
+/* The blocks of s the program holds: `used` less the blocks of parked
+ * pages, which count as out but are free (slab_park.h). For readers other
+ * than the owner (the stats, a first-class heap's count): racy, and held
+ * at 0 should a pass change the two between the loads. */
+HK_INLINE unsigned hk_slab_live(const hk_slab_t *s) {
+  unsigned used = HK_LOAD_RELAXED(s->used), parked = HK_LOAD_RELAXED(s->nparked);
+  return used > parked ? used - parked : 0;
 }
 
 /* The owner's frees into s go aside from now on (HK_OWNER_ASIDE); the

@@ -675,7 +675,7 @@ void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]) {
       if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) continue;
       unsigned c = HK_LOAD_RELAXED(s->cls);
       if (c >= HK_NCLASS) continue;
-      live[c] += HK_LOAD_RELAXED(s->used);
+      live[c] += hk_slab_live(s);
       slabs[c]++;
     }
   }

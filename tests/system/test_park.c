@@ -16,6 +16,14 @@
  *            parking its own heap and allocating again, checked; 20 rounds.
  *   fork     parked, then fork: parent and child each take the blocks back
  *            and check them.
+ *   heap     a first-class heap (hak_heap_new) parked by its own purge
+ *            clock, which its slow paths run (HAKMEM_PURGE_DELAY_MS=1):
+ *            its pages between survivors gone, then hak_heap_stats must
+ *            count the survivors alone, and the survivors intact.
+ *
+ * scatter and empty also check hak_stats_read's live blocks of each class
+ * after the parking: the survivors alone (a parked block counts as out in
+ * its slab, but it is free).
  *
  * Run with HAKMEM_PARK_PAGES=1 or HAKMEM_PROFILE=lowmem (its default;
  * tests/CMakeLists.txt); the checks of gone pages fail without it. Not for the secure build (its measures order the
@@ -62,6 +70,20 @@ static size_t class_slabs(size_t bs) {
   hak_stats_read(&st, sizeof st);
   for (size_t c = 0; c < HAK_STATS_CLASSES; c++)
     if (st.classes[c].block_size == bs) return st.classes[c].slabs;
+  return 0;
+}
+/* The live blocks of that class (hak_stats_read). A sampled guarded block
+ * (one in HAKMEM_GUARDED_RATE of the blocks the slow path hands out) lives
+ * outside the slabs, where the count does not see it: it may fall short by
+ * a few, never run over. */
+#define GUARDED_SLACK 8
+/* The live blocks of that class (hak_stats_read) */
+static size_t class_live(size_t bs) {
+  struct hak_stats st;
+  memset(&st, 0, sizeof st);
+  hak_stats_read(&st, sizeof st);
+  for (size_t c = 0; c < HAK_STATS_CLASSES; c++)
+    if (st.classes[c].block_size == bs) return st.classes[c].live_blocks;
   return 0;
 }
 static int cmp_ptr(const void *a, const void *b) {
@@ -113,6 +135,12 @@ static void row_gone(const row_t *r, size_t *looked, size_t *gone) {
   }
 }
 
+static size_t row_survivors(const row_t *r) {
+  size_t n = 0;
+  for (size_t i = 0; i < r->count; i++) n += r->v[i] != NULL;
+  return n;
+}
+
 static void row_check(const row_t *r) {
   for (size_t i = 0; i < r->count; i++)
     if (r->v[i]) CHECKF(intact(r->v[i], r->size, (uint32_t)i), "size %zu: survivor %zu changed", r->size, i);
@@ -150,8 +178,17 @@ static void row_refill_and_free(row_t *r) {
 
 static void scatter(int empty) {
   row_t rows[NSIZES];
+  size_t before_live[NSIZES], live[NSIZES];
+  for (size_t s = 0; s < NSIZES; s++) {
+    void *probe = malloc(sizes[s]);
+    CHECK_FATAL(probe != NULL);
+    size_t bs = malloc_usable_size(probe);
+    free(probe);
+    before_live[s] = class_live(bs);  /* the program's own blocks of the class, if any */
+  }
   for (size_t s = 0; s < NSIZES; s++) row_make(&rows[s], sizes[s], (size_t)4 << 20);
   malloc_trim(0);
+  for (size_t s = 0; s < NSIZES; s++) live[s] = class_live(rows[s].bs);
   for (size_t s = 0; s < NSIZES; s++) {
     size_t looked = 0, gone = 0;
     row_gone(&rows[s], &looked, &gone);
@@ -159,6 +196,9 @@ static void scatter(int empty) {
     CHECKF(looked >= 8, "size %zu: only %zu pages to look at", sizes[s], looked);
     CHECKF(gone == looked, "size %zu: %zu of %zu free pages between survivors still resident",
            sizes[s], looked - gone, looked);
+    size_t want = before_live[s] + row_survivors(&rows[s]);
+    CHECKF(live[s] <= want && live[s] + GUARDED_SLACK >= want,
+           "size %zu: the stats count %zu live blocks of the class, the program holds %zu", sizes[s], live[s], want);
     row_check(&rows[s]);
   }
   if (!empty) {
@@ -268,6 +308,75 @@ static void forked(void) {
   CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child failed (status %d)", st);
 }
 
+/* ---- a first-class heap ------------------------------------------------ */
+
+/* Rows of blocks from a hak_heap, most freed; slow paths of the heap (a
+ * class the rows do not use, allocated and freed) until its purge clock
+ * has parked a page between survivors (2 s at most). */
+typedef struct { uintptr_t a; int freed; } spot_t;
+static int cmp_spot(const void *x, const void *y) {
+  uintptr_t a = ((const spot_t *)x)->a, b = ((const spot_t *)y)->a;
+  return a < b ? -1 : a > b;
+}
+static void heap_mode(void) {
+  hak_heap_t *hp = hak_heap_new();
+  CHECK_FATAL(hp != NULL);
+  enum { N = 4096, STRIDE = 40, KEEP = N * 3 / 4, MAXP = 64 };  /* 40 blocks: 8 KiB */
+  const size_t size = 200;
+  unsigned char *v[N];
+  static spot_t at[N];
+  for (size_t i = 0; i < N; i++) {
+    v[i] = hak_heap_malloc(hp, size);
+    CHECK_FATAL(v[i] != NULL);
+    fill(v[i], size, (uint32_t)i);
+  }
+  size_t bs = malloc_usable_size(v[0]), held = N;
+  for (size_t i = 0; i < N; i++) {
+    at[i].a = (uintptr_t)v[i];
+    at[i].freed = i < KEEP && i % STRIDE;
+    if (at[i].freed) {
+      free(v[i]);
+      v[i] = NULL;
+      held--;
+    }
+  }
+  /* the pages wholly inside a run of freed blocks adjacent in memory */
+  qsort(at, N, sizeof *at, cmp_spot);
+  uintptr_t pages[MAXP];
+  size_t np = 0;
+  for (size_t i = 0; i < N && np < MAXP;) {
+    if (!at[i].freed) { i++; continue; }
+    size_t j = i;
+    while (j + 1 < N && at[j + 1].freed && at[j + 1].a == at[j].a + bs) j++;
+    uintptr_t lo = (at[i].a + 4095) & ~(uintptr_t)4095, hi = at[j].a + bs;
+    for (uintptr_t pg = lo; pg + 4096 <= hi && np < MAXP; pg += 4096) pages[np++] = pg;
+    i = j + 1;
+  }
+  CHECKF(np >= 8, "only %zu pages between survivors to look at", np);
+  size_t gone = 0;
+  for (int round = 0; round < 2000 && gone == 0; round++) {
+    void *tick[64];
+    for (int k = 0; k < 64; k++) tick[k] = hak_heap_malloc(hp, 3000);
+    for (int k = 0; k < 64; k++) free(tick[k]);
+    usleep(1000);
+    for (size_t k = 0; k < np; k++) gone += resident((void *)pages[k]) == 0;
+  }
+  CHECKF(gone > 0, "the heap's purge clock parked none of %zu pages in 2 s (HAKMEM_PURGE_DELAY_MS=1?)", np);
+  struct hak_heap_stats hs;
+  CHECK(hak_heap_stats(hp, &hs) == 0);
+  printf("park: heap: %zu of %zu pages between survivors gone; %zu blocks held, hak_heap_stats counts %zu\n",
+         gone, np, held, hs.blocks);
+  CHECKF(hs.blocks <= held && hs.blocks + GUARDED_SLACK >= held, "hak_heap_stats counts %zu blocks, the program holds %zu",
+         hs.blocks, held);
+  for (size_t i = 0; i < N; i++)
+    if (v[i]) {
+      CHECKF(intact(v[i], size, (uint32_t)i), "survivor %zu changed", i);
+      free(v[i]);
+    }
+  CHECK(hak_heap_stats(hp, &hs) == 0 && hs.blocks == 0);
+  hak_heap_destroy(hp);
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "scatter";
   const char *knob = getenv("HAKMEM_PARK_PAGES"), *profile = getenv("HAKMEM_PROFILE");
@@ -280,8 +389,9 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "empty") == 0) scatter(1);
   else if (strcmp(mode, "threads") == 0) threads();
   else if (strcmp(mode, "fork") == 0) forked();
+  else if (strcmp(mode, "heap") == 0) heap_mode();
   else {
-    fprintf(stderr, "usage: test_park scatter|empty|threads|fork\n");
+    fprintf(stderr, "usage: test_park scatter|empty|threads|fork|heap\n");
     return 2;
   }
   return check_done("park");
