@@ -12,13 +12,14 @@
 #   purge0   the same with HAKMEM_SS_CACHE=0 HAKMEM_LARGE_CACHE_COUNT=0
 #   learn    HAKMEM_LEARN=1 HAKMEM_LEARN_EPOCH=16
 #   lowmem   HAKMEM_PROFILE=lowmem
+#   fast     HAKMEM_PROFILE=fast
 #
 # Environment: LIB=path runs the test under LD_PRELOAD=path (e.g.
 # build/libhakmem-secure.so); OPS (default 100000) operations per run;
 # TIMEOUT (default 120) seconds per run; SEEDS file of seeds (default
 # random_seeds.txt beside this script).
 set -u
-usage() { echo "usage: random.sh BUILD_DIR [default|purge|purge0|learn|lowmem]" >&2; exit 2; }
+usage() { echo "usage: random.sh BUILD_DIR [default|purge|purge0|learn|lowmem|fast]" >&2; exit 2; }
 if [ $# -lt 1 ] || [ $# -gt 2 ]; then usage; fi
 B=$1
 CONFIG=${2:-default}
@@ -35,6 +36,7 @@ case $CONFIG in
                 HAKMEM_CARVE_KB=4 HAKMEM_LARGE_CACHE_COUNT=0) ;;
   learn)   ENV=(HAKMEM_LEARN=1 HAKMEM_LEARN_EPOCH=16) ;;
   lowmem)  ENV=(HAKMEM_PROFILE=lowmem) ;;
+  fast)    ENV=(HAKMEM_PROFILE=fast) ;;
   *) echo "random.sh: unknown config '$CONFIG'" >&2; usage ;;
 esac
 
