@@ -527,6 +527,14 @@ void hk_guarded_counts(size_t *nlive, uint64_t *ntaken, uint64_t *nskipped, uint
   hk_unlock(&pool_lock);
 }
 
+void hk_guarded_census(uint64_t live_by_class[HK_NCLASS]) {
+  if (!pool || !slots) return;
+  hk_lock(&pool_lock);
+  for (uint32_t i = 0; i < nslots; i++)
+    if (slots[i].state == S_LIVE) live_by_class[hk_class_of(slots[i].size)]++;
+  hk_unlock(&pool_lock);
+}
+
 /* ---- start-up and fork ------------------------------------------------------------ */
 
 void hk_guarded_init(void) {

@@ -72,6 +72,9 @@ size_t hk_guarded_usable(const void *p);            /* 0: not a live block */
 /* sampled blocks live, and samples taken, skipped (pool full) and
  * throttled (more than HAKMEM_GUARDED_PER_SEC a second) */
 void   hk_guarded_counts(size_t *live, uint64_t *taken, uint64_t *skipped, uint64_t *throttled);
+/* adds the sampled blocks live to their classes' counts (the stats'
+ * census: they live outside the slabs, whose counts miss them) */
+void   hk_guarded_census(uint64_t live_by_class[HK_NCLASS]);
 
 void hk_guarded_fork_prepare(void);
 void hk_guarded_fork_parent(void);

@@ -13,6 +13,7 @@
 #include "base/gate.h"
 #include "base/knobs.h"
 #include "mem/large.h"
+#include "mem/guarded.h"
 #include "base/libc.h"  /* memcpy/memset: glibc's, not the copy measure's */
 #include "base/lock.h"
 #include "backend/mem_limit.h"
@@ -78,6 +79,7 @@ void hk_stats_collect(struct hak_stats *o) {
   HK_TSAN_HIDE_BEGIN();
   hk_ss_census(lv, sl);
   hk_heap_sum_cached(lv);  /* blocks in mid caches: out of their slabs, not live */
+  hk_guarded_census(lv);   /* sampled blocks: live, outside the slabs */
   hk_heap_stats_t acc = {0};
   hk_heap_sum_stats(&acc);
   HK_TSAN_HIDE_END();

@@ -72,12 +72,8 @@ static size_t class_slabs(size_t bs) {
     if (st.classes[c].block_size == bs) return st.classes[c].slabs;
   return 0;
 }
-/* The live blocks of that class (hak_stats_read). A sampled guarded block
- * (one in HAKMEM_GUARDED_RATE of the blocks the slow path hands out) lives
- * outside the slabs, where the count does not see it: it may fall short by
- * a few, never run over. */
-#define GUARDED_SLACK 8
-/* The live blocks of that class (hak_stats_read) */
+/* The live blocks of that class (hak_stats_read; sampled guarded blocks,
+ * which live outside the slabs, included) */
 static size_t class_live(size_t bs) {
   struct hak_stats st;
   memset(&st, 0, sizeof st);
@@ -197,7 +193,7 @@ static void scatter(int empty) {
     CHECKF(gone == looked, "size %zu: %zu of %zu free pages between survivors still resident",
            sizes[s], looked - gone, looked);
     size_t want = before_live[s] + row_survivors(&rows[s]);
-    CHECKF(live[s] <= want && live[s] + GUARDED_SLACK >= want,
+    CHECKF(live[s] == want,
            "size %zu: the stats count %zu live blocks of the class, the program holds %zu", sizes[s], live[s], want);
     row_check(&rows[s]);
   }
@@ -366,8 +362,7 @@ static void heap_mode(void) {
   CHECK(hak_heap_stats(hp, &hs) == 0);
   printf("park: heap: %zu of %zu pages between survivors gone; %zu blocks held, hak_heap_stats counts %zu\n",
          gone, np, held, hs.blocks);
-  CHECKF(hs.blocks <= held && hs.blocks + GUARDED_SLACK >= held, "hak_heap_stats counts %zu blocks, the program holds %zu",
-         hs.blocks, held);
+  CHECKF(hs.blocks == held, "hak_heap_stats counts %zu blocks, the program holds %zu", hs.blocks, held);
   for (size_t i = 0; i < N; i++)
     if (v[i]) {
       CHECKF(intact(v[i], size, (uint32_t)i), "survivor %zu changed", i);
