@@ -63,25 +63,21 @@ static int resident(const void *p) {
   if (mincore((void *)((uintptr_t)p & ~(uintptr_t)4095), 4096, &v) != 0) return -1;
   return v & 1;
 }
-/* The slabs of the class of blocks of bs bytes in use (hak_stats_read) */
-static size_t class_slabs(size_t bs) {
-  struct hak_stats st;
-  memset(&st, 0, sizeof st);
-  hak_stats_read(&st, sizeof st);
-  for (size_t c = 0; c < HAK_STATS_CLASSES; c++)
-    if (st.classes[c].block_size == bs) return st.classes[c].slabs;
-  return 0;
-}
-/* The live blocks of that class (hak_stats_read; sampled guarded blocks,
+/* The row of hak_stats_read's class table for blocks of bs bytes (zero
+ * if none): its slabs in use and its live blocks (sampled guarded blocks,
  * which live outside the slabs, included) */
-static size_t class_live(size_t bs) {
+static struct hak_class_stats class_row(size_t bs) {
   struct hak_stats st;
   memset(&st, 0, sizeof st);
   hak_stats_read(&st, sizeof st);
   for (size_t c = 0; c < HAK_STATS_CLASSES; c++)
-    if (st.classes[c].block_size == bs) return st.classes[c].live_blocks;
-  return 0;
+    if (st.classes[c].block_size == bs) return st.classes[c];
+  struct hak_class_stats none;
+  memset(&none, 0, sizeof none);
+  return none;
 }
+static size_t class_slabs(size_t bs) { return class_row(bs).slabs; }
+static size_t class_live(size_t bs) { return class_row(bs).live_blocks; }
 static int cmp_ptr(const void *a, const void *b) {
   uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
   return x < y ? -1 : x > y;
