@@ -359,8 +359,9 @@ HK_EXPORT int hak_heap_stats(hak_heap_t *w, struct hak_heap_stats *out) {
             hk_slab_cancel_notify(s);
             hk_partial_push(h, s);
           }
-          blocks += hk_slab_live(s);
-          bytes += (uint64_t)hk_slab_live(s) * (hk_class_bytes(s->cls) - HK_PAD);
+          unsigned live = hk_slab_live(s);
+          blocks += live;
+          bytes += (uint64_t)live * (hk_class_bytes(s->cls) - HK_PAD);
         }
   }
   hk_heap_leave(h);

@@ -300,8 +300,7 @@ static void heap_adopt(hk_heap_t *h, hk_superslab_t *ss) {
     HK_STORE_RELAXED(s->owner, h->tid);
     s->next = s->prev = NULL;
     if (forked) hk_slab_rebuild(s);
-    size_t got = hk_slab_collect_remote(s);
-    if (got && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += got;
+    hk_heap_collect_remote(h, s);
     if (s->used == 0) {
       hk_heap_slab_state(h, s, HK_SLAB_PARTIAL);  /* so release finds it consistent */
       /* the whole superslab may go to the global cache, which may unmap
@@ -543,8 +542,7 @@ size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
       } else if (s->park_recent && now != 0) {
         s->park_recent = 0;  /* its class takes blocks from it: parked pages would come back soon */
       } else {
-        size_t n = hk_slab_collect_remote(s);  /* (here, for the stats' count) */
-        if (n && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[c] += n;
+        hk_heap_collect_remote(h, s);  /* (here, for the stats' count) */
         bytes += hk_slab_park(s, now == 0);
       }
       s = next;

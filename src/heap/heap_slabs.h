@@ -10,6 +10,7 @@
 #include "heap/heap.h"
 #include "base/dlist.h"
 #include "base/lock.h"
+#include "mem/remote.h"
 
 enum { HK_LIST_AVAIL = 1, HK_LIST_FULL = 2 };   /* hk_superslab_t.list */
 
@@ -18,6 +19,13 @@ enum { HK_LIST_AVAIL = 1, HK_LIST_FULL = 2 };   /* hk_superslab_t.list */
 static inline void hk_heap_slab_state(hk_heap_t *h, hk_slab_t *s, uint8_t st) {
   HK_STORE_RELAXED(s->state, st);
   HK_STORE_RELAXED(s->owner, h->tid | (st == HK_SLAB_FULL ? HK_OWNER_FULL : 0));
+}
+
+/* The remote frees of s (h's) collected, and counted for the stats */
+static inline size_t hk_heap_collect_remote(hk_heap_t *h, hk_slab_t *s) {
+  size_t n = hk_slab_collect_remote(s);
+  if (n && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += n;
+  return n;
 }
 
 static inline void hk_partial_push(hk_heap_t *h, hk_slab_t *s) {  /* at the tail */

@@ -128,9 +128,7 @@ HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
 
 /* Remote frees of s onto its local_free list, counted for the stats. */
 static void heap_collect(hk_heap_t *h, hk_slab_t *s) {
-  if (s->local_free) return;
-  size_t n = hk_slab_collect_remote(s);
-  if (n && HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += n;
+  if (!s->local_free) hk_heap_collect_remote(h, s);
 }
 
 static bool heap_refill(hk_heap_t *h, hk_slab_t *s) {
