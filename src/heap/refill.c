@@ -120,8 +120,13 @@ HK_INLINE void *set_cur_pop(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
   return slab_pop(h, s);
 }
 /* ... a slab that was current before: its lists are joined first, or, with
- * every block back, it starts over (hk_slab_become_cur) */
+ * every block back, it starts over (hk_slab_become_cur). Its remote frees
+ * are collected first, so that a slab another thread emptied starts over
+ * too: one that went full hands the first of them to the owner (its free
+ * list, through hk_heap_notify) and keeps the rest on its remote list, and
+ * without this it handed out the frees' scattered order. */
 HK_INLINE void *pop_as_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
+  hk_heap_collect_remote(h, s);
   hk_slab_become_cur(s);
   return set_cur_pop(h, cls, s);
 }
