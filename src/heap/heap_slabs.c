@@ -536,9 +536,10 @@ size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
     while (s) {
       hk_slab_t *next = s->next;
       if (s->nparked != 0 && s->used == s->nparked) {
-        hk_slab_unpark_empty(s);
-        hk_partial_remove(h, s);
-        hk_heap_release_slab(h, s, true);
+        if (hk_slab_unpark_empty(s)) {  /* (false: a parked page written, reported) */
+          hk_partial_remove(h, s);
+          hk_heap_release_slab(h, s, true);
+        }
       } else if (s->park_recent && now != 0) {
         s->park_recent = 0;  /* its class takes blocks from it: parked pages would come back soon */
       } else {

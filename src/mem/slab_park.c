@@ -147,37 +147,85 @@ static uint64_t written_pages(const geom_t *g, uint64_t parked, uint64_t *reside
   return written;
 }
 
-bool hk_slab_unpark(hk_slab_t *s) {
-  if (!hk_slab_has_parked(s)) return false;
-  geom_t g = geom_of(s);
-  uint64_t resident, written = written_pages(&g, s->parked, &resident);
-  if (written) {
-    /* the first block on the first page written to */
-    uint8_t *page = g.base + (size_t)__builtin_ctzll(written) * HK_PAGE;
-    size_t i = page > g.start ? (size_t)(page - g.start) / g.bs : 0;
-    hk_report_invalid("malloc", g.start + i * g.bs, "block was written after it was freed");
-  }
-  /* a page touched since it was parked keeps its blocks out for good: one
-   * of them may have been freed again and handed out since */
+/* Puts back on s's free list the blocks of its parked pages that are not
+ * resident; a page touched since it was parked (resident) keeps its blocks
+ * out for good: one of them may have been freed again and handed out since.
+ * The blocks kept out stay counted in used, as live ones. How many came
+ * back. */
+static unsigned take_back(hk_slab_t *s, const geom_t *g, uint64_t resident) {
   uint64_t back = s->parked & ~resident;
   unsigned n = 0;
   for (size_t i = s->carved; i-- > 0;) {
-    uint64_t pages = block_pages(&g, i);
+    uint64_t pages = block_pages(g, i);
     if (!(pages & back) || (pages & resident)) continue;
-    hk_block_t *b = (hk_block_t *)(g.start + i * g.bs);
+    hk_block_t *b = (hk_block_t *)(g->start + i * g->bs);
     hk_block_set_next(s, b, s->free);
     hk_mark_store(b, hk_free_mark);
     s->free = b;
     n++;
   }
-  /* the blocks kept out stay counted in used, as live ones */
   s->used = (uint16_t)(s->used - n);
   s->nparked = 0;
   s->parked = 0;
-  return n != 0;
+  return n;
 }
 
-void hk_slab_unpark_empty(hk_slab_t *s) {
+/* The first block on the first page of `written`: a block freed there (its
+ * free mark) if there is one, else the page's first block. */
+static const void *written_block(const geom_t *g, uint64_t written, bool *freed) {
+  uint8_t *page = g->base + (size_t)__builtin_ctzll(written) * HK_PAGE;
+  size_t first = page > g->start ? (size_t)(page - g->start) / g->bs : 0;
+  *freed = false;
+  for (size_t i = first; g->start + i * g->bs < page + HK_PAGE; i++) {
+    const hk_block_t *b = (const hk_block_t *)(g->start + i * g->bs);
+    if ((const uint8_t *)b >= page && hk_mark_load(b) == hk_free_mark) {
+      *freed = true;
+      return b;
+    }
+  }
+  return g->start + first * g->bs;
+}
+
+bool hk_slab_unpark(hk_slab_t *s) {
+  if (!hk_slab_has_parked(s)) return false;
+  geom_t g = geom_of(s);
+  uint64_t resident, written = written_pages(&g, s->parked, &resident);
+  if (written) {
+    bool freed;
+    hk_report_invalid("malloc", written_block(&g, written, &freed), "block was written after it was freed");
+  }
+  return take_back(s, &g, resident) != 0;
+}
+
+bool hk_slab_parked_clean(const hk_slab_t *s) {
+  if (!hk_slab_has_parked(s)) return true;
+  geom_t g = geom_of(s);
+  uint64_t resident;
+  return written_pages(&g, s->parked, &resident) == 0;
+}
+
+bool hk_slab_unpark_empty(hk_slab_t *s) {
+  if (hk_slab_has_parked(s)) {
+    geom_t g = geom_of(s);
+    uint64_t resident, written = written_pages(&g, s->parked, &resident);
+    if (written) {
+      /* A free of a parked block finds no free mark and takes one from
+       * used: with a block still live the slab reads as holding only
+       * parked ones. Given back, the live block would share its bytes with
+       * another size's. Reported, and the slab kept. */
+      bool freed;
+      const void *b = written_block(&g, written, &freed);
+      hk_report_invalid(freed ? "free" : "malloc", b,
+                        freed ? HK_WHY_DOUBLE_FREE : "block was written after it was freed");
+      take_back(s, &g, resident);
+      return false;
+    }
+  }
+  hk_slab_drop_parked(s);
+  return true;
+}
+
+void hk_slab_drop_parked(hk_slab_t *s) {
   s->used = (uint16_t)(s->used - s->nparked);
   s->nparked = 0;
   s->parked = 0;

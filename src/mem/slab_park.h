@@ -40,8 +40,21 @@ size_t hk_slab_park(hk_slab_t *s, bool force);
  * False when none came back. */
 bool hk_slab_unpark(hk_slab_t *s);
 
-/* s holds no live block, only free and parked ones: its counts are made
- * those of an empty slab (used 0), for its release. */
-void hk_slab_unpark_empty(hk_slab_t *s);
+/* s's counts say it holds no live block, only free and parked ones
+ * (used == nparked): they are made those of an empty slab (used 0), for
+ * its release. False when a parked page was written to since it was parked
+ * (a double free of one of its blocks, which took one from used while a
+ * block is still live; or a write after free): reported, the clean pages'
+ * blocks taken back, and s must be kept. */
+bool hk_slab_unpark_empty(hk_slab_t *s);
+
+/* No parked page of s was written to since it was parked (any thread: it
+ * reads the pages' residency and only reads what is resident). */
+bool hk_slab_parked_clean(const hk_slab_t *s);
+
+/* hk_slab_unpark_empty's counts alone, for a slab found clean
+ * (hk_slab_parked_clean) by a thread that must not touch its lists: the
+ * purge thread, while the owner is stopped. */
+void hk_slab_drop_parked(hk_slab_t *s);
 
 #endif

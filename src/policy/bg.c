@@ -19,6 +19,7 @@
 #include "base/gate.h"
 #include "base/knobs.h"
 #include "mem/large.h"
+#include "mem/slab_park.h"
 #include "base/lock.h"
 #include "pal/os.h"
 #include "backend/superslab.h"
@@ -43,7 +44,9 @@ static atomic_bool purging;        /* it purges (on, or auto past its threshold)
  *     path (hk_heap_fresh_slab), and hold no block: under the lock they can
  *     be purged at any time (hk_heap_purge_unused, on the same two-tick
  *     epoch as the owner's clock).
- *  3. An emptied slab (used == 0, on a partial list) is reached by the
+ *  3. An emptied slab (used == 0, on a partial list; or one whose blocks
+ *     out are all parked, used == nparked, no parked page written since:
+ *     hk_slab_parked_clean) is reached by the
  *     owner's fast paths only through a free of one of its blocks, and it
  *     has none out; but the owner's last free into it may still be on its
  *     way (used-- seen before the free-list store: plain stores, in any
@@ -70,17 +73,18 @@ static void release_emptied(hk_heap_t *h) {
     bool any = false;
     for (unsigned c = 0; c < HK_NCLASS && !any; c++)
       for (hk_slab_t *sl = h->partial[c]; sl; sl = sl->next)
-        if (HK_LOAD_RACY(sl->used) == 0) { any = true; break; }
+        if (HK_LOAD_RACY(sl->used) == HK_LOAD_RACY(sl->nparked)) { any = true; break; }
     if (!any) return;
     unsigned long sw1, sw2;
     if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return;
     unsigned n = 0;
     for (unsigned c = 0; c < HK_NCLASS && n < BATCH; c++)
       for (hk_slab_t *sl = h->partial[c]; sl && n < BATCH; sl = sl->next)
-        if (sl->used == 0) cand[n++] = sl;
+        if (sl->used == sl->nparked && hk_slab_parked_clean(sl)) cand[n++] = sl;
     /* the owner still blocked, and it did not run meanwhile */
     if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) return;
     for (unsigned i = 0; i < n; i++) {
+      hk_slab_drop_parked(cand[i]);  /* (found clean in the look) */
       hk_partial_remove(h, cand[i]);
       hk_heap_release_slab(h, cand[i], false);
     }

@@ -8,7 +8,13 @@
  *   remote: the same, the second free from another thread;
  *   write:  written to (a write after free), then as many blocks allocated
  *           again: the slab takes its parked pages back and finds one
- *           written.
+ *           written;
+ *   last:   every survivor freed but the one before it, then freed again
+ *           by this thread: its slab's count now reads as holding nothing
+ *           but parked blocks, and the next park would give the slab back
+ *           with a block still live (a later block of another size would
+ *           then share its bytes). The park must find the parked page
+ *           written and report the double free instead.
  * Caught: default (those two checks), secure (nothing is parked there: the
  * trailer's state at the free; the write: not caught, a line of its own). */
 #include "common.h"
@@ -39,6 +45,21 @@ int main(int argc, char **argv) {
     memset(launder(p), 0x77, 16);
     for (size_t i = 0; i < count; i++) memset(malloc(launder_size(n)), 1, n);
     return not_caught("write after free into a parked page");
+  }
+  if (strcmp(how, "last") == 0) {
+    char *live = v[stride];  /* the survivor before p, in p's slab */
+    for (size_t i = 0; i < keep; i += stride)
+      if (v[i] != live) free(v[i]);
+    malloc_trim(0);  /* the other survivors' slabs go back whole */
+    free(launder(p));
+    malloc_trim(0);
+    /* not caught: did live's slab go to another size? */
+    char *w[4096];
+    for (int k = 0; k < 4096; k++) memset(w[k] = malloc(launder_size(200)), 0x33, 200);
+    int changed = 0;
+    for (size_t k = 0; k < n; k++) changed |= live[k] != 0x5a;
+    return not_caught(changed ? "double free of a parked block: a live block's slab given back"
+                              : "double free of a block on a parked page (its slab kept)");
   }
   if (strcmp(how, "remote") == 0) {
     pthread_t t;
