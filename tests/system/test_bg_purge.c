@@ -71,9 +71,11 @@ static long wait_rss_below(size_t limit_kib) {
   return -1;
 }
 
+/* the thread from start-up: HAKMEM_BACKGROUND_PURGE=1 or its other
+ * spelling, on (auto, the default, starts none in this small program) */
 static int knob_on(void) {
   const char *v = getenv("HAKMEM_BACKGROUND_PURGE");
-  return v && strcmp(v, "1") == 0;
+  return v && (strcmp(v, "1") == 0 || strcmp(v, "on") == 0);
 }
 
 static void mode_rss(const char *mode) {
