@@ -42,6 +42,14 @@ static void (*grow_hook)(size_t bytes);
 /* OUT_*: off that list while it is purged without the lock; a fork child,
  * where no thread is purging it, puts it back (hk_ss_orphan_foreign). */
 enum { LIST_NONE = 0, LIST_CACHE = 100, LIST_ABANDONED = 101, OUT_CACHE = 102, OUT_ABANDONED = 103 };
+/* Superslabs off the cache or the abandoned lists meanwhile: purged
+ * without the lock, or on their way to an unmap. The stats count them
+ * where they came from (hk_ss_count_cached, hk_ss_count_abandoned): a
+ * snapshot taken during another thread's purge counted them in use. Each
+ * is dropped before the superslab is unmapped, so that none is counted
+ * cached and not mapped. */
+static size_t out_cache, out_abandoned;
+#define OUT(var, d) HK_ADD_RELAXED(var, (size_t)(d))
 
 unsigned long hk_ss_events[HK_SS_NEVENTS];
 static long purge_delay_ms = HK_CAP_UNSET;  /* a pinned cap (base/cap.h) */
@@ -431,13 +439,23 @@ void hk_ss_slab_taken(hk_superslab_t *ss) {
  * list meanwhile, and each goes back when its purge is done. */
 static void list_put_back(hk_lock_t *lock, hk_ss_list_t *lists, hk_superslab_t *batch, uint8_t id) {
   if (!batch) return;
+  size_t n = 0;
   hk_lock(lock);
   while (batch) {
     hk_superslab_t *next = batch->next;
     hk_ss_list_push(&lists[id == LIST_CACHE ? 0 : batch->kind], batch, id);
     batch = next;
+    n++;
   }
+  if (id == LIST_CACHE) OUT(out_cache, -n);
+  else OUT(out_abandoned, -n);
   hk_unlock(lock);
+}
+
+/* A superslab taken off the cache to be unmapped */
+static void unmap_out_of_cache(hk_superslab_t *ss) {
+  OUT(out_cache, -1);
+  ss_unmap(ss);
 }
 
 /* What a cached superslab's purge gives back: the slab area only (the
@@ -477,11 +495,14 @@ static void collect_pick(void *arg) {
     bool due = !ss->purged && c->now - ss->stamp_ms >= c->delay;
     if (c->force || c->now - ss->stamp_ms >= HK_SS_UNMAP_DELAYS * c->delay || (due && ss_huge())) {
       hk_ss_list_remove(&cache, ss);
+      OUT(out_cache, 1);
       if (!ss->purged) UNPURGED(-1);
+      ss->list = OUT_CACHE;  /* (a fork child puts it back: still mapped there) */
       ss->next = c->victims;
       c->victims = ss;
     } else if (due) {
       hk_ss_list_remove(&cache, ss);
+      OUT(out_cache, 1);
       UNPURGED(-1);
       ss->list = OUT_CACHE;
       ss->next = c->purge;
@@ -496,7 +517,7 @@ static size_t collect_release(void *arg) {
   for (hk_superslab_t *ss = c->victims, *next; ss; ss = next) {
     next = ss->next;
     if (!ss->purged) bytes += HK_SS_SIZE;
-    ss_unmap(ss);
+    unmap_out_of_cache(ss);
   }
   return bytes;
 }
@@ -539,13 +560,14 @@ static void shed_pick(void *arg) {
     prev = ss->prev;
     if (ss->purged || (!ss->from_span && t->want >= t->bytes)) continue;
     hk_ss_list_remove(&cache, ss);
+    OUT(out_cache, 1);
     UNPURGED(-1);
+    ss->list = OUT_CACHE;
     if (ss->from_span) {
       ss->next = t->lent;
       t->lent = ss;
       continue;
     }
-    ss->list = OUT_CACHE;
     ss->next = t->purge;
     t->purge = ss;
     t->want += cached_area(ss);
@@ -558,7 +580,7 @@ static size_t shed_release(void *arg) {
   size_t done = purge_cached(t->purge);
   for (hk_superslab_t *ss = t->lent, *next; ss; ss = next) {
     next = ss->next;
-    ss_unmap(ss);
+    unmap_out_of_cache(ss);
   }
   return done;
 }
@@ -589,11 +611,13 @@ size_t hk_ss_purge_abandoned(bool force) {
          * delay: to the cache, whose clock purges and unmaps (and which
          * serves either kind) */
         hk_ss_list_remove(&abandoned[k], ss);
+        OUT(out_abandoned, 1);
         ss->list = OUT_ABANDONED;  /* (a fork child puts it back) */
         ss->next = to_cache;
         to_cache = ss;
       } else if (force || (ss->dirty_old | ss->dirty_new)) {
         hk_ss_list_remove(&abandoned[k], ss);
+        OUT(out_abandoned, 1);
         ss->list = OUT_ABANDONED;
         ss->next = batch;
         batch = ss;
@@ -605,6 +629,7 @@ size_t hk_ss_purge_abandoned(bool force) {
   for (hk_superslab_t *ss = to_cache, *next; ss; ss = next) {
     next = ss->next;
     ss->list = LIST_NONE;
+    OUT(out_abandoned, -1);
     cache_put(ss);
   }
   return bytes;
@@ -692,15 +717,17 @@ size_t hk_ss_cached_unpurged_bytes(void) {
 }
 
 size_t hk_ss_count_mapped(void) { return HK_LOAD_RELAXED(mapped_count); }
-size_t hk_ss_count_cached(void) { return cache.count; }
-size_t hk_ss_count_abandoned(void) { return abandoned[0].count + abandoned[1].count; }
+size_t hk_ss_count_cached(void) { return cache.count + HK_LOAD_RELAXED(out_cache); }
+size_t hk_ss_count_abandoned(void) {
+  return abandoned[0].count + abandoned[1].count + HK_LOAD_RELAXED(out_abandoned);
+}
 
 void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_heap *h)) {
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
     struct hk_heap *owner = HK_LOAD_RELAXED(ss->heap);
     if (ss->list == OUT_CACHE || ss->list == OUT_ABANDONED) {  /* its purge was cut off by fork() */
-      if (ss->list == OUT_CACHE) hk_ss_list_push(&cache, ss, LIST_CACHE);
-      else hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED);
+      if (ss->list == OUT_CACHE) hk_ss_list_push(&cache, ss, LIST_CACHE), OUT(out_cache, -1);
+      else hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED), OUT(out_abandoned, -1);
       continue;
     }
     if (owner == NULL) continue;
