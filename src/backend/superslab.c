@@ -45,9 +45,10 @@ enum { LIST_NONE = 0, LIST_CACHE = 100, LIST_ABANDONED = 101, OUT_CACHE = 102, O
 /* Superslabs off the cache or the abandoned lists meanwhile: purged
  * without the lock, or on their way to an unmap. The stats count them
  * where they came from (hk_ss_count_cached, hk_ss_count_abandoned): a
- * snapshot taken during another thread's purge counted them in use. Each
- * is dropped before the superslab is unmapped, so that none is counted
- * cached and not mapped. */
+ * snapshot taken during another thread's purge counted them in use. One
+ * unmapped is dropped beside the mapped count (ss_unmap_counted). A
+ * snapshot is still not atomic: one transition between its reads puts it
+ * off by one. */
 static size_t out_cache, out_abandoned;
 #define OUT(var, d) HK_ADD_RELAXED(var, (size_t)(d))
 
@@ -220,15 +221,19 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   return ss;
 }
 
-static void ss_unmap(hk_superslab_t *ss) {
+/* out_of_cache: it was counted in out_cache, dropped beside the mapped
+ * count (a snapshot between the two is off by one, not by a lock wait) */
+static void ss_unmap_counted(hk_superslab_t *ss, bool out_of_cache) {
   hk_chunk_set(ss, HK_CHUNK_NONE);
   hk_lock(&all_lock);
   HK_DL_UNLINK(all_head, ss, all_next, all_prev);
   hk_unlock(&all_lock);
   HK_SUB_RELAXED(mapped_count, 1);
+  if (out_of_cache) HK_SUB_RELAXED(out_cache, 1);
   if (ss->from_span) hk_span_give_ss(ss, ss->purged ? HK_SS_HDR_SIZE : HK_SS_SIZE);  /* a free run again */
   else hk_os_unmap(ss, HK_SS_SIZE);
 }
+static void ss_unmap(hk_superslab_t *ss) { ss_unmap_counted(ss, false); }
 
 static uint32_t ss_all_mask(const hk_superslab_t *ss) {
   return ss->nslabs >= 32 ? 0xffffffffu : (1u << ss->nslabs) - 1;
@@ -453,10 +458,7 @@ static void list_put_back(hk_lock_t *lock, hk_ss_list_t *lists, hk_superslab_t *
 }
 
 /* A superslab taken off the cache to be unmapped */
-static void unmap_out_of_cache(hk_superslab_t *ss) {
-  OUT(out_cache, -1);
-  ss_unmap(ss);
-}
+static void unmap_out_of_cache(hk_superslab_t *ss) { ss_unmap_counted(ss, true); }
 
 /* What a cached superslab's purge gives back: the slab area only (the
  * header holds the list links, the all-list links and the stamp: issue
