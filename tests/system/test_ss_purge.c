@@ -22,9 +22,10 @@
  * unmapped memory: A's unmap in step 3 died with SIGSEGV. Every block's
  * contents are checked on the way, and what is mapped at the end.
  *
- * The knobs are read before main: without HAKMEM_PURGE_DELAY_MS the test
- * runs itself again with HAKMEM_PURGE_DELAY_MS=20 HAKMEM_HEAP_SPARE=1
- * HAKMEM_GUARDED_RATE=0. */
+ * The knobs are read before main: the test runs itself again with
+ * HAKMEM_HEAP_SPARE=1 HAKMEM_GUARDED_RATE=0 HAKMEM_BACKGROUND_PURGE=off
+ * and HAKMEM_PURGE_DELAY_MS=20 (or the caller's delay) unless they are
+ * set so. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -118,15 +119,26 @@ static void *adopter(void *arg) {
   return NULL;
 }
 
+static int knob_is(const char *name, const char *want) {
+  const char *v = getenv(name);
+  return v && strcmp(v, want) == 0;
+}
+
 int main(int argc, char **argv) {
   (void)argc;
-  if (!getenv("HAKMEM_PURGE_DELAY_MS")) {
+  /* the steps need these, whatever the caller's environment forces (a
+   * purge clock of the caller's is kept) */
+  if (!getenv("HAKMEM_PURGE_DELAY_MS") || !knob_is("HAKMEM_HEAP_SPARE", "1") ||
+      !knob_is("HAKMEM_GUARDED_RATE", "0") || !knob_is("HAKMEM_BACKGROUND_PURGE", "off")) {
     const char *env[] = {
-      "HAKMEM_PURGE_DELAY_MS", "20",
+      "HAKMEM_PURGE_DELAY_MS", getenv("HAKMEM_PURGE_DELAY_MS") ? getenv("HAKMEM_PURGE_DELAY_MS") : "20",
       "HAKMEM_HEAP_SPARE", "1",
       /* every block in a superslab: a sampled one lies in the guarded pool,
        * which step 1 would take for B */
       "HAKMEM_GUARDED_RATE", "0",
+      /* B stays abandoned until main's own clock moves it (a purge thread
+       * would move it within a delay; auto starts none in this program) */
+      "HAKMEM_BACKGROUND_PURGE", "off",
       NULL };
     return check_exec_self(argv, env);
   }
