@@ -521,6 +521,25 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
 
 /* ---- purge ------------------------------------------------------------------ */
 
+static void unhand_free_list(hk_heap_t *h, hk_slab_t *s);
+
+/* A trim's park: the current slabs that hold live and free blocks join
+ * the partial lists, so that their free pages are parked too (the next
+ * malloc of the class takes a slab in its slow path). Left current, a
+ * class's slab kept its free pages whenever the program (or glibc for it:
+ * the stdio buffer of /proc/self/maps at a thread's first stack walk) took
+ * one block of the class after its frees. Emptied ones stay: the shed
+ * gives those back. */
+static void heap_retire_current(hk_heap_t *h) {
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->cur[c];
+    if (s == &hk_slab_empty || s->used == 0 || (!s->free && !s->local_free)) continue;
+    hk_heap_set_cur(h, c, &hk_slab_empty);
+    unhand_free_list(h, s);
+    hk_partial_push(h, s);
+  }
+}
+
 /* HAKMEM_PARK_PAGES: the free pages of the heap's partial slabs go back
  * (slab_park.h); a partial slab with nothing live left but parked blocks
  * is released as an emptied one is. Bytes purged. */
@@ -530,6 +549,7 @@ size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
     if (++h->park_ticks < HK_PARK_DELAYS) return 0;
     h->park_ticks = 0;
   }
+  if (now == 0) heap_retire_current(h);
   size_t bytes = 0;
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     hk_slab_t *s = h->partial[c];
@@ -579,7 +599,6 @@ void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
  * freed its small objects, then took big buffers, peaked at both summed;
  * lower with the emptied slabs given back, lower still with the unused
  * slabs of the superslabs the heap keeps purged too). */
-static void unhand_free_list(hk_heap_t *h, hk_slab_t *s);
 void hk_heap_shed(hk_heap_t *h) {
   if (h == &hk_heap_empty) return;
   uint64_t now = hk_os_now_ms();

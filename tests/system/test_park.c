@@ -171,6 +171,29 @@ static void row_refill_and_free(row_t *r) {
   free(r->addr);
 }
 
+/* One of the row's slabs becomes its class's current slab, as one does
+ * when the program (or a library it calls: glibc's stdio buffer for
+ * /proc/self/maps, read at a thread's first stack walk) takes a block of
+ * the class after the frees: blocks are taken until one comes from the
+ * first half of the freed part (a mid class's cache holds the last frees
+ * only), then freed again. A trim parks that slab's free pages too. */
+static void row_slab_current(const row_t *r) {
+  uintptr_t lo = r->addr[0], hi = r->addr[r->keep / 2];
+  size_t n = 0, most = r->count + 4096;
+  unsigned char **t = calloc(most, sizeof *t);
+  CHECK_FATAL(t != NULL);
+  int in_row = 0;
+  while (!in_row && n < most) {
+    t[n] = malloc(r->size);
+    CHECK_FATAL(t[n] != NULL);
+    in_row = (uintptr_t)t[n] >= lo && (uintptr_t)t[n] < hi;
+    n++;
+  }
+  CHECKF(in_row, "size %zu: no block of the row's freed part came back in %zu mallocs", r->size, n);
+  for (size_t k = 0; k < n; k++) free(t[k]);
+  free(t);
+}
+
 enum { KEEP_ROWS, EMPTY_TRIM, EMPTY_IDLE };
 
 /* Polls the class's slabs while the thread sleeps (the purge thread's
@@ -196,6 +219,7 @@ static void scatter(int empty) {
     before_live[s] = class_live(bs);  /* the program's own blocks of the class, if any */
   }
   for (size_t s = 0; s < NSIZES; s++) row_make(&rows[s], sizes[s], (size_t)4 << 20);
+  for (size_t s = 0; s < NSIZES; s++) row_slab_current(&rows[s]);
   malloc_trim(0);
   for (size_t s = 0; s < NSIZES; s++) live[s] = class_live(rows[s].bs);
   for (size_t s = 0; s < NSIZES; s++) {
@@ -387,6 +411,10 @@ static void heap_mode(void) {
 }
 
 int main(int argc, char **argv) {
+  /* the output's buffer is no block: taken after a trim, it would bring a
+   * parked slab of its class back before the pages are looked at */
+  static char out[1 << 14];
+  setvbuf(stdout, out, _IOFBF, sizeof out);
   const char *mode = argc > 1 ? argv[1] : "scatter";
   const char *knob = getenv("HAKMEM_PARK_PAGES"), *profile = getenv("HAKMEM_PROFILE");
   int on = knob ? strcmp(knob, "1") == 0 : profile && strcmp(profile, "lowmem") == 0;
