@@ -92,7 +92,16 @@ check_measures() {
 
 # ------------------------------------------------------------------ counts
 # the counts ctest gives: quick, release build, debug build
-ctest_count() { ctest --test-dir "$1" -N "${@:2}" 2>/dev/null | sed -n 's/^Total Tests: \([0-9]*\)$/\1/p'; }
+# (on a copy of the build's test files: ctest -N rewrites the directory's
+# Testing/Temporary/LastTest.log, and this runs inside the suite's own
+# ctest, whose log of the failures would be lost)
+ctest_count() {
+  local copy="$W/count.$RANDOM"
+  mkdir -p "$copy"
+  (cd "$1" && find . -name CTestTestfile.cmake -exec cp --parents {} "$copy" \;)
+  ctest --test-dir "$copy" -N "${@:2}" 2>/dev/null | sed -n 's/^Total Tests: \([0-9]*\)$/\1/p'
+  rm -rf "$copy"
+}
 COUNTS=""
 ctest_counts() {
   [ -n "$COUNTS" ] && { echo "$COUNTS"; return; }
