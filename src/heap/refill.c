@@ -165,7 +165,10 @@ HK_INLINE unsigned heap_min_batch(const hk_slab_t *s) {
  * loops too). HK_RICH_ENOUGH
  * and HK_RICH_SLAB_SHIFT: config.h. */
 HK_INLINE bool heap_other_richer(const hk_heap_t *h, const hk_slab_t *s) {
-  unsigned mine = (unsigned)(s->carved - s->used), enough = (unsigned)s->capacity >> HK_RICH_SLAB_SHIFT;
+  /* (parked blocks count as s's: they come back a batch at a time, each
+   * batch a refill, and a slab that looked poor for it was left for
+   * another, whose pages came back too) */
+  unsigned mine = (unsigned)(s->carved - s->used + s->nparked), enough = (unsigned)s->capacity >> HK_RICH_SLAB_SHIFT;
   if (mine >= HK_RICH_ENOUGH || mine >= enough) return false;
   /* racy with the background purge, which may be unlinking o under the
    * heap's bg_lock: any value will do (a wrong guess costs a full slow

@@ -147,17 +147,25 @@ static uint64_t written_pages(const geom_t *g, uint64_t parked, uint64_t *reside
   return written;
 }
 
-/* Puts back on s's free list the blocks of its parked pages that are not
- * resident; a page touched since it was parked (resident) keeps its blocks
- * out for good: one of them may have been freed again and handed out since.
- * The blocks kept out stay counted in used, as live ones. How many came
- * back. */
-static unsigned take_back(hk_slab_t *s, const geom_t *g, uint64_t resident) {
-  uint64_t back = s->parked & ~resident;
-  unsigned n = 0;
-  for (size_t i = s->carved; i-- > 0;) {
+/* Unparks the pages `back` (some of s's parked pages): the blocks they
+ * alone kept out go back on s's free list, unless they touch a page of
+ * `resident` (touched since it was parked): those stay out for good, as
+ * live ones in `used` (one of them may have been freed again and handed
+ * out since). A block that also touches a page still parked stays parked.
+ * How many came back. */
+static unsigned take_back(hk_slab_t *s, const geom_t *g, uint64_t back, uint64_t resident) {
+  uint64_t stay = s->parked & ~back;
+  /* the blocks that touch a page of back, and no others */
+  size_t lo_off = (size_t)__builtin_ctzll(back) * HK_PAGE, hi_off = (64u - (size_t)__builtin_clzll(back)) * HK_PAGE;
+  size_t first = g->base + lo_off > g->start ? (size_t)(g->base + lo_off - g->start) / g->bs : 0;
+  size_t end = (size_t)(g->base + hi_off - 1 - g->start) / g->bs + 1;
+  if (end > s->carved) end = s->carved;
+  unsigned n = 0, left = 0;
+  for (size_t i = end; i-- > first;) {
     uint64_t pages = block_pages(g, i);
-    if (!(pages & back) || (pages & resident)) continue;
+    if (!(pages & back) || (pages & stay)) continue;
+    left++;
+    if (pages & resident) continue;
     hk_block_t *b = (hk_block_t *)(g->start + i * g->bs);
     hk_block_set_next(s, b, s->free);
     hk_mark_store(b, hk_free_mark);
@@ -165,8 +173,8 @@ static unsigned take_back(hk_slab_t *s, const geom_t *g, uint64_t resident) {
     n++;
   }
   s->used = (uint16_t)(s->used - n);
-  s->nparked = 0;
-  s->parked = 0;
+  s->nparked = (uint16_t)(s->nparked - left);
+  s->parked = stay;
   return n;
 }
 
@@ -186,15 +194,46 @@ static const void *written_block(const geom_t *g, uint64_t written, bool *freed)
   return g->start + first * g->bs;
 }
 
-bool hk_slab_unpark(hk_slab_t *s) {
-  if (!hk_slab_has_parked(s)) return false;
-  geom_t g = geom_of(s);
-  uint64_t resident, written = written_pages(&g, s->parked, &resident);
-  if (written) {
-    bool freed;
-    hk_report_invalid("malloc", written_block(&g, written, &freed), "block was written after it was freed");
+/* Reads whether the parked pages `pages` were written since they were
+ * parked and reports the first that was: a free of one of its blocks (a
+ * double free: a free finds no mark on a parked block) or a write after
+ * free. Sets *resident to the pages that stay out. Whether any was. */
+static bool check_written(const geom_t *g, uint64_t pages, uint64_t *resident) {
+  uint64_t written = written_pages(g, pages, resident);
+  if (!written) return false;
+  bool freed;
+  const void *b = written_block(g, written, &freed);
+  hk_report_invalid(freed ? "free" : "malloc", b, freed ? HK_WHY_DOUBLE_FREE : "block was written after it was freed");
+  return true;
+}
+
+/* The lowest parked pages that hold a batch (the slab's carve size), and
+ * the rest of the block that crosses the last of them, so that at least
+ * that block comes back */
+static uint64_t next_batch(const hk_slab_t *s, const geom_t *g) {
+  unsigned want = (unsigned)s->batch_kb * 1024u / (unsigned)HK_PAGE;
+  uint64_t left = s->parked, back = 0;
+  for (unsigned k = 0; k < (want ? want : 1u) && left; k++) {
+    back |= left & -left;
+    left &= left - 1;
   }
-  return take_back(s, &g, resident) != 0;
+  unsigned top = 63u - (unsigned)__builtin_clzll(back);
+  size_t at = (size_t)(g->base + (size_t)(top + 1) * HK_PAGE - 1 - g->start) / g->bs;
+  unsigned last = (unsigned)((size_t)(g->start + (at + 1) * g->bs - 1 - g->base) / HK_PAGE);
+  if (last > top) back |= left & (last >= 63 ? ~0ull : (2ull << last) - 1);
+  return back;
+}
+
+bool hk_slab_unpark(hk_slab_t *s) {
+  geom_t g = geom_of(s);
+  /* a batch at a time, as carving hands out fresh pages: the first malloc
+   * after a trim brought the whole slab's parked pages back */
+  while (hk_slab_has_parked(s)) {
+    uint64_t back = next_batch(s, &g), resident;
+    check_written(&g, back, &resident);
+    if (take_back(s, &g, back, resident) != 0) return true;
+  }
+  return false;
 }
 
 bool hk_slab_parked_clean(const hk_slab_t *s) {
@@ -206,18 +245,14 @@ bool hk_slab_parked_clean(const hk_slab_t *s) {
 
 bool hk_slab_unpark_empty(hk_slab_t *s) {
   if (hk_slab_has_parked(s)) {
+    /* A free of a parked block finds no free mark and takes one from
+     * used: with a block still live the slab reads as holding only parked
+     * ones. Given back, the live block would share its bytes with another
+     * size's. Reported, and the slab kept. */
     geom_t g = geom_of(s);
-    uint64_t resident, written = written_pages(&g, s->parked, &resident);
-    if (written) {
-      /* A free of a parked block finds no free mark and takes one from
-       * used: with a block still live the slab reads as holding only
-       * parked ones. Given back, the live block would share its bytes with
-       * another size's. Reported, and the slab kept. */
-      bool freed;
-      const void *b = written_block(&g, written, &freed);
-      hk_report_invalid(freed ? "free" : "malloc", b,
-                        freed ? HK_WHY_DOUBLE_FREE : "block was written after it was freed");
-      take_back(s, &g, resident);
+    uint64_t resident;
+    if (check_written(&g, s->parked, &resident)) {
+      take_back(s, &g, s->parked, resident);
       return false;
     }
   }

@@ -6,9 +6,9 @@
  *
  * A page is parked when every block that overlaps it is free: those blocks
  * leave the slab's lists (counted out, in `used` and `nparked`) and the
- * page is purged. They come back (hk_slab_unpark) when the slab has no
- * free block left to hand out and nothing left to carve, before the heap
- * takes a fresh slab.
+ * page is purged. They come back (hk_slab_unpark), a carve batch at a
+ * time, when the slab has no free block left to hand out and nothing left
+ * to carve, before the heap takes a fresh slab.
  *
  * A parked block has no free mark (its page reads as zero), so a second
  * free of it is not caught at the free. It is caught later instead: the
@@ -36,8 +36,10 @@ HK_INLINE bool hk_slab_has_parked(const hk_slab_t *s) { return HK_PARK_BUILD && 
  * would go). */
 size_t hk_slab_park(hk_slab_t *s, bool force);
 
-/* s's owner takes the blocks of s's parked pages back onto s->free.
- * False when none came back. */
+/* s's owner takes back its lowest parked pages, a carve batch (and the
+ * rest of a block that crosses the last of them): their blocks go onto
+ * s->free. False when none came back (every parked page written to:
+ * reported). */
 bool hk_slab_unpark(hk_slab_t *s);
 
 /* s's counts say it holds no live block, only free and parked ones

@@ -4,8 +4,13 @@
  *
  *   scatter  for small and mid sizes: blocks allocated in a row, all freed
  *            but one in every 16 KiB (scattered survivors) and the last
- *            quarter; malloc_trim parks. The pages between survivors must
- *            be gone (mincore), the survivors intact; then as many blocks
+ *            quarter; one of the row's slabs made its class's current one
+ *            (blocks taken until one is the row's, then freed); malloc_trim
+ *            parks. The pages between survivors must be gone (mincore),
+ *            the current slab's too, the survivors intact. Under lowmem
+ *            (HAKMEM_PARK_PAGES unset): blocks taken until one lies on such
+ *            a page, which must bring back at most 2 of those pages (one
+ *            carve batch, 4 KiB, not the whole slab's). Then as many blocks
  *            again, every one distinct from the others and the survivors,
  *            each filled and checked (the parked blocks came back once).
  *   empty    as scatter, then the survivors freed too: the slabs, holding
@@ -115,9 +120,12 @@ static void row_make(row_t *r, size_t size, size_t bytes) {
     }
 }
 
-/* The pages between survivors that freed blocks in a row cover whole:
- * how many were looked at, how many are gone. */
-static void row_gone(const row_t *r, size_t *looked, size_t *gone) {
+#define MAX_PAGES 512  /* a row's 4 MiB, a page in every 16 KiB, at most */
+
+/* The pages between survivors that freed blocks in a row cover whole, in
+ * address order (into `out` unless NULL): how many. */
+static size_t row_pages(const row_t *r, uintptr_t *out) {
+  size_t n = 0;
   for (size_t i = r->stride / 2; i + r->stride < r->keep; i += r->stride) {
     size_t lo = i - r->stride / 2 + 1, hi = i + r->stride / 2 - 1;
     int row = 1;
@@ -125,9 +133,21 @@ static void row_gone(const row_t *r, size_t *looked, size_t *gone) {
     if (!row) continue;  /* not one run of addresses: no page to be sure of */
     uintptr_t page = r->addr[i] & ~(uintptr_t)4095;
     if (page < r->addr[lo] || page + 4096 > r->addr[hi] + r->bs) continue;
-    (*looked)++;
-    *gone += resident((void *)page) == 0;
+    if (out && n < MAX_PAGES) out[n] = page;
+    n++;
   }
+  CHECK_FATAL(n <= MAX_PAGES);
+  if (out) qsort(out, n, sizeof *out, cmp_ptr);
+  return n;
+}
+
+/* Those pages: how many were looked at, how many are gone. */
+static uintptr_t looked_at[MAX_PAGES];  /* (no malloc while pages are looked at) */
+
+static void row_gone(const row_t *r, size_t *looked, size_t *gone) {
+  size_t n = row_pages(r, looked_at);
+  for (size_t k = 0; k < n; k++) *gone += resident((void *)looked_at[k]) == 0;
+  *looked += n;
 }
 
 static size_t row_survivors(const row_t *r) {
@@ -208,6 +228,8 @@ static size_t slabs_after_sleep(size_t bs, size_t most) {
   return n;
 }
 
+static int lowmem;  /* HAKMEM_PROFILE=lowmem, HAKMEM_PARK_PAGES unset: 4 KiB carve batches */
+
 static void scatter(int empty) {
   row_t rows[NSIZES];
   size_t before_live[NSIZES], live[NSIZES];
@@ -235,6 +257,30 @@ static void scatter(int empty) {
     row_check(&rows[s]);
   }
   if (empty == KEEP_ROWS) {
+    if (lowmem) {
+      /* blocks of each size until one lies on a page looked at: its slab
+       * takes its parked pages back a carve batch at a time (lowmem's
+       * 4 KiB), not all of them at once */
+      for (size_t s = 0; s < NSIZES; s++) {
+        static uintptr_t pages[MAX_PAGES];
+        size_t looked = 0, gone = 0, n = 0, np = row_pages(&rows[s], pages);
+        void **t = calloc(rows[s].count, sizeof *t);
+        CHECK_FATAL(t != NULL);
+        for (int on_page = 0; !on_page && n < rows[s].count; n++) {
+          t[n] = malloc(sizes[s]);
+          CHECK_FATAL(t[n] != NULL);
+          uintptr_t a = (uintptr_t)t[n];
+          for (uintptr_t pg = a & ~(uintptr_t)4095; pg < a + sizes[s] && !on_page; pg += 4096)
+            on_page = bsearch(&pg, pages, np, sizeof *pages, cmp_ptr) != NULL;
+        }
+        row_gone(&rows[s], &looked, &gone);
+        printf("park: size %5zu: %zu mallocs brought %zu of the %zu pages back\n", sizes[s], n, looked - gone, looked);
+        CHECKF(looked > gone && looked - gone <= 2, "size %zu: %zu parked pages came back at once (of %zu)", sizes[s],
+               looked - gone, looked);
+        for (size_t k = 0; k < n; k++) free(t[k]);
+        free(t);
+      }
+    }
     for (size_t s = 0; s < NSIZES; s++) row_refill_and_free(&rows[s]);
     return;
   }
@@ -418,6 +464,7 @@ int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "scatter";
   const char *knob = getenv("HAKMEM_PARK_PAGES"), *profile = getenv("HAKMEM_PROFILE");
   int on = knob ? strcmp(knob, "1") == 0 : profile && strcmp(profile, "lowmem") == 0;
+  lowmem = !knob && profile && strcmp(profile, "lowmem") == 0;
   if (!on) {
     printf("park: neither HAKMEM_PARK_PAGES=1 nor HAKMEM_PROFILE=lowmem: the checks would fail\n");
     return 1;
