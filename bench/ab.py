@@ -21,6 +21,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import benches  # noqa: E402
+from libcopy import small_folio_copy  # noqa: E402
 
 
 def env_of(lib, pairs):
@@ -37,6 +38,7 @@ def main():
         sys.exit(__doc__)
     rounds = int(sys.argv[1])
     la, ea, lb, eb = sys.argv[2:6]
+    la, lb = small_folio_copy(la), small_folio_copy(lb)  # (libcopy.py: both in small folios)
     names = set(sys.argv[6:])
     rows = [b for b in benches.benchmarks("quick")
             if getattr(b, "prog", None) and not getattr(b, "full_only", False)

@@ -19,11 +19,15 @@ import statistics
 import subprocess
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from libcopy import small_folio_copy  # noqa: E402
+
 
 def parse(spec):
     name, rest = spec.split("=", 1)
     lib, _, knobs = rest.partition(":")
-    env = dict(os.environ, LD_PRELOAD=os.path.abspath(lib))
+    lib = small_folio_copy(lib)  # (libcopy.py: both sides in small folios)
+    env = dict(os.environ, LD_PRELOAD=lib)
     for kv in filter(None, knobs.split(",")):
         k, v = kv.split("=", 1)
         env[k] = v
