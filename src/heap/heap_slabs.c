@@ -521,7 +521,28 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
 
 /* ---- purge ------------------------------------------------------------------ */
 
-static void unhand_free_list(hk_heap_t *h, hk_slab_t *s);
+/* Blocks of s not handed out yet go back on local_free (the adopter counts
+ * them when it hands them out); they leave h's count of handed blocks. With
+ * nothing to count, the two lists join at the shorter one's tail: a current
+ * slab's free list may hold a whole carve batch, and walking it, cold, for
+ * every class would cost every exiting thread. The splice checks the links
+ * it follows either way. */
+static void unhand_free_list(hk_heap_t *h, hk_slab_t *s) {
+  if (!s->free) return;
+  bool counting = HK_LOAD_RACY(hk_heap_counting);
+  unsigned n = hk_list_splice(s, s->free, &s->local_free, !counting);
+  s->free = NULL;
+  if (counting && h->st.handed[s->cls] >= n) h->st.handed[s->cls] -= n;
+}
+
+/* Class c's current slab stops being current, its free list unhanded; the
+ * slab (&hk_slab_empty when the class had none). */
+static hk_slab_t *heap_leave_current(hk_heap_t *h, unsigned c) {
+  hk_slab_t *s = h->cur[c];
+  hk_heap_set_cur(h, c, &hk_slab_empty);
+  if (s != &hk_slab_empty) unhand_free_list(h, s);
+  return s;
+}
 
 /* A trim's park: the current slabs that hold live and free blocks join
  * the partial lists, so that their free pages are parked too (the next
@@ -534,9 +555,7 @@ static void heap_retire_current(hk_heap_t *h) {
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     hk_slab_t *s = h->cur[c];
     if (s == &hk_slab_empty || s->used == 0 || (!s->free && !s->local_free)) continue;
-    hk_heap_set_cur(h, c, &hk_slab_empty);
-    unhand_free_list(h, s);
-    hk_partial_push(h, s);
+    hk_partial_push(h, heap_leave_current(h, c));
   }
 }
 
@@ -612,9 +631,7 @@ void hk_heap_shed(hk_heap_t *h) {
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     hk_slab_t *s = h->cur[c];
     if (s == &hk_slab_empty || s->used != 0) continue;
-    hk_heap_set_cur(h, c, &hk_slab_empty);
-    unhand_free_list(h, s);
-    hk_heap_release_slab(h, s, true);
+    hk_heap_release_slab(h, heap_leave_current(h, c), true);
   }
   hk_heap_purge_unused(h, true);
   hk_heap_leave(h);
@@ -638,20 +655,6 @@ size_t hk_heap_trim(hk_heap_t *h) {
 
 /* ---- thread exit: hand everything over ------------------------------------------ */
 
-/* Blocks of s not handed out yet go back on local_free (the adopter counts
- * them when it hands them out); they leave h's count of handed blocks. With
- * nothing to count, the two lists join at the shorter one's tail: a current
- * slab's free list may hold a whole carve batch, and walking it, cold, for
- * every class would cost every exiting thread. The splice checks the links
- * it follows either way. */
-static void unhand_free_list(hk_heap_t *h, hk_slab_t *s) {
-  if (!s->free) return;
-  bool counting = HK_LOAD_RACY(hk_heap_counting);
-  unsigned n = hk_list_splice(s, s->free, &s->local_free, !counting);
-  s->free = NULL;
-  if (counting && h->st.handed[s->cls] >= n) h->st.handed[s->cls] -= n;
-}
-
 void hk_heap_abandon(hk_heap_t *h) {
   h->keep_empty = true;  /* its superslabs leave together, as one bundle */
   hk_heap_midc_flush(h, false);
@@ -669,10 +672,8 @@ void hk_heap_abandon(hk_heap_t *h) {
   }
   /* 2. the current slabs join the partial lists (emptied ones go back) */
   for (unsigned c = 0; c < HK_NCLASS; c++) {
-    hk_slab_t *s = h->cur[c];
-    hk_heap_set_cur(h, c, &hk_slab_empty);
+    hk_slab_t *s = heap_leave_current(h, c);
     if (s == &hk_slab_empty) continue;
-    unhand_free_list(h, s);
     hk_partial_push(h, s);
     if (s->used == 0) { hk_partial_remove(h, s); hk_heap_release_slab(h, s, true); }
   }

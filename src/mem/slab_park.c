@@ -25,6 +25,11 @@ static geom_t geom_of(const hk_slab_t *s) {
   return g;
 }
 
+/* The block holding byte p (0 for a byte before the first block) */
+static size_t block_at(const geom_t *g, const uint8_t *p) {
+  return p > g->start ? (size_t)(p - g->start) / g->bs : 0;
+}
+
 /* The pages block i overlaps, as bits (pages past 63 are never parked:
  * their bits are dropped) */
 static uint64_t block_pages(const geom_t *g, size_t i) {
@@ -156,9 +161,8 @@ static uint64_t written_pages(const geom_t *g, uint64_t parked, uint64_t *reside
 static unsigned take_back(hk_slab_t *s, const geom_t *g, uint64_t back, uint64_t resident) {
   uint64_t stay = s->parked & ~back;
   /* the blocks that touch a page of back, and no others */
-  size_t lo_off = (size_t)__builtin_ctzll(back) * HK_PAGE, hi_off = (64u - (size_t)__builtin_clzll(back)) * HK_PAGE;
-  size_t first = g->base + lo_off > g->start ? (size_t)(g->base + lo_off - g->start) / g->bs : 0;
-  size_t end = (size_t)(g->base + hi_off - 1 - g->start) / g->bs + 1;
+  size_t first = block_at(g, g->base + (size_t)__builtin_ctzll(back) * HK_PAGE);
+  size_t end = block_at(g, g->base + (64u - (size_t)__builtin_clzll(back)) * HK_PAGE - 1) + 1;
   if (end > s->carved) end = s->carved;
   unsigned n = 0, left = 0;
   for (size_t i = end; i-- > first;) {
@@ -182,7 +186,7 @@ static unsigned take_back(hk_slab_t *s, const geom_t *g, uint64_t back, uint64_t
  * free mark) if there is one, else the page's first block. */
 static const void *written_block(const geom_t *g, uint64_t written, bool *freed) {
   uint8_t *page = g->base + (size_t)__builtin_ctzll(written) * HK_PAGE;
-  size_t first = page > g->start ? (size_t)(page - g->start) / g->bs : 0;
+  size_t first = block_at(g, page);
   *freed = false;
   for (size_t i = first; g->start + i * g->bs < page + HK_PAGE; i++) {
     const hk_block_t *b = (const hk_block_t *)(g->start + i * g->bs);
@@ -217,11 +221,11 @@ static uint64_t next_batch(const hk_slab_t *s, const geom_t *g) {
     back |= left & -left;
     left &= left - 1;
   }
-  unsigned top = 63u - (unsigned)__builtin_clzll(back);
-  size_t at = (size_t)(g->base + (size_t)(top + 1) * HK_PAGE - 1 - g->start) / g->bs;
-  unsigned last = (unsigned)((size_t)(g->start + (at + 1) * g->bs - 1 - g->base) / HK_PAGE);
-  if (last > top) back |= left & (last >= 63 ? ~0ull : (2ull << last) - 1);
-  return back;
+  /* the pages of the block holding the batch's last byte, and every page
+   * below them (left holds only pages above the batch) */
+  size_t top_end = (64u - (size_t)__builtin_clzll(back)) * HK_PAGE;
+  uint64_t crossing = block_pages(g, block_at(g, g->base + top_end - 1));
+  return back | (left & (crossing | (crossing - 1)));
 }
 
 bool hk_slab_unpark(hk_slab_t *s) {
