@@ -38,6 +38,7 @@ static size_t cache_unpurged;
 #define UNPURGED(d) HK_ADD_RELAXED(cache_unpurged, (size_t)(d))
 /* the tier swap's other half (hk_ss_set_grow_hook) */
 static void (*grow_hook)(size_t bytes);
+static void (*orphan_hook)(hk_superslab_t *ss);  /* hk_ss_set_orphan_hook */
 
 /* OUT_*: off that list while it is purged without the lock; a fork child,
  * where no thread is purging it, puts it back (hk_ss_orphan_foreign). */
@@ -594,6 +595,27 @@ size_t hk_ss_shed(size_t bytes) {
 }
 
 void hk_ss_set_grow_hook(void (*fn)(size_t bytes)) { HK_STORE_RELAXED(grow_hook, fn); }
+void hk_ss_set_orphan_hook(void (*fn)(hk_superslab_t *ss)) { HK_STORE_RELAXED(orphan_hook, fn); }
+
+void hk_ss_slab_unuse(hk_superslab_t *ss, hk_slab_t *s) {
+  HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
+  HK_STORE_RELAXED(s->owner, 0);
+  s->free = s->local_free = NULL;
+  uint32_t bit = 1u << s->index;
+  ss->free_mask |= bit;
+  ss->dirty_new |= bit;
+  ss->freed_ms[s->index] = (uint32_t)hk_os_now_ms();
+  ss->nused--;
+}
+
+/* Blocks freed into ss's slabs by other threads wait on their xfree lists
+ * (racy: a hint). */
+static bool remote_pending(const hk_superslab_t *ss) {
+  for (uint32_t m = ~ss->free_mask & ss_all_mask(ss); m; m &= m - 1)
+    if (atomic_load_explicit(&ss->slabs[__builtin_ctz(m)].xfree, memory_order_relaxed) & ~(uintptr_t)HK_XF_MASK)
+      return true;
+  return false;
+}
 
 /* Abandoned superslabs: nobody owns them (their list lock does), so their
  * unused slabs can go: all (force) or those unused for a whole epoch
@@ -604,10 +626,14 @@ size_t hk_ss_purge_abandoned(bool force) {
   size_t bytes = 0;
   hk_superslab_t *batch = NULL, *to_cache = NULL;
   uint64_t now = hk_os_now_ms(), delay = (uint64_t)hk_ss_purge_delay_ms();
+  void (*orphan)(hk_superslab_t *) = HK_LOAD_RELAXED(orphan_hook);
   hk_lock(&abandoned_lock);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
     for (hk_superslab_t *ss = abandoned[k].head, *next; ss; ss = next) {
       next = ss->next;
+      /* the blocks other threads freed since its owner left come back (a
+       * forked one waits for its adopter's rebuild) */
+      if (orphan && !ss->forked && ss->nused && remote_pending(ss)) orphan(ss);
       if (ss->nused == 0 && (force || now - ss->stamp_ms >= delay)) {
         /* an exited heap's empty superslab no new thread took within the
          * delay: to the cache, whose clock purges and unmaps (and which

@@ -164,8 +164,17 @@ size_t hk_ss_purge_some(hk_superslab_t *ss, size_t want);
 /* A slab of ss is taken (hk_heap_fresh_slab): a huge page an idle purge
  * split is asked for again. */
 void hk_ss_slab_taken(hk_superslab_t *ss);
-/* The unused slabs of abandoned superslabs (all when force). Bytes. */
+/* The unused slabs of abandoned superslabs (all when force). Bytes. Each
+ * holding remote frees first goes to the orphan hook, under the abandoned
+ * lists' lock (no adopter, no fork meanwhile). */
 size_t hk_ss_purge_abandoned(bool force);
+/* Set once by init.c: the slab layer's collection of an abandoned
+ * superslab's remote frees (hk_slab_collect_orphan). */
+void hk_ss_set_orphan_hook(void (*fn)(hk_superslab_t *ss));
+/* Slab s of ss holds no block: it becomes unused (free_mask; its pages are
+ * purged on ss's clock unless a slab is taken first). The caller holds ss
+ * (its owner, or the abandoned lists' lock). */
+void hk_ss_slab_unuse(hk_superslab_t *ss, hk_slab_t *s);
 
 #ifdef HK_DEBUG
 /* Debug build: the global lists (every mapped superslab, the cache, the

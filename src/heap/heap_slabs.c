@@ -4,6 +4,7 @@
 #include "heap/heap_slabs.h"
 
 #include <stdatomic.h>
+#include <string.h>
 
 #include "base/gate.h"
 #include "base/knobs.h"
@@ -30,15 +31,8 @@ static bool heap_ss_empty(hk_heap_t *h, hk_superslab_t *ss) {
 bool hk_heap_release_slab(hk_heap_t *h, hk_slab_t *s, bool may_leave) {
   hk_superslab_t *ss = hk_slab_ss(s);
   hk_slab_cancel_notify(s);
-  HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
-  HK_STORE_RELAXED(s->owner, 0);
-  s->free = s->local_free = NULL;
-  uint32_t bit = 1u << s->index;
   bool was_full = ss->free_mask == 0;
-  ss->free_mask |= bit;
-  ss->dirty_new |= bit;
-  ss->freed_ms[s->index] = (uint32_t)hk_os_now_ms();
-  ss->nused--;
+  hk_ss_slab_unuse(ss, s);
   if (was_full) {
     hk_ss_list_remove(&h->ss_full[ss->kind], ss);
     hk_ss_list_push(&h->ss_avail[ss->kind], ss, HK_LIST_AVAIL);
@@ -283,6 +277,103 @@ bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
   for (const hk_block_t *d = atomic_load_explicit(&h->delayed, memory_order_acquire); d; d = hk_gblock_next(d))
     if (d == b) return true;
   return false;
+}
+
+/* ---- returned slabs (the purge thread, the owner stopped) ------------------------ */
+
+/* The blocks on s's remote list, up to limit + 1 (a longer list, or a
+ * broken one, is not all of s's blocks). */
+static unsigned xfree_count(const hk_slab_t *s, unsigned limit) {
+  unsigned n = 0;
+  for (const hk_block_t *b = HK_XF_LIST(atomic_load_explicit(&s->xfree, memory_order_acquire)); b && n <= limit;
+       b = hk_block_next(s, b))
+    n++;
+  return n;
+}
+
+/* c's superslab holding b: its index in c, or -1 */
+static int chunk_index(const hk_ret_chunk_t *c, const hk_block_t *b) {
+  const hk_superslab_t *ss = hk_ss_of(b);
+  for (unsigned j = 0; j < c->n; j++)
+    if (c->ss[j] == ss) return (int)j;
+  return -1;
+}
+
+bool hk_heap_returned_hint(hk_heap_t *h) {
+  if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) return true;
+  for (unsigned c = 0; c < HK_NCLASS; c++)
+    for (hk_slab_t *sl = HK_LOAD_RACY(h->partial[c]); sl; sl = HK_LOAD_RACY(sl->next))
+      if (HK_XF_LIST(atomic_load_explicit(&sl->xfree, memory_order_relaxed))) return true;
+  return false;
+}
+
+bool hk_heap_returned_look(hk_heap_t *h, hk_ret_chunk_t *c) {
+  uint16_t delayed[HK_RET_CHUNK][32];
+  memset(delayed, 0, sizeof delayed);
+  /* only the owner takes the delayed list (stopped), others push in front:
+   * what follows the head read here stays put */
+  unsigned nd = 0;
+  for (const hk_block_t *d = atomic_load_explicit(&h->delayed, memory_order_acquire); d && nd < (1u << 24);
+       d = hk_gblock_next(d), nd++) {
+    int j = chunk_index(c, d);
+    if (j >= 0) delayed[j][hk_slab_of(c->ss[j], d)->index]++;
+  }
+  bool any = false;
+  for (unsigned j = 0; j < c->n; j++) {
+    hk_superslab_t *ss = c->ss[j];
+    c->back[j] = 0;
+    for (unsigned i = 0; i < ss->nslabs; i++) {
+      hk_slab_t *s = &ss->slabs[i];
+      if (ss->free_mask & (1u << i) || h->cur[s->cls] == s) continue;
+      if (s->state != HK_SLAB_PARTIAL && s->state != HK_SLAB_FULL) continue;
+      unsigned out = (unsigned)s->used - s->nparked, back = delayed[j][i];
+      if (out == 0) continue;  /* emptied: the purge's other look (bg.c) */
+      if (back > out || back + xfree_count(s, out - back) != out) continue;
+      if (s->nparked && !hk_slab_parked_clean(s)) continue;
+      c->back[j] |= 1u << i;
+      any = true;
+    }
+  }
+  return any;
+}
+
+void hk_heap_returned_release(hk_heap_t *h, const hk_ret_chunk_t *c) {
+  /* their blocks off the delayed list: in front, a push may race
+   * (compare-and-swap); further on, nobody else writes the links */
+  for (bool again = true; again;) {
+    again = false;
+    hk_block_t *head = atomic_load_explicit(&h->delayed, memory_order_acquire), *prev = NULL;
+    for (hk_block_t *d = head, *next; d; d = next) {
+      next = hk_gblock_next(d);
+      int j = chunk_index(c, d);
+      if (j < 0 || !(c->back[j] >> hk_slab_of(c->ss[j], d)->index & 1)) {
+        prev = d;
+        continue;
+      }
+      if (prev) {
+        hk_gblock_set_next(prev, next);
+      } else if (atomic_compare_exchange_strong_explicit(&h->delayed, &head, next, memory_order_acq_rel,
+                                                         memory_order_acquire)) {
+        head = next;
+      } else {
+        again = true;  /* pushed in front meanwhile: from the new head */
+        break;
+      }
+    }
+  }
+  for (unsigned j = 0; j < c->n; j++)
+    for (uint32_t m = c->back[j]; m; m &= m - 1) {
+      hk_slab_t *s = &c->ss[j]->slabs[__builtin_ctz(m)];
+      uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
+      while (!atomic_compare_exchange_weak_explicit(&s->xfree, &old, old & HK_XF_MASK, memory_order_acquire,
+                                                    memory_order_relaxed)) {
+      }
+      if (HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += (uint64_t)s->used - s->nparked;
+      s->used = s->nparked;
+      if (s->nparked) hk_slab_drop_parked(s);  /* (found clean in the look) */
+      if (s->state == HK_SLAB_PARTIAL) hk_partial_remove(h, s);
+      hk_heap_release_slab(h, s, false);
+    }
 }
 
 /* ---- adopting abandoned superslabs, fresh slabs -------------------------------- */

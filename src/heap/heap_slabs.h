@@ -99,6 +99,30 @@ void hk_heap_shed(hk_heap_t *h);
 /* Give back what h (the calling thread's) keeps unused. Bytes purged. */
 size_t hk_heap_trim(hk_heap_t *h);
 
+/* The purge thread's look at h while h's owner is stopped (bg.c), under
+ * h's bg_lock, a few of h's superslabs at a time (the owner must stay
+ * stopped through each look): the slabs, none current, whose every block
+ * out came back from other threads (on their remote lists and h's delayed
+ * list; none live, none in a mid stack or the pool, which count as out
+ * too). The owner reaches such a slab through no fast path (it has no
+ * block of it to free). Without this, a thread that allocated and then
+ * only waits (a loader whose blocks workers free) kept them all for good:
+ * only its own slow path collects those lists. */
+#define HK_RET_CHUNK 8
+typedef struct {
+  unsigned n;                        /* superslabs of h, set by the caller */
+  hk_superslab_t *ss[HK_RET_CHUNK];
+  uint32_t back[HK_RET_CHUNK];       /* their slabs found returned */
+} hk_ret_chunk_t;
+/* Sets c->back; whether any slab was found. */
+bool hk_heap_returned_look(hk_heap_t *h, hk_ret_chunk_t *c);
+/* After the look (the owner stopped throughout): their blocks off those
+ * lists, the slabs released (unused in their superslabs). */
+void hk_heap_returned_release(hk_heap_t *h, const hk_ret_chunk_t *c);
+/* A hint, without the owner stopped: remote frees wait on h's delayed
+ * list or on a partial slab's remote list. */
+bool hk_heap_returned_hint(hk_heap_t *h);
+
 /* Thread exit: hand every slab and superslab of h over (abandoned, or to
  * the cache when empty). h's lists are empty afterwards. */
 void hk_heap_abandon(hk_heap_t *h);

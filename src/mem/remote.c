@@ -3,6 +3,7 @@
  * a full slab back to its heap. */
 #include "mem/remote.h"
 
+#include "backend/superslab.h"
 #include "base/lock.h"
 #include "mem/secure.h"
 
@@ -41,6 +42,16 @@ size_t hk_slab_collect_remote(hk_slab_t *s) {
   HK_ASSERT(s->used >= n);
   s->used = (uint16_t)(s->used - n);
   return n;
+}
+
+void hk_slab_collect_orphan(hk_superslab_t *ss) {
+  for (unsigned i = 0; i < ss->nslabs; i++) {
+    hk_slab_t *s = &ss->slabs[i];
+    if (ss->free_mask >> i & 1 || !hk_slab_collect_remote(s)) continue;
+    /* (parked pages, used == nparked, wait for an adopter: their check
+     * reads residency, a system call this lock does not hold) */
+    if (s->used == 0) hk_ss_slab_unuse(ss, s);
+  }
 }
 
 bool hk_slab_want_notify(hk_slab_t *s) {

@@ -46,6 +46,15 @@ void hk_remote_notified(hk_slab_t *s, hk_block_t *b, bool delivered);
 /* Owner: move remote frees onto s->local_free. Returns how many. */
 size_t hk_slab_collect_remote(hk_slab_t *s);
 
+/* An abandoned superslab, held under the abandoned lists' lock (nobody owns
+ * it; no adopter, no fork meanwhile): each slab takes back its remote
+ * frees, and one with every block back becomes unused. Without this the
+ * blocks other threads free into an exited thread's superslabs wait for an
+ * adopter, and one that no thread adopts keeps their pages for good.
+ * Set as the superslab layer's orphan hook (init.c). */
+struct hk_superslab;
+void hk_slab_collect_orphan(struct hk_superslab *ss);
+
 /* Owner: ask to be told of the next remote free. False if remote frees
  * arrived meanwhile (collect them instead). */
 bool hk_slab_want_notify(hk_slab_t *s);

@@ -58,6 +58,9 @@ static atomic_bool purging;        /* it purges (on, or auto past its threshold)
  *     between switched out again, or is running now). Released slabs stay
  *     in the owner's superslabs (the owner's leaf slow path reads partial
  *     slab descriptors without the lock: they must stay mapped).
+ *  4. So is a slab whose every block out came back from other threads (on
+ *     its remote list and the heap's delayed list, counted in the same look:
+ *     hk_heap_returned_look), and its blocks leave those lists.
  *
  * Without /proc (or with a thread that never blocks) nothing of step 3
  * happens; the owner's own purge clock does it at its next slow path. */
@@ -92,6 +95,33 @@ static void release_emptied(hk_heap_t *h) {
   }
 }
 
+/* Slabs of h whose blocks all came back from other threads (a thread that
+ * allocated, handed its blocks over and now only waits), a chunk of h's
+ * superslabs per look: the owner must not run through a look, and one
+ * that wakes every 10 ms leaves about that long. A superslab the release
+ * moves from h's full list to its avail list is looked at again there. */
+static void release_returned(hk_heap_t *h) {
+  if (!hk_heap_returned_hint(h)) return;
+  unsigned missed = 0;  /* looks the owner ran through: its next tick retries */
+  for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
+    hk_ss_list_t *lists[2] = { &h->ss_full[k], &h->ss_avail[k] };
+    for (int l = 0; l < 2; l++)
+      for (hk_superslab_t *next = lists[l]->head; next;) {
+        hk_ret_chunk_t c = { .n = 0 };
+        for (; next && c.n < HK_RET_CHUNK; next = next->next) c.ss[c.n++] = next;
+        unsigned long sw1, sw2;
+        bool stopped = hk_os_task_in_syscall(h->ktid) && hk_os_task_switches(h->ktid, &sw1);
+        bool any = stopped && hk_heap_returned_look(h, &c);
+        /* the owner still blocked, and it did not run meanwhile */
+        if (!stopped || !hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) {
+          if (++missed == 16) return;  /* (a running owner: its own slow paths) */
+          continue;
+        }
+        if (any) hk_heap_returned_release(h, &c);
+      }
+  }
+}
+
 typedef struct { bool force; size_t bytes; } pass_t;
 
 static void purge_heap(hk_heap_t *h, void *arg) {
@@ -102,6 +132,7 @@ static void purge_heap(hk_heap_t *h, void *arg) {
     return;  /* its owner is in a slow path: it purges on its own clock */
   HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
   release_emptied(h);
+  release_returned(h);
   pass->bytes += hk_heap_purge_unused(h, pass->force);
   HK_TSAN_HIDE_END();
   atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
