@@ -30,6 +30,11 @@
  * program that never held more keeps no thread, and one that did gets its
  * memory back within about a purge delay of freeing it, sleeping or not. */
 #define HK_BG_AUTO_BYTES ((size_t)32 << 20)
+/* ... and under HAKMEM_PROFILE=lowmem, judged on peak RSS alone: what a
+ * thread costs (a stack's few pages) is less than what the purge brings
+ * back from a program that held this much (the blocks a waiting thread
+ * allocated and others freed: only the purge thread collects them) */
+#define HK_BG_AUTO_BYTES_LOWMEM ((size_t)8 << 20)
 #define HK_PAGE        ((size_t)4096)
 
 /* Tiers. */

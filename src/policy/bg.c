@@ -280,13 +280,17 @@ static void start_thread(bool purge) {
 
 /* At start-up: the dump signal's handler; the thread when the knob is on,
  * or for the timeline or the dump signal. */
+static size_t auto_bytes = HK_BG_AUTO_BYTES;  /* by profile, at start-up */
+
 void hk_bg_start(void) {
+  if (hk_knobs.profile == HK_PROFILE_LOWMEM) auto_bytes = HK_BG_AUTO_BYTES_LOWMEM;
   install_dump_signal();
   bool purge = hk_knobs.background_purge == HK_BG_ON;
   if (purge || timeline_on() || hk_knobs.dump_signal > 0) start_thread(purge);
 }
 
 /* auto: the first caller to see the program holding HK_BG_AUTO_BYTES
+ * (HK_BG_AUTO_BYTES_LOWMEM under lowmem)
  * starts it; the rest return at the flag. `held` counts address space (a
  * big block the program touched a page of counts whole), so the peak
  * resident set (getrusage: one system call, at most one a millisecond)
@@ -300,7 +304,7 @@ static uint64_t look_gate;  /* base/gate.h: one look a millisecond */
  * the fast paths, so that they keep their addresses) */
 static __attribute__((noinline)) void bg_look(void) {
   if (!hk_gate_pass(&look_gate, hk_os_now_ms(), 1)) return;
-  if (hk_os_peak_rss_bytes(0) < HK_BG_AUTO_BYTES) return;
+  if (hk_os_peak_rss_bytes(0) < auto_bytes) return;
   if (atomic_exchange_explicit(&auto_started, true, memory_order_relaxed)) return;
   /* not from here: the caller is inside a heap's or a tier's slow path,
    * and pthread_create's calloc would enter it (heap.h, hk_heap_defer) */
@@ -308,7 +312,7 @@ static __attribute__((noinline)) void bg_look(void) {
 }
 void hk_bg_held(size_t held) {
   if (HK_LIKELY(atomic_load_explicit(&auto_started, memory_order_relaxed))) return;
-  if (hk_knobs.background_purge != HK_BG_AUTO || held < HK_BG_AUTO_BYTES) return;
+  if (hk_knobs.background_purge != HK_BG_AUTO || held < auto_bytes) return;
   bg_look();
 }
 void hk_bg_start_deferred(void) { start_thread(true); }
