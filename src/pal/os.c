@@ -443,12 +443,26 @@ size_t hk_os_rss_bytes(void) {
   return rss;
 }
 
-/* The kernel's high-water mark (ru_maxrss) and statm's resident count are
- * two readings at two moments: the mark may lag a page or two behind the
- * current count, which a peak must never be below. */
+/* The kernel's high-water mark of this program's memory: status's VmHWM,
+ * which exec starts again. Not ru_maxrss (only without /proc): exec keeps
+ * it, so a program started by a big one (a test runner, a benchmark
+ * harness, a server's forked workers) read its parent's peak as its own.
+ * The mark and statm's resident count are two readings at two moments: the
+ * mark may lag a page or two behind the current count, which a peak must
+ * never be below. */
 size_t hk_os_peak_rss_bytes(size_t current) {
-  struct rusage ru;
-  size_t peak = getrusage(RUSAGE_SELF, &ru) == 0 ? (size_t)ru.ru_maxrss * 1024u : 0;
+  char buf[4096];
+  size_t peak = 0;
+  const char *v = read_file("/proc/self/status", buf, sizeof buf) ? strstr(buf, "\nVmHWM:") : NULL;
+  if (v) {
+    for (v += 7; *v == ' ' || *v == '\t'; v++) {
+    }
+    while (*v >= '0' && *v <= '9') peak = peak * 10 + (size_t)(*v++ - '0');
+    peak *= 1024u;  /* kB */
+  } else {
+    struct rusage ru;
+    peak = getrusage(RUSAGE_SELF, &ru) == 0 ? (size_t)ru.ru_maxrss * 1024u : 0;
+  }
   return peak > current ? peak : current;
 }
 

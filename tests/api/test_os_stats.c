@@ -8,7 +8,10 @@
  *   - the peak RSS is never below the current RSS (the peak came from the
  *     kernel's high-water mark and the current from statm: "RSS: 2117632
  *     (peak 2007040)").
- *   - the mapped figure moves with mremap: after a shrink it is smaller. */
+ *   - the mapped figure moves with mremap: after a shrink it is smaller.
+ *   - the peak RSS is this program's: a child this program starts (fork,
+ *     then exec) while it holds 64 MiB reads a small peak (ru_maxrss,
+ *     which exec keeps, gave the child its parent's 64 MiB). */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -30,8 +33,13 @@ static struct hak_stats snap(void) {
   return s;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
   CHECK(hak_is_active());
+  if (argc > 1 && strcmp(argv[1], "child") == 0) {
+    struct hak_stats s = snap();
+    CHECKF(s.peak_rss_bytes < 32 * MiB, "a child's peak RSS reads %zu MiB: its parent's", s.peak_rss_bytes >> 20);
+    return check_done("test_os_stats child");
+  }
   /* RSS: touch memory in steps, a snapshot after each */
   void *keep[16];
   for (int i = 0; i < 16; i++) {
@@ -40,6 +48,9 @@ int main(void) {
     memset(keep[i], i + 1, 4 * MiB);
     snap();
   }
+  char *child_argv[] = { argv[0], (char *)"child", NULL };
+  int st = check_run_self(child_argv, NULL);
+  CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child (started holding 64 MiB) failed: status %d", st);
 
   /* realloc chains of one huge block (above the spans' 128 MiB: a mapping
    * of its own): mremap only, in place or moved. One byte per page. */
