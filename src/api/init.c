@@ -71,7 +71,6 @@ static void fork_child(void) {
 
 /* The heap's purge clock also purges the large tier's cache, so a program
  * that stopped allocating large blocks still gets that memory back. */
-static void purge_large(void) { hk_large_collect(false); }
 
 /* Runs before main (and before the constructors of libraries that depend on
  * hakmem). Mallocs made earlier are served: the heap starts itself; until
@@ -100,6 +99,15 @@ static void print_budget(void) {
  * superslabs mapped and the large tiers' live and cached bytes. */
 static void note_held(void) {
   hk_bg_held(hk_ss_count_mapped() * HK_SS_SIZE + hk_large_bytes_live() + hk_large_bytes_cached());
+}
+
+/* The heap's purge clock struck: the large tier's purge, and the auto
+ * start looks again: the resident set may pass the mark after the
+ * program's last growth (a look at a growth sees none of the new memory
+ * touched yet, and the looks are one a millisecond) */
+static void purge_large(void) {
+  hk_large_collect(false);
+  note_held();
 }
 
 /* The tier swap (docs/ARCHITECTURE.md, "Tier swap"): a span block about

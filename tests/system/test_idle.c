@@ -13,6 +13,9 @@
  *   test_idle loader SIZE   main fills; a thread frees, then exits; main
  *                           sleeps: the blocks wait on main's remote lists
  *   test_idle loader_light SIZE  the same, making light's mallocs
+ *   test_idle loader_late SIZE   loader's, where the resident set passes
+ *                           the purge thread's mark only after hakmem's
+ *                           last growth (run under lowmem, FILL_MB=4)
  *   test_idle fork SIZE     after the frees, fork: the child's RSS comes
  *                           down too (its purge thread, started again by the
  *                           fork handler), then the parent's
@@ -41,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -184,6 +188,28 @@ static void *thread_free_most(void *arg) {
   return NULL;
 }
 
+/* loader_late's worker: takes its heap's memory first (a growth while the
+ * resident set is small), waits while main writes memory of its own,
+ * frees main's blocks, then keeps to its own small churn for 300 ms,
+ * whose slow paths strike the purge clock */
+static pthread_barrier_t late_bar;
+static void *thread_free_churn(void *arg) {
+  free(malloc(64));
+  pthread_barrier_wait(&late_bar);
+  pthread_barrier_wait(&late_bar);
+  free_most(arg);
+  uint64_t t0 = now_ms();
+  static void *q[4096];  /* four slabs of 64-byte blocks: slow paths */
+  while (now_ms() - t0 < 300) {
+    for (int i = 0; i < 4096; i++) {
+      q[i] = malloc(64);
+      if (q[i]) memset(q[i], 7, 64);
+    }
+    for (int i = 4095; i >= 0; i--) free(q[i]);
+  }
+  return NULL;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "sleep";
   size_t size = argc > 2 ? strtoul(argv[2], NULL, 10) : 120;
@@ -236,6 +262,34 @@ int main(int argc, char **argv) {
     pthread_t t;
     if (pthread_create(&t, NULL, thread_fill_only, &f) != 0 || pthread_join(t, NULL) != 0) return 1;
     free_most(&f);
+  } else if (strcmp(mode, "loader_late") == 0) {
+    /* the resident set passes the purge thread's mark only after hakmem's
+     * last growth (memory the program maps itself, written late): the
+     * clock of a thread that keeps allocating must look again. A big
+     * block, never written, makes what hakmem holds pass the mark early. */
+    size_t big_size = (size_t)12 << 20, own_size = (size_t)16 << 20;
+    void *big = malloc(big_size);
+    if (!big) return 1;
+    fill(&f);
+    pthread_t t;
+    pthread_barrier_init(&late_bar, NULL, 2);
+    if (pthread_create(&t, NULL, thread_free_churn, &f) != 0) return 1;
+    pthread_barrier_wait(&late_bar);
+    unsigned char *own = mmap(NULL, own_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (own == MAP_FAILED) return 1;
+    memset(own, 1, own_size);
+    pthread_barrier_wait(&late_bar);
+    if (pthread_join(t, NULL) != 0) return 1;
+    long ms = wait_returned(mode, base + own_size, f.live, false);
+    free(big);
+    munmap(own, own_size);
+    if (ms < 0) {
+      printf("FAIL: the freed memory did not come back while the program was idle\n");
+      return 1;
+    }
+    if (check_kept(&f)) return 1;
+    printf("test_idle %s: 1 passed, 0 failed\n", mode);
+    return 0;
   } else if (strncmp(mode, "loader", 6) == 0) {
     /* main's blocks, freed by a thread: they wait on main's remote lists,
      * which only main's own slow path collects, and main calls nothing */
