@@ -69,9 +69,6 @@ static void fork_child(void) {
   hk_bg_fork_child();  /* the purge thread is not copied: a new one, if on */
 }
 
-/* The heap's purge clock also purges the large tier's cache, so a program
- * that stopped allocating large blocks still gets that memory back. */
-
 /* Runs before main (and before the constructors of libraries that depend on
  * hakmem). Mallocs made earlier are served: the heap starts itself; until
  * here the learner does not tick and the stats timeline does not sample. */
@@ -101,10 +98,11 @@ static void note_held(void) {
   hk_bg_held(hk_ss_count_mapped() * HK_SS_SIZE + hk_large_bytes_live() + hk_large_bytes_cached());
 }
 
-/* The heap's purge clock struck: the large tier's purge, and the auto
- * start looks again: the resident set may pass the mark after the
- * program's last growth (a look at a growth sees none of the new memory
- * touched yet, and the looks are one a millisecond) */
+/* The heap's purge clock struck: the large tier's cache is purged too, so
+ * a program that stopped allocating large blocks still gets that memory
+ * back; and the auto start looks again: the resident set may pass the
+ * mark after the program's last growth (a look at a growth sees none of
+ * the new memory touched yet, and the looks are one a millisecond) */
 static void purge_large(void) {
   hk_large_collect(false);
   note_held();

@@ -364,10 +364,7 @@ void hk_heap_returned_release(hk_heap_t *h, const hk_ret_chunk_t *c) {
   for (unsigned j = 0; j < c->n; j++)
     for (uint32_t m = c->back[j]; m; m &= m - 1) {
       hk_slab_t *s = &c->ss[j]->slabs[__builtin_ctz(m)];
-      uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
-      while (!atomic_compare_exchange_weak_explicit(&s->xfree, &old, old & HK_XF_MASK, memory_order_acquire,
-                                                    memory_order_relaxed)) {
-      }
+      hk_slab_take_remote(s);  /* (counted in the look: the slab goes whole) */
       if (HK_LOAD_RACY(hk_heap_counting)) h->st.remote[s->cls] += (uint64_t)s->used - s->nparked;
       s->used = s->nparked;
       if (s->nparked) hk_slab_drop_parked(s);  /* (found clean in the look) */

@@ -27,12 +27,8 @@ void hk_remote_notified(hk_slab_t *s, hk_block_t *b, bool delivered) {
 }
 
 size_t hk_slab_collect_remote(hk_slab_t *s) {
-  uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
-  if (HK_XF_LIST(old) == NULL) return 0;
-  while (!atomic_compare_exchange_weak_explicit(&s->xfree, &old, old & HK_XF_MASK,
-                                                memory_order_acquire, memory_order_relaxed)) {
-  }
-  hk_block_t *list = HK_XF_LIST(old);
+  hk_block_t *list = hk_slab_take_remote(s);
+  if (!list) return 0;
   size_t n = hk_list_splice(s, list, &s->local_free, false);
   if (HK_M_CANARY) {  /* each trailer: freed now (its links were checked by the splice) */
     hk_sec_collector_t sec = hk_sec_collector(s);

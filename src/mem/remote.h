@@ -43,6 +43,16 @@ HK_INLINE bool hk_remote_push(hk_slab_t *s, hk_block_t *b) {
  * owner heap took b; otherwise (no owner) b goes onto xfree. */
 void hk_remote_notified(hk_slab_t *s, hk_block_t *b, bool delivered);
 
+/* Owner: take s's remote list whole (its notification state stays). */
+HK_INLINE hk_block_t *hk_slab_take_remote(hk_slab_t *s) {
+  uintptr_t old = atomic_load_explicit(&s->xfree, memory_order_relaxed);
+  if (HK_XF_LIST(old) == NULL) return NULL;
+  while (!atomic_compare_exchange_weak_explicit(&s->xfree, &old, old & HK_XF_MASK, memory_order_acquire,
+                                                memory_order_relaxed)) {
+  }
+  return HK_XF_LIST(old);
+}
+
 /* Owner: move remote frees onto s->local_free. Returns how many. */
 size_t hk_slab_collect_remote(hk_slab_t *s);
 

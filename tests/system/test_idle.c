@@ -280,16 +280,7 @@ int main(int argc, char **argv) {
     memset(own, 1, own_size);
     pthread_barrier_wait(&late_bar);
     if (pthread_join(t, NULL) != 0) return 1;
-    long ms = wait_returned(mode, base + own_size, f.live, false);
-    free(big);
-    munmap(own, own_size);
-    if (ms < 0) {
-      printf("FAIL: the freed memory did not come back while the program was idle\n");
-      return 1;
-    }
-    if (check_kept(&f)) return 1;
-    printf("test_idle %s: 1 passed, 0 failed\n", mode);
-    return 0;
+    base += own_size;  /* the program's own, resident to the end (and big, never written) */
   } else if (strncmp(mode, "loader", 6) == 0) {
     /* main's blocks, freed by a thread: they wait on main's remote lists,
      * which only main's own slow path collects, and main calls nothing */
