@@ -69,6 +69,13 @@ static void fork_child(void) {
   hk_bg_fork_child();  /* the purge thread is not copied: a new one, if on */
 }
 
+/* (lock.h) A fork the handlers missed had one thread: its heap's
+ * kernel id is fixed first, before a second thread can have a heap. */
+static void arm_fork(void) {
+  hk_heap_fork_unarmed();
+  pthread_atfork(fork_prepare, fork_parent, fork_child);  /* may allocate */
+}
+
 /* Runs before main (and before the constructors of libraries that depend on
  * hakmem). Mallocs made earlier are served: the heap starts itself; until
  * here the learner does not tick and the stats timeline does not sample. */
@@ -167,7 +174,10 @@ __attribute__((constructor(101))) static void hk_init(void) {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
     if (fd >= 0) report_fd = fd;
   }
-  pthread_atfork(fork_prepare, fork_parent, fork_child);  /* allocates: all is ready */
+  /* the fork handlers once the program has a second thread (lock.h);
+   * now if it has one already */
+  hk_fork_set_arm(arm_fork);
+  hk_fork_arm(false);
   hk_bg_set_hooks(hk_stats_tick, dump_now);
   hk_bg_start();  /* HAKMEM_BACKGROUND_PURGE=on, the timeline, the dump signal;
                      auto: note_held asks, a slow path starts it */

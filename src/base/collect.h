@@ -29,6 +29,7 @@
  * other pass had taken off the lists included. *busy: 0 or 1; a fork
  * child sets it to 0 (the pass of another thread is not copied). */
 HK_INLINE bool hk_pass_begin(int *busy, bool force) {
+  hk_fork_ready();  /* a lock too: a fork child resets it */
   for (;;) {
     int idle = 0;
     if (__atomic_compare_exchange_n(busy, &idle, 1, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) return true;

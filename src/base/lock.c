@@ -1,9 +1,17 @@
 /* Lock waits: how often a global lock (lock.h) was found taken, how often
  * a waiter gave up its time slice, and per lock name how long the waits
- * took, counted for the stats. */
+ * took, counted for the stats; and the fork handlers' registration, before
+ * the first lock a process with a second thread takes. */
 #include "base/lock.h"
 
 #include <time.h>
+#include <sched.h>
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || __GLIBC_MINOR__ >= 32)
+#include <sys/single_threaded.h>
+#define ONE_THREAD() (__libc_single_threaded != 0)
+#else
+#define ONE_THREAD() false  /* no way to tell: registered at the first lock */
+#endif
 
 hk_lock_counts_t hk_lock_counts;
 
@@ -52,4 +60,30 @@ void hk_lock_wait(hk_lock_t *l) {
   unsigned name = name_of(l);
   atomic_fetch_add_explicit(&hk_lock_counts.named_waits[name], 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&hk_lock_counts.named_ns[name], now_ns() - t0, memory_order_relaxed);
+}
+
+/* ---- the fork handlers, registered on demand (lock.h) ---- */
+
+int hk_fork_state;
+static void (*arm_fn)(void);
+static __thread bool arming __attribute__((tls_model("initial-exec")));
+
+void hk_fork_set_arm(void (*arm)(void)) { __atomic_store_n(&arm_fn, arm, __ATOMIC_RELEASE); }
+
+void hk_fork_arm(bool force) {
+  if (__atomic_load_n(&hk_fork_state, __ATOMIC_ACQUIRE) == HK_FORK_ARMED || arming) return;
+  void (*fn)(void) = __atomic_load_n(&arm_fn, __ATOMIC_ACQUIRE);
+  if (!fn || (!force && ONE_THREAD())) return;
+  int idle = HK_FORK_UNARMED;
+  if (__atomic_compare_exchange_n(&hk_fork_state, &idle, HK_FORK_ARMING, false, __ATOMIC_ACQUIRE,
+                                  __ATOMIC_ACQUIRE)) {
+    arming = true;
+    fn();
+    arming = false;
+    __atomic_store_n(&hk_fork_state, HK_FORK_ARMED, __ATOMIC_RELEASE);
+    return;
+  }
+  /* another thread registers: it holds none of our locks (it arms before
+   * its first), so its mallocs never wait for ours */
+  while (__atomic_load_n(&hk_fork_state, __ATOMIC_ACQUIRE) != HK_FORK_ARMED) sched_yield();
 }

@@ -32,13 +32,41 @@ void hk_lock_wait(hk_lock_t *l);  /* the contended path: spins, then yields */
  * them). From a constructor: before any thread waits. */
 void hk_lock_name(const void *p, size_t bytes, unsigned name);
 
+/* The fork handlers, registered on demand (lock.c). A fork copies the
+ * calling thread only, so a lock another thread held at the fork stays
+ * held in the child: the handlers take every lock before it and reset
+ * them after. A process with one thread cannot be caught that way, so the
+ * handlers are registered only before the first lock taken once it has a
+ * second thread (glibc's __libc_single_threaded), and pthread_atfork's
+ * code pages (one 64 KiB window of libc's) stay out of a single-threaded
+ * program's resident set. */
+enum { HK_FORK_UNARMED, HK_FORK_ARMING, HK_FORK_ARMED };
+extern int hk_fork_state HK_HIDDEN;
+
+/* The registration (init.c's: pthread_atfork, and what a fork without
+ * handlers left stale). Set once at start-up; until then nothing arms. */
+void hk_fork_set_arm(void (*arm)(void));
+
+/* Registers the handlers when the process has a second thread (force:
+ * now, as the purge thread is about to start); a caller that registers
+ * meanwhile is waited for. The registration's own mallocs come back here
+ * and go on without it: a fork waits for pthread_atfork to return. */
+HK_NOINLINE void hk_fork_arm(bool force);
+
+/* Before each lock of hakmem's is taken: a load and a branch once armed. */
+HK_INLINE void hk_fork_ready(void) {
+  if (HK_UNLIKELY(__atomic_load_n(&hk_fork_state, __ATOMIC_ACQUIRE) != HK_FORK_ARMED)) hk_fork_arm(false);
+}
+
 HK_INLINE void hk_lock(hk_lock_t *l) {
+  hk_fork_ready();
   if (HK_LIKELY(atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
                 atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0))
     return;
   hk_lock_wait(l);
 }
 HK_INLINE bool hk_trylock(hk_lock_t *l) {
+  hk_fork_ready();
   return atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
          atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0;
 }

@@ -141,6 +141,10 @@ static hk_heap_t *registry_alloc(void) {
   return h;
 }
 
+/* The process the heaps' kernel ids were read in (0: no heap yet). A fork
+ * without handlers (lock.h) leaves it the parent's. */
+static int heap_pid;
+
 hk_heap_t *hk_heap_new(void) {
   hk_heap_start();
   hk_heap_t *h = registry_alloc();   /* zeroed */
@@ -151,6 +155,7 @@ hk_heap_t *hk_heap_new(void) {
   for (unsigned c = 0; c < HK_NCLASS; c++) h->cur[c] = &hk_slab_empty;
   h->tid = hk_thread_id();
   h->ktid = hk_os_thread_kid();
+  if (HK_LOAD_RELAXED(heap_pid) == 0) HK_STORE_RELAXED(heap_pid, hk_os_pid());
   HK_STORE_RELAXED(h->live, true);
   atomic_fetch_add_explicit(&live_heaps, 1, memory_order_relaxed);
   return h;
@@ -219,6 +224,21 @@ void hk_heap_sum_cached(uint64_t live[HK_NCLASS]) {
 
 /* ---- fork ------------------------------------------------------------------ */
 
+/* lock.h: as the handlers are registered. A fork before, which ran
+ * none, had one thread, the only one with a heap: in the child that thread
+ * is the only one, its kernel id the child's pid. The purge thread (not
+ * started yet: it starts armed) must look at that id, not the parent's,
+ * which another thread may come to have. */
+void hk_heap_fork_unarmed(void) {
+  int pid = hk_os_pid();
+  hk_lock(&registry_lock);
+  if (heap_pid != 0 && heap_pid != pid)
+    for (hk_heap_t *h = registry_all; h; h = h->next_all)
+      if (h->live && !h->api) h->ktid = pid;
+  heap_pid = pid;
+  hk_unlock(&registry_lock);
+}
+
 void hk_heap_fork_prepare(void) { hk_lock(&registry_lock); }
 void hk_heap_fork_parent(void) { hk_unlock(&registry_lock); }
 
@@ -232,6 +252,7 @@ static bool heap_is_api(const hk_heap_t *h) { return h->api; }
 void hk_heap_fork_child(void) {
   hk_lock_reset(&registry_lock);
   hk_heap_t *self = hk_tls_heap;
+  heap_pid = hk_os_pid();
   /* the child's thread has a kernel id of its own; nobody holds our lock
    * (the purge thread holds a heap's lock only under registry_lock, which
    * fork_prepare took) */

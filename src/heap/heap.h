@@ -9,6 +9,7 @@
 
 #include <sched.h>
 #include <stdatomic.h>
+#include "base/lock.h"
 #include "mem/freelist.h"
 #include "base/size_class.h"
 #include "mem/slab.h"
@@ -195,6 +196,7 @@ static inline void hk_heap_set_cur(hk_heap_t *h, unsigned cls, hk_slab_t *s) {
  * never does. */
 static inline void hk_heap_enter(hk_heap_t *h) {
   if (!hk_heap_bg_on || h == &hk_heap_empty || h->bg_depth++ != 0) return;
+  hk_fork_ready();
   for (;;) {
     int free_ = 0;
     if (atomic_compare_exchange_weak_explicit(&h->bg_lock, &free_, 2, memory_order_acquire,
@@ -231,6 +233,7 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc);
  * live heap (racy reads: a snapshot); what the slab census counts as out */
 void hk_heap_sum_cached(uint64_t live[HK_NCLASS]);
 
+void hk_heap_fork_unarmed(void);  /* heap.c: the fork handlers are being registered */
 void hk_heap_fork_prepare(void);
 void hk_heap_fork_parent(void);
 void hk_heap_fork_child(void);

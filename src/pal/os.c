@@ -469,6 +469,7 @@ size_t hk_os_peak_rss_bytes(size_t current) {
 /* ---- threads of this process, seen through /proc/self/task ----------------- */
 
 int hk_os_thread_kid(void) { return (int)syscall(SYS_gettid); }
+int hk_os_pid(void) { return (int)syscall(SYS_getpid); }  /* (libc's getpid: a code window more) */
 
 unsigned hk_os_cpu_count(void) {
   uint64_t mask[16] = { 0 };  /* 1024 CPUs; the kernel fills the bytes it has */

@@ -100,6 +100,7 @@ size_t hk_os_peak_rss_bytes(size_t current);
 
 /* The calling thread's kernel id (gettid). */
 int hk_os_thread_kid(void);
+int hk_os_pid(void);  /* getpid() */
 /* The CPUs this process may run on (its first thread's affinity mask, one
  * system call, no allocation); at least 1. */
 unsigned hk_os_cpu_count(void);

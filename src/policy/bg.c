@@ -256,6 +256,7 @@ static void start_thread(bool purge) {
     if (!hk_heap_bg_on) return;  /* the heaps take no bg_lock: nothing may be touched */
     atomic_store_explicit(&purging, true, memory_order_relaxed);
   }
+  hk_fork_arm(true);  /* a second thread from now on (lock.h) */
   pthread_condattr_t ca;
   pthread_condattr_init(&ca);
   pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

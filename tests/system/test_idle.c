@@ -19,6 +19,9 @@
  *   test_idle fork SIZE     after the frees, fork: the child's RSS comes
  *                           down too (its purge thread, started again by the
  *                           fork handler), then the parent's
+ *   test_idle fork_first SIZE  a fork before anything (one thread: no fork
+ *                           handler ran); the child fills, frees and sleeps:
+ *                           its purge thread finds main by the child's id
  *   test_idle late SIZE     sleep's, with every block written only after
  *                           all were allocated (a table of buffers filled
  *                           later): the memory was resident only when
@@ -253,6 +256,26 @@ int main(int argc, char **argv) {
   }
   f.late = strcmp(mode, "late") == 0;
   if (f.late) mode = "sleep";
+  if (strcmp(mode, "fork_first") == 0) {
+    /* a fork while the program has one thread: no fork handler runs
+     * (src/base/lock.h). The child then goes on as sleep does; its purge
+     * thread must know main's heap by the child's kernel id, not the
+     * parent's (which any later thread may come to have) */
+    free(malloc(64));  /* main's heap, made in the parent */
+    pid_t pid = fork();
+    if (pid < 0) return 1;
+    if (pid > 0) {
+      int st = 0;
+      waitpid(pid, &st, 0);
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        printf("FAIL: the child of a one-thread fork kept its memory (status %d)\n", st);
+        return 1;
+      }
+      printf("test_idle fork_first: 1 passed, 0 failed\n");
+      return 0;
+    }
+    mode = "sleep";
+  }
   if (strcmp(mode, "thread") == 0) {
     pthread_t t;
     if (pthread_create(&t, NULL, thread_fill, &f) != 0 || pthread_join(t, NULL) != 0) return 1;
@@ -325,7 +348,7 @@ int main(int argc, char **argv) {
   bool light = strcmp(mode, "light") == 0 || strcmp(mode, "loader_light") == 0;
   if (!light && strcmp(mode, "sleep") != 0 && strcmp(mode, "thread") != 0 && strcmp(mode, "handoff") != 0 &&
       strncmp(mode, "loader", 6) != 0) {
-    fprintf(stderr, "usage: test_idle sleep|light|late|thread|handoff|loader|fork|off SIZE | small | sparse\n");
+    fprintf(stderr, "usage: test_idle sleep|light|late|thread|handoff|loader|fork|fork_first|off SIZE | small | sparse\n");
     return 2;
   }
   long t = wait_returned(mode, base, f.live, light);
