@@ -143,11 +143,14 @@ static void fork_child(void) {  /* heap.c's fork handler kept the heaps */
   hk_lock_reset(&heaps_lock);
 }
 
-/* Once, at the first heap: the large tier's hooks and the fork handlers
- * (registered after init.c's, so ours prepare first and take the heaps'
- * locks before the registry's, the order destroy takes them in). */
+/* Once, at the first heap: the large tier's hooks and the fork handlers,
+ * registered after init.c's, so ours prepare first and take the heaps'
+ * locks before the registry's and the span tier's, the order a call on a
+ * heap takes them in. init.c's are registered on demand (base/lock.h):
+ * here, at once, whatever the threads. */
 static void start(void) {
   hk_large_set_heap_hooks(large_forget, large_keep);
+  hk_fork_arm(true);
   pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
