@@ -11,6 +11,7 @@
 #include <pthread.h>
 #include <unistd.h>
 
+#include "api/init.h"
 #include "policy/bg.h"
 #include "heap/heap.h"
 #include "heap/heap_slabs.h"
@@ -74,6 +75,11 @@ static void fork_child(void) {
 static void arm_fork(void) {
   hk_heap_fork_unarmed();
   pthread_atfork(fork_prepare, fork_parent, fork_child);  /* may allocate */
+}
+
+void hk_init_arm_fork(void) {
+  hk_fork_set_arm(arm_fork);
+  hk_fork_arm(true);
 }
 
 /* Runs before main (and before the constructors of libraries that depend on
@@ -174,10 +180,12 @@ __attribute__((constructor(101))) static void hk_init(void) {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 100);
     if (fd >= 0) report_fd = fd;
   }
-  /* the fork handlers once the program has a second thread (lock.h);
-   * now if it has one already */
+  /* the fork handlers: in the shared library, once the program has a
+   * second thread or registers handlers of its own (base/lock.h,
+   * override/atfork.c); in a static program, whose libc's
+   * __register_atfork cannot be overridden, now */
   hk_fork_set_arm(arm_fork);
-  hk_fork_arm(false);
+  hk_fork_arm(!HK_ATFORK_OVERRIDE);
   hk_bg_set_hooks(hk_stats_tick, dump_now);
   hk_bg_start();  /* HAKMEM_BACKGROUND_PURGE=on, the timeline, the dump signal;
                      auto: note_held asks, a slow path starts it */

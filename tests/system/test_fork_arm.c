@@ -17,7 +17,15 @@
  *     thread of its own and exits 0 (an alarm turns a lock held across the
  *     fork into a SIGALRM death, reported).
  *
- *   test_fork_arm [FORKS]   FORKS: forks of each thread in part 3 (default 40) */
+ *
+ *   test_fork_arm [FORKS]   FORKS: forks of each thread in part 3 (default 40)
+ *
+ *   test_fork_arm handlers  the program registers handlers of its own while
+ *     it has one thread, which malloc and free small to huge blocks in the
+ *     prepare, parent and child steps (as glibc's malloc allows: it takes its
+ *     locks after the handlers). hakmem's must be registered first, so that
+ *     they prepare last and run first in the child: the first registration
+ *     counted is not the program's; then forks while a thread allocates. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <malloc.h>
@@ -39,12 +47,16 @@
 #define SLOTS 64
 
 static atomic_int registered;
+static void (*first_prepare)(void);  /* the prepare handler registered first */
 
 int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso) {
   static int (*next)(void (*)(void), void (*)(void), void (*)(void), void *);
   if (!next) next = (int (*)(void (*)(void), void (*)(void), void (*)(void), void *))dlsym(RTLD_NEXT, "__register_atfork");
-  atomic_fetch_add(&registered, 1);
-  return next ? next(prepare, parent, child, dso) : -1;
+  int r = next ? next(prepare, parent, child, dso) : -1;
+  /* counted once libc holds it: hakmem's, made from inside the program's
+   * call (the next definition is hakmem's), returns first */
+  if (atomic_fetch_add(&registered, 1) == 0) first_prepare = prepare;
+  return r;
 }
 
 static size_t pick_size(uint64_t *x) {
@@ -153,7 +165,64 @@ static void *worker(void *arg) {
   return NULL;
 }
 
+/* ---- handlers mode: the program's own handlers allocate ------------------ */
+
+static void churn(unsigned char v) {
+  static const size_t sizes[] = { 16, 1000, 5000, 40000, 100000, 300000, MiB, 3 * MiB, 20 * MiB };
+  unsigned char *keep[sizeof sizes / sizeof sizes[0]];
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) keep[i] = new_block(sizes[i], v);
+  unsigned char *many[500];
+  for (int i = 0; i < 500; i++) many[i] = new_block(24 + (size_t)(i % 60) * 16, v);
+  for (int i = 0; i < 500; i++) {
+    if (!many[i] || !block_ok(many[i], v)) atomic_store(&worker_failed, 1);
+    free(many[i]);
+  }
+  for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    if (!keep[i] || !block_ok(keep[i], v)) atomic_store(&worker_failed, 1);
+    free(keep[i]);
+  }
+}
+static void my_prepare(void) { churn(1); }
+static void my_parent(void) { churn(2); }
+static void my_child(void) { alarm(CHILD_TIMEOUT_S); churn(3); }
+static void *churner(void *arg) {
+  (void)arg;
+  while (!atomic_load(&stop)) churn(4);
+  return NULL;
+}
+
+static int handlers_mode(void) {
+  free(malloc(64));
+  CHECK(atomic_load(&registered) == 0);
+  CHECK(pthread_atfork(my_prepare, my_parent, my_child) == 0);
+  CHECK(atomic_load(&registered) == 2);
+  CHECK(first_prepare != NULL && first_prepare != my_prepare);
+  printf("fork_arm handlers: %d registrations, hakmem's first: %s\n", atomic_load(&registered),
+         first_prepare != my_prepare ? "yes" : "no");
+  pthread_t t;
+  CHECK(pthread_create(&t, NULL, churner, NULL) == 0);
+  for (int f = 0; f < forks; f++) {
+    pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      churn(5);
+      _exit(atomic_load(&worker_failed) ? 5 : 0);
+    }
+    CHECK(child_status_ok(pid, "fork with the program's handlers"));
+  }
+  atomic_store(&stop, 1);
+  CHECK(pthread_join(t, NULL) == 0);
+  CHECK(atomic_load(&worker_failed) == 0);
+  CHECK(atomic_load(&registered) == 2);
+  printf("fork_arm handlers: %d forks\n", forks);
+  return check_done("fork_arm handlers");
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "handlers") == 0) {
+    forks = argc > 2 ? atoi(argv[2]) : 20;
+    return handlers_mode();
+  }
   if (argc > 1) forks = atoi(argv[1]);
 
   /* 1. one thread */
