@@ -196,6 +196,18 @@ static bool read_number(const char *path, unsigned long max, unsigned long *out)
   return true;
 }
 
+/* The decimal digits at *s after any blanks, as a number (0 for none);
+ * *s is left past them. No bound: the fields read this way (kB and page
+ * counts, context switches) are far from overflowing. */
+static unsigned long take_decimal(const char **s) {
+  const char *p = *s;
+  while (*p == ' ' || *p == '\t') p++;
+  unsigned long v = 0;
+  while (*p >= '0' && *p <= '9') v = v * 10 + (unsigned long)(*p++ - '0');
+  *s = p;
+  return v;
+}
+
 int hk_os_page_reporting(void) {
   int r = atomic_load_explicit(&reporting, memory_order_relaxed);
   if (r != -2) return r;
@@ -293,10 +305,7 @@ size_t hk_os_huge_bytes(void) {
   const char *s = strstr(buf, "AnonHugePages:");
   if (!s) return 0;
   s += sizeof "AnonHugePages:" - 1;
-  while (*s == ' ' || *s == '\t') s++;
-  size_t kb = 0;
-  while (*s >= '0' && *s <= '9') kb = kb * 10 + (size_t)(*s++ - '0');
-  return kb << 10;
+  return (size_t)take_decimal(&s) << 10;
 }
 
 bool hk_os_resident(void *p, size_t size, unsigned char *vec) {
@@ -434,11 +443,9 @@ size_t hk_os_rss_bytes(void) {
   char buf[128];
   size_t rss = 0;
   if (read_line("/proc/self/statm", buf, sizeof buf)) {
-    char *s = buf;
-    while (*s && *s != ' ') s++;  /* skip total size */
-    while (*s == ' ') s++;
-    while (*s >= '0' && *s <= '9') rss = rss * 10 + (size_t)(*s++ - '0');
-    rss *= (size_t)sysconf(_SC_PAGESIZE);
+    const char *s = buf;
+    take_decimal(&s);  /* the total size */
+    rss = (size_t)take_decimal(&s) * (size_t)sysconf(_SC_PAGESIZE);
   }
   return rss;
 }
@@ -455,10 +462,8 @@ size_t hk_os_peak_rss_bytes(size_t current) {
   size_t peak = 0;
   const char *v = read_file("/proc/self/status", buf, sizeof buf) ? strstr(buf, "\nVmHWM:") : NULL;
   if (v) {
-    for (v += 7; *v == ' ' || *v == '\t'; v++) {
-    }
-    while (*v >= '0' && *v <= '9') peak = peak * 10 + (size_t)(*v++ - '0');
-    peak *= 1024u;  /* kB */
+    v += sizeof "\nVmHWM:" - 1;
+    peak = (size_t)take_decimal(&v) * 1024u;  /* kB */
   } else {
     struct rusage ru;
     peak = getrusage(RUSAGE_SELF, &ru) == 0 ? (size_t)ru.ru_maxrss * 1024u : 0;
@@ -513,10 +518,7 @@ bool hk_os_task_switches(int ktid, unsigned long *out) {
   int found = 0;
   for (const char *p = buf; (p = strstr(p, "ctxt_switches:")) != NULL; found++) {
     p += sizeof "ctxt_switches:" - 1;
-    while (*p == ' ' || *p == '\t') p++;
-    unsigned long v = 0;
-    while (*p >= '0' && *p <= '9') v = v * 10 + (unsigned long)(*p++ - '0');
-    sum += v;
+    sum += take_decimal(&p);
   }
   *out = sum;
   return found == 2;
