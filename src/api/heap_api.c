@@ -26,6 +26,7 @@
 #include "mem/large.h"
 #include "base/dlist.h"
 #include "base/libc.h"  /* calloc's zeroing and realloc's copy: glibc's, unchecked */
+#include "api/init.h"
 #include "base/lock.h"
 #include "pal/os.h"
 #include "mem/zero.h"
@@ -147,10 +148,11 @@ static void fork_child(void) {  /* heap.c's fork handler kept the heaps */
  * registered after init.c's, so ours prepare first and take the heaps'
  * locks before the registry's and the span tier's, the order a call on a
  * heap takes them in. init.c's are registered on demand (base/lock.h):
- * here, at once, whatever the threads. */
+ * here, at once, whatever the threads, and even before init.c's
+ * constructor (a library's constructor may make a heap first). */
 static void start(void) {
   hk_large_set_heap_hooks(large_forget, large_keep);
-  hk_fork_arm(true);
+  hk_init_arm_fork();
   pthread_atfork(fork_prepare, fork_parent, fork_child);
 }
 
