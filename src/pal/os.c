@@ -471,6 +471,12 @@ size_t hk_os_peak_rss_bytes(size_t current) {
   return peak > current ? peak : current;
 }
 
+bool hk_os_peak_rss_reached(size_t bytes) {
+  struct rusage ru;
+  if (getrusage(RUSAGE_SELF, &ru) == 0 && (size_t)ru.ru_maxrss * 1024u < bytes) return false;
+  return hk_os_peak_rss_bytes(0) >= bytes;
+}
+
 /* ---- threads of this process, seen through /proc/self/task ----------------- */
 
 int hk_os_thread_kid(void) { return (int)syscall(SYS_gettid); }

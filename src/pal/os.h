@@ -97,6 +97,10 @@ bool hk_os_read_line(const char *path, char *buf, size_t size);
 size_t hk_os_rss_bytes(void);
 /* Peak resident set size, never below `current` (a reading of hk_os_rss_bytes). */
 size_t hk_os_peak_rss_bytes(size_t current);
+/* Whether the peak resident set has reached bytes: getrusage's ru_maxrss
+ * first (one system call; at least the mark, as exec keeps a parent's), the
+ * status file only when that bound is past it. */
+bool hk_os_peak_rss_reached(size_t bytes);
 
 /* The calling thread's kernel id (gettid). */
 int hk_os_thread_kid(void);

@@ -294,7 +294,8 @@ void hk_bg_start(void) {
  * (HK_BG_AUTO_BYTES_LOWMEM under lowmem)
  * starts it; the rest return at the flag. `held` counts address space (a
  * big block the program touched a page of counts whole), so the peak
- * resident set (getrusage: one system call, at most one a millisecond)
+ * resident set (hk_os_peak_rss_reached: most often one system call; at
+ * most one look a millisecond)
  * must have passed the mark too: a program whose memory never passed it
  * has less than that to give back, and a thread's start would cost it
  * more than the purge returns (docs/BENCHMARKS.md). */
@@ -305,7 +306,7 @@ static uint64_t look_gate;  /* base/gate.h: one look a millisecond */
  * the fast paths, so that they keep their addresses) */
 static __attribute__((noinline)) void bg_look(void) {
   if (!hk_gate_pass(&look_gate, hk_os_now_ms(), 1)) return;
-  if (hk_os_peak_rss_bytes(0) < auto_bytes) return;
+  if (!hk_os_peak_rss_reached(auto_bytes)) return;
   if (atomic_exchange_explicit(&auto_started, true, memory_order_relaxed)) return;
   /* not from here: the caller is inside a heap's or a tier's slow path,
    * and pthread_create's calloc would enter it (heap.h, hk_heap_defer) */
