@@ -65,6 +65,13 @@ HK_INLINE void hk_lock(hk_lock_t *l) {
     return;
   hk_lock_wait(l);
 }
+/* hk_lock's common case alone (armed, uncontended), with no call: a
+ * caller whose fast path is a leaf goes out of line for the rest */
+HK_INLINE bool hk_lock_quick(hk_lock_t *l) {
+  return HK_LIKELY(__atomic_load_n(&hk_fork_state, __ATOMIC_ACQUIRE) == HK_FORK_ARMED) &&
+         atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
+         atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0;
+}
 HK_INLINE bool hk_trylock(hk_lock_t *l) {
   hk_fork_ready();
   return atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
