@@ -331,10 +331,14 @@ static void install_handler(void) {
 /* ---- sampled blocks ----------------------------------------------------------- */
 
 /* Stacks are taken once guarded_stacks has run (below), on a thread whose
- * first walk is done (hk_guarded_thread_start); before it, none. */
+ * first walk is done (hk_guarded_thread_start); before it, none. libgcc
+ * walks them, not the profiler's cached walker: its rule table (128 KiB,
+ * hashed by return address) had a sampled program touch a page of it per
+ * frame, 160 KiB for a few stacks (bench_tiny, HAKMEM_GUARDED_RATE=1), and
+ * at most HAKMEM_GUARDED_PER_SEC walks a second the cache saves nothing. */
 static int stacks_ok;
 static uint32_t capture(uintptr_t *pc) {
-  return HK_LOAD_ACQUIRE(stacks_ok) && hk_guarded_tls.warm ? hk_unwind(pc, DEPTH) : 0;
+  return HK_LOAD_ACQUIRE(stacks_ok) && hk_guarded_tls.warm ? hk_unwind_with(HK_UNWIND_LIBGCC, pc, DEPTH) : 0;
 }
 
 /* the calling thread's first walk (it may allocate: unsampled) */
@@ -342,7 +346,7 @@ static void thread_warm(guarded_tls_t *t) {
   int was = t->busy;
   t->busy = 1;
   uintptr_t pc[2];
-  hk_unwind(pc, 2);
+  hk_unwind_with(HK_UNWIND_LIBGCC, pc, 2);
   t->busy = was;
   t->warm = 1;
 }
