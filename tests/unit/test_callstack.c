@@ -18,6 +18,8 @@
 #include <ucontext.h>
 
 #include "base/callstack.h"
+#include "base/knobs.h"
+#include "mem/guarded.h"
 
 #define MAXD 64
 static int failures, compared;
@@ -131,7 +133,32 @@ static void *thread_main(void *arg) {
   return arg;
 }
 
-int main(void) {
+/* HAKMEM_GUARDED_RATE=1: the sampler's walks (allocation and free
+ * stacks) go to libgcc, none through the cached walker, whose rule table
+ * a few stacks spread over many pages (guarded.c, capture) */
+static int guarded_walks(void) {
+  /* (a white-box test: init.c's constructor, which starts the sampler,
+   * is not linked in) */
+  hk_knobs_init();
+  hk_guarded_init();
+  uint64_t c0, f0, c1, f1;
+  counts(&c0, &f0);
+  enum { N = 256 };
+  static void *volatile keep[N];
+  for (int i = 0; i < N; i++) keep[i] = malloc(64);
+  for (int i = 0; i < N; i++) free(keep[i]);
+  counts(&c1, &f1);
+  if (c1 != c0 || f1 == f0) {
+    fprintf(stderr, "FAIL guarded: cached walks +%lu, libgcc walks +%lu (expected 0 and some)\n",
+            (unsigned long)(c1 - c0), (unsigned long)(f1 - f0));
+    return 1;
+  }
+  printf("test_callstack guarded: OK (%lu libgcc walks, none cached)\n", (unsigned long)(f1 - f0));
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "guarded") == 0) return guarded_walks();
   plain1(0);
   fp1(0);
   vla(37);
