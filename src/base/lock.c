@@ -64,6 +64,10 @@ void hk_lock_wait(hk_lock_t *l) {
 
 /* ---- the fork handlers, registered on demand (lock.h) ---- */
 
+#ifdef HK_DEBUG
+__thread unsigned hk_nosys_held __attribute__((tls_model("initial-exec")));
+#endif
+
 int hk_fork_state;
 static void (*arm_fn)(void);
 static __thread bool arming __attribute__((tls_model("initial-exec")));

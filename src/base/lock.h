@@ -13,6 +13,21 @@ typedef struct { atomic_int v; } hk_lock_t;
 
 HK_INLINE void hk_cpu_relax(void) { __builtin_ia32_pause(); }
 
+/* A lock others wait on is held for list moves, never across a system
+ * call (docs/ARCHITECTURE.md, "No system call under a lock others wait
+ * on"): a holder preempted in one keeps every waiter off for a time slice.
+ * Debug builds check it: the holder of such a lock counts its hold
+ * (hk_nosys_enter after the lock, hk_nosys_leave before the unlock) and
+ * every call of the OS layer asserts the thread holds none (os.c). */
+#ifdef HK_DEBUG
+extern __thread unsigned hk_nosys_held __attribute__((tls_model("initial-exec"))) HK_HIDDEN;
+HK_INLINE void hk_nosys_enter(void) { hk_nosys_held++; }
+HK_INLINE void hk_nosys_leave(void) { hk_nosys_held--; }
+#else
+HK_INLINE void hk_nosys_enter(void) {}
+HK_INLINE void hk_nosys_leave(void) {}
+#endif
+
 /* Which lock waited, for the stats (hakmem.h's HAK_LOCK_*, the same
  * numbers): a lock counts under the name of the memory range it lies in
  * (hk_lock_name: its owner names it once, at start-up), else OTHER. */

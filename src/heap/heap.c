@@ -94,6 +94,16 @@ static hk_lock_t registry_lock = HK_LOCK_INIT;
 __attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
   hk_lock_name(&registry_lock, sizeof registry_lock, HK_LOCK_HEAPS);
 }
+/* The registry lock, taken for list moves and walks only: no system
+ * call under it (lock.h, hk_nosys_enter) */
+static void registry_take(void) {
+  hk_lock(&registry_lock);
+  hk_nosys_enter();
+}
+static void registry_drop(void) {
+  hk_nosys_leave();
+  hk_unlock(&registry_lock);
+}
 static hk_heap_t *registry_all;
 static hk_heap_t *registry_free;
 static atomic_size_t live_heaps;
@@ -110,34 +120,61 @@ static void stats_retire(hk_heap_t *h) {
   memset(&h->st, 0, sizeof h->st);
 }
 
+/* A heap struct off the free list, zeroed but for what the registry's
+ * walkers (stats, the purge thread) may read meanwhile: next_all, which
+ * they follow, and live, which says to pass over it (false since its
+ * release, until hk_heap_new sets it). */
+static void heap_zero(hk_heap_t *h) {
+  uint8_t *b = (uint8_t *)h;
+  size_t live = offsetof(hk_heap_t, live), all = offsetof(hk_heap_t, next_all),
+         rest = offsetof(hk_heap_t, next_free);
+  memset(b, 0, live);
+  memset(b + live + sizeof h->live, 0, all - live - sizeof h->live);
+  memset(b + rest, 0, sizeof *h - rest);
+}
+
 /* A released heap struct, or the next never-used slot of the mapped chunk
  * (a slot is touched only when handed out: linking all of a fresh 64 KiB
- * chunk at once made every process touch the whole chunk for one heap). */
+ * chunk at once made every process touch the whole chunk for one heap).
+ * The lock covers list moves only: the zeroing (22 KiB), the chunk's
+ * mmap and a fresh slot's first fault are made out of it. Under it, they
+ * had a thread that starts hold it for a time slice when preempted
+ * there, while the threads started beside it waited (bench_thread_churn:
+ * holds up to 4 ms, 20 to 50 ms of waits a run). */
 static hk_heap_t *registry_alloc(void) {
   static uint8_t *chunk_next, *chunk_end;
-  hk_lock(&registry_lock);
+  const size_t size = sizeof(hk_heap_t);
+  registry_take();
   hk_heap_t *h = registry_free;
   if (h) {
     registry_free = h->next_free;
-    /* zeroed under the lock: the registry's walkers (stats, the purge
-     * thread) follow next_all meanwhile */
-    hk_heap_t *keep_all = h->next_all;
-    memset(h, 0, sizeof *h);
-    h->next_all = keep_all;
-  } else {
-    if ((size_t)(chunk_end - chunk_next) < sizeof(hk_heap_t)) {
-      size_t chunk = HK_HEAP_CHUNK_BYTES;
-      uint8_t *mem = hk_os_map_aligned(chunk, HK_PAGE);
-      if (mem) chunk_next = mem, chunk_end = mem + chunk;
-    }
-    if ((size_t)(chunk_end - chunk_next) >= sizeof(hk_heap_t)) {
-      h = (hk_heap_t *)chunk_next;
-      chunk_next += sizeof(hk_heap_t);
-      h->next_all = registry_all;
-      registry_all = h;
+    registry_drop();
+    heap_zero(h);
+    return h;
+  }
+  uint8_t *mem = NULL;
+  if ((size_t)(chunk_end - chunk_next) < size) {
+    registry_drop();
+    mem = hk_os_map_aligned(HK_HEAP_CHUNK_BYTES, HK_PAGE);
+    if (!mem) return NULL;
+    registry_take();
+    if ((size_t)(chunk_end - chunk_next) < size) {  /* (else another thread mapped one meanwhile) */
+      chunk_next = mem, chunk_end = mem + HK_HEAP_CHUNK_BYTES;
+      mem = NULL;
     }
   }
-  hk_unlock(&registry_lock);
+  h = (hk_heap_t *)chunk_next;
+  chunk_next += size;
+  registry_drop();
+  if (mem) hk_os_unmap(mem, HK_HEAP_CHUNK_BYTES);
+  /* fresh zeroed memory, on no list yet: faulted in here (next_all's page
+   * and the live flag's, the two the walkers read) */
+  HK_STORE_RELAXED(h->live, false);
+  h->next_all = NULL;
+  registry_take();
+  h->next_all = registry_all;
+  registry_all = h;
+  registry_drop();
   return h;
 }
 
@@ -156,7 +193,7 @@ hk_heap_t *hk_heap_new(void) {
   h->tid = hk_thread_id();
   h->ktid = hk_os_thread_kid();
   if (HK_LOAD_RELAXED(heap_pid) == 0) HK_STORE_RELAXED(heap_pid, hk_os_pid());
-  HK_STORE_RELAXED(h->live, true);
+  HK_STORE_RELEASE(h->live, true);  /* after its fields: the purge pass reads them once it sees it */
   atomic_fetch_add_explicit(&live_heaps, 1, memory_order_relaxed);
   return h;
 }
@@ -171,17 +208,56 @@ static void registry_release_locked(hk_heap_t *h) {
 }
 
 void hk_heap_retire(hk_heap_t *h) {
-  hk_lock(&registry_lock);
+  /* not while the purge thread is inside it (hk_heap_each_pinned): the
+   * struct would be handed on under it. Taken for good: the next owner's
+   * zeroing frees it. */
+  int free_ = 0;
+  while (!atomic_compare_exchange_weak_explicit(&h->bg_lock, &free_, 2, memory_order_acquire,
+                                                memory_order_relaxed)) {
+    free_ = 0;
+    sched_yield();
+  }
+  registry_take();
   registry_release_locked(h);
-  hk_unlock(&registry_lock);
+  registry_drop();
 }
 
 void hk_heap_each_other(void (*fn)(hk_heap_t *h, void *arg), void *arg) {
   hk_heap_t *self = hk_tls_heap;
-  hk_lock(&registry_lock);
+  registry_take();
   for (hk_heap_t *h = registry_all; h; h = h->next_all)
     if (h != self && HK_LOAD_RELAXED(h->live)) fn(h, arg);
-  hk_unlock(&registry_lock);
+  registry_drop();
+}
+
+/* The purge thread's pass (bg.c) holds pass_lock, and fork's prepare takes
+ * it (before registry_lock): a fork never finds the pass inside a heap. */
+static hk_lock_t pass_lock = HK_LOCK_INIT;
+
+void hk_heap_each_pinned(void (*fn)(hk_heap_t *h, void *arg), void *arg) {
+  hk_heap_t *self = hk_tls_heap;
+  hk_lock(&pass_lock);
+  registry_take();
+  hk_heap_t *h = registry_all;
+  registry_drop();
+  while (h) {
+    /* the registry lock to step and pin only: a struct stays mapped and
+     * in the list for good, and its next_all never changes */
+    hk_heap_t *pin = NULL;
+    registry_take();
+    for (; h && !pin; h = h->next_all) {
+      int free_ = 0;
+      if (h != self && HK_LOAD_ACQUIRE(h->live) &&
+          atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
+                                                  memory_order_relaxed))
+        pin = h;
+    }
+    registry_drop();
+    if (!pin) break;
+    fn(pin, arg);
+    atomic_store_explicit(&pin->bg_lock, 0, memory_order_release);
+  }
+  hk_unlock(&pass_lock);
 }
 
 size_t hk_heap_count_live(void) { return atomic_load_explicit(&live_heaps, memory_order_relaxed); }
@@ -195,11 +271,11 @@ static void stats_add(hk_heap_stats_t *acc, const hk_heap_stats_t *st) {
 }
 
 void hk_heap_sum_stats(hk_heap_stats_t *acc) {
-  hk_lock(&registry_lock);
+  registry_take();
   for (hk_heap_t *h = registry_all; h; h = h->next_all)
     if (h->live) stats_add(acc, &h->st);
   stats_add(acc, &retired);
-  hk_unlock(&registry_lock);
+  registry_drop();
   /* our own current lists we can walk: those blocks are not out yet */
   hk_heap_t *self = hk_tls_heap;
   if (self == &hk_heap_empty) return;
@@ -210,7 +286,7 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc) {
 }
 
 void hk_heap_sum_cached(uint64_t live[HK_NCLASS]) {
-  hk_lock(&registry_lock);
+  registry_take();
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {
     if (!h->live) continue;
     for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
@@ -219,7 +295,7 @@ void hk_heap_sum_cached(uint64_t live[HK_NCLASS]) {
       *l = *l >= n ? *l - n : 0;
     }
   }
-  hk_unlock(&registry_lock);
+  registry_drop();
 }
 
 /* ---- fork ------------------------------------------------------------------ */
@@ -231,16 +307,23 @@ void hk_heap_sum_cached(uint64_t live[HK_NCLASS]) {
  * which another thread may come to have. */
 void hk_heap_fork_unarmed(void) {
   int pid = hk_os_pid();
-  hk_lock(&registry_lock);
+  registry_take();
   if (heap_pid != 0 && heap_pid != pid)
     for (hk_heap_t *h = registry_all; h; h = h->next_all)
       if (h->live && !h->api) h->ktid = pid;
   heap_pid = pid;
-  hk_unlock(&registry_lock);
+  registry_drop();
 }
 
-void hk_heap_fork_prepare(void) { hk_lock(&registry_lock); }
-void hk_heap_fork_parent(void) { hk_unlock(&registry_lock); }
+/* (not counted by hk_nosys_enter: held across the fork) */
+void hk_heap_fork_prepare(void) {
+  hk_lock(&pass_lock);
+  hk_lock(&registry_lock);
+}
+void hk_heap_fork_parent(void) {
+  hk_unlock(&registry_lock);
+  hk_unlock(&pass_lock);
+}
 
 static bool heap_is_api(const hk_heap_t *h) { return h->api; }
 
@@ -250,11 +333,12 @@ static bool heap_is_api(const hk_heap_t *h) { return h->api; }
  * each slab: hk_slab_rebuild), their heap structs reusable. Blocks caught
  * in flight by fork() are lost, nothing worse. */
 void hk_heap_fork_child(void) {
+  hk_lock_reset(&pass_lock);
   hk_lock_reset(&registry_lock);
   hk_heap_t *self = hk_tls_heap;
   heap_pid = hk_os_pid();
   /* the child's thread has a kernel id of its own; nobody holds our lock
-   * (the purge thread holds a heap's lock only under registry_lock, which
+   * (the purge thread holds a heap's lock only under pass_lock, which
    * fork_prepare took) */
   if (self != &hk_heap_empty) self->ktid = hk_os_thread_kid();
   hk_ss_orphan_foreign(self, heap_is_api);

@@ -223,6 +223,13 @@ void hk_heap_retire(hk_heap_t *h);
  * held over the whole walk: no heap struct is handed to a new thread (and
  * zeroed) meanwhile, and fork() waits for the walk to end. */
 void hk_heap_each_other(void (*fn)(hk_heap_t *h, void *arg), void *arg);
+/* The purge thread's pass: fn(h, arg) for every live heap but the
+ * caller's whose bg_lock it takes (an owner in a slow path holds it: that
+ * heap is passed over), one at a time, the bg_lock held over fn and the
+ * registry lock only to step the walk. fn may make system calls: threads
+ * that start or exit do not wait for them. A heap inside fn is not retired
+ * (hk_heap_retire waits for its bg_lock), and a fork waits for fn. */
+void hk_heap_each_pinned(void (*fn)(hk_heap_t *h, void *arg), void *arg);
 
 size_t hk_heap_count_live(void);
 /* Add every heap's counters into acc, those gone included (racy reads of the

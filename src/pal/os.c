@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "base/knobs.h"
+#include "base/lock.h"
 #include "base/libc.h"  /* the copy that finishes a move under valgrind: glibc's, unchecked */
 #include "base/random.h"
 #include "base/report.h"
@@ -39,7 +40,15 @@ static void note_unmapped(size_t bytes) {
   atomic_fetch_sub_explicit(&hk_os_stats.mapped_now, bytes, memory_order_relaxed);
 }
 
+/* (debug) the calling thread holds no lock others wait on (lock.h) */
+static inline void os_call(void) {
+#ifdef HK_DEBUG
+  HK_ASSERT(hk_nosys_held == 0);
+#endif
+}
+
 static void count_mmap(size_t size) {
+  os_call();
   atomic_fetch_add_explicit(&hk_os_stats.mmap_calls, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&hk_os_stats.mmap_bytes, size, memory_order_relaxed);
 }
@@ -52,6 +61,7 @@ static void *raw_map(size_t size, int prot) {
 }
 
 static void raw_unmap(void *p, size_t size) {
+  os_call();
   if (size == 0) return;
   atomic_fetch_add_explicit(&hk_os_stats.munmap_calls, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&hk_os_stats.munmap_bytes, size, memory_order_relaxed);
@@ -136,6 +146,7 @@ void hk_os_unmap(void *p, size_t size) {
 }
 
 void hk_os_purge(void *p, size_t size) {
+  os_call();
   if (size == 0) return;
   atomic_fetch_add_explicit(&hk_os_stats.madvise_calls, 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&hk_os_stats.madvise_bytes, size, memory_order_relaxed);
@@ -245,6 +256,7 @@ unsigned hk_os_thp(void) {
 
 /* A huge-page advice, counted; errno kept (advice is only a hint). */
 static void advise(void *p, size_t size, int advice) {
+  os_call();
   atomic_fetch_add_explicit(&hk_os_stats.madvise_calls, 1, memory_order_relaxed);
   int saved = errno;
   madvise(p, size, advice);
@@ -288,6 +300,7 @@ void hk_os_advise_plain(void *p, size_t size) {
 static _Atomic bool no_populate;  /* the kernel said EINVAL once: older than 5.14 */
 
 bool hk_os_populate(void *p, size_t size) {
+  os_call();
   if (size == 0) return true;
   if (atomic_load_explicit(&no_populate, memory_order_relaxed)) return false;
   atomic_fetch_add_explicit(&hk_os_stats.populate_calls, 1, memory_order_relaxed);
@@ -309,6 +322,7 @@ size_t hk_os_huge_bytes(void) {
 }
 
 bool hk_os_resident(void *p, size_t size, unsigned char *vec) {
+  os_call();
   int saved = errno;
   int rc = mincore(p, size, vec);
   errno = saved;
@@ -316,6 +330,7 @@ bool hk_os_resident(void *p, size_t size, unsigned char *vec) {
 }
 
 static bool protect(void *p, size_t size, int prot) {
+  os_call();
   atomic_fetch_add_explicit(&hk_os_stats.mprotect_calls, 1, memory_order_relaxed);
   int saved = errno;
   int rc = mprotect(p, size, prot);
@@ -351,6 +366,7 @@ bool hk_os_guard_markers(void) {
 }
 
 static bool guard_advise(void *p, size_t size, int advice) {
+  os_call();
   atomic_fetch_add_explicit(&hk_os_stats.guard_calls, 1, memory_order_relaxed);
   int saved = errno;
   int rc = madvise(p, size, advice);
@@ -375,6 +391,7 @@ bool hk_os_decommit(void *p, size_t size) {
 }
 
 bool hk_os_resize_inplace(void *p, size_t old_size, size_t new_size) {
+  os_call();
   if (!HK_OS_MREMAP) return false;
   atomic_fetch_add_explicit(&hk_os_stats.mremap_calls, 1, memory_order_relaxed);
   int saved = errno;
@@ -387,6 +404,7 @@ bool hk_os_resize_inplace(void *p, size_t old_size, size_t new_size) {
 }
 
 bool hk_os_move(void *p, size_t old_size, size_t new_size, void *target) {
+  os_call();
   if (!HK_OS_MREMAP) return false;
   atomic_fetch_add_explicit(&hk_os_stats.mremap_calls, 1, memory_order_relaxed);
   int saved = errno;
@@ -419,6 +437,7 @@ uint64_t hk_os_now_ms(void) {
  * end is a system call saved (a big block's first use reads eight such
  * files: the cgroup's limits, the THP mode, page reporting). */
 static bool read_text(const char *path, char *buf, size_t size, bool one_line) {
+  os_call();
   int saved = errno;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   size_t have = 0;

@@ -124,25 +124,22 @@ static void release_returned(hk_heap_t *h) {
 
 typedef struct { bool force; size_t bytes; } pass_t;
 
+/* h's bg_lock held (hk_heap_each_pinned took it; an owner in a slow path
+ * holds it, and purges on its own clock) */
 static void purge_heap(hk_heap_t *h, void *arg) {
   pass_t *pass = arg;
-  int free_ = 0;
-  if (!atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
-                                               memory_order_relaxed))
-    return;  /* its owner is in a slow path: it purges on its own clock */
   HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
   release_emptied(h);
   release_returned(h);
   pass->bytes += hk_heap_purge_unused(h, pass->force);
   HK_TSAN_HIDE_END();
-  atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
 }
 
 /* Other threads' heaps: bytes purged (force: all due now). */
 static size_t purge_heaps(bool force) {
   if (!hk_heap_bg_on) return 0;  /* owners take no lock: nothing may be touched */
   pass_t pass = { force, 0 };
-  hk_heap_each_other(purge_heap, &pass);
+  hk_heap_each_pinned(purge_heap, &pass);
   return pass.bytes;
 }
 
