@@ -63,17 +63,23 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   bool huge = hk_thp_want_huge(need - GUARD_PAGES, zero);
 
   shard_t *sh = hk_arena_home_shard();
-  hk_lock(&sh->lock);
+  hk_lock_nosys(&sh->lock);
   uint32_t i = 0;
   hk_arena_t *a = hk_arena_shard_fit(sh, huge, want, false, &i);
   if ((!a || bits_count(a, i, want) < want / 2) && hk_arena_resident_beside(sh, want))
     a = hk_arena_fit_elsewhere(&sh, huge, want, true, &i);
   if (!a && sh->arenas) a = hk_arena_fit_elsewhere(&sh, huge, want, false, &i);
   if (!a) {
-    a = hk_arena_new(huge, sh);
-    if (a) i = hk_arena_find_fit(a, want, false);
-    if (!i) {
-      hk_unlock(&sh->lock);
+    /* a new arena, mapped with the lock dropped; then the first fit
+     * again (another thread's new arena, or a run freed meanwhile, may
+     * serve first: this one then waits last in the list) */
+    hk_unlock_nosys(&sh->lock);
+    hk_arena_t *fresh = hk_arena_map(huge, sh);
+    hk_lock_nosys(&sh->lock);
+    if (fresh) hk_arena_link(fresh);
+    a = hk_arena_shard_fit(sh, huge, want, false, &i);
+    if (!a) {
+      hk_unlock_nosys(&sh->lock);
       errno = ENOMEM;
       return NULL;
     }
@@ -119,9 +125,9 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   opening_t o;
   bool planned = !GUARD_PAGES || hk_guard_opening_plan(a, at, need - GUARD_PAGES, back, &o);
   if (planned) hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
-  hk_unlock(&sh->lock);
+  hk_unlock_nosys(&sh->lock);
   if (GUARD_PAGES && (!planned || !hk_guard_opening_calls(a, &o))) {
-    hk_lock(&sh->lock);  /* no mapping to spare (vm.max_map_count): give the run back */
+    hk_lock_nosys(&sh->lock);  /* no mapping to spare (vm.max_map_count): give the run back */
     if (planned) {
       hk_guard_opening_undo(a, &o);
       hk_track_free(p);
@@ -131,7 +137,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
     t->tag = 0;
     live_sub(need);
     hk_arena_run_release(a, at, need, need, stamp);  /* bits_set marked them all */
-    hk_unlock(&sh->lock);
+    hk_unlock_nosys(&sh->lock);
     errno = ENOMEM;
     return NULL;
   }
@@ -183,13 +189,13 @@ bool hk_span_check(const char *what, const void *p, size_t *usable, size_t *requ
   shard_t *sh = shard_at(p);
   entry_t *h = NULL;
   if (sh) {
-    hk_lock(&sh->lock);
+    hk_lock_nosys(&sh->lock);
     h = live_head(p, &a, &why);
     if (h) {
       if (usable) *usable = (size_t)(h->npages - GUARD_PAGES) << PAGE_SHIFT;
       if (requested) *requested = h->l.requested;
     }
-    hk_unlock(&sh->lock);
+    hk_unlock_nosys(&sh->lock);
   }
   if (!h && what) hk_report_invalid(what, p, why);
   return h != NULL;
@@ -251,10 +257,10 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
     return 0;
   }
   hk_thp_sample(arena_of(p), page_of(arena_of(p), p), p);
-  hk_lock(&sh->lock);
+  hk_lock_nosys(&sh->lock);
   entry_t *h = live_head(p, &a, &why);
   if (!h) {
-    hk_unlock(&sh->lock);
+    hk_unlock_nosys(&sh->lock);
     hk_report_invalid(what, p, why);
     return 0;
   }
@@ -273,15 +279,15 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
      * else's meanwhile (a second free of it is a double free); it joins
      * the quarantine once closed, so that no malloc can open it first */
     unsigned how = hk_guard_close_how();
-    hk_unlock(&sh->lock);
+    hk_unlock_nosys(&sh->lock);
     bool closed = hk_guard_close_call(a, i, n - 1, how);
-    hk_lock(&sh->lock);
+    hk_lock_nosys(&sh->lock);
     if (closed) hk_guard_close_done(a, i, n - 1, how);
   }
   if (QUAR_ON) hk_quar_push(a, i, stamp);
   else hk_arena_run_release(a, i, n, n, stamp);  /* a live block's pages are all marked */
   hk_track_free(p);  /* before another thread can get these pages */
-  hk_unlock(&sh->lock);
+  hk_unlock_nosys(&sh->lock);
   return (size_t)n << PAGE_SHIFT;
 }
 
@@ -290,7 +296,7 @@ size_t hk_span_resize(void *p, size_t size) {
   hk_arena_t *a = arena_of(p);
   uint32_t i = page_of(a, p), need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT) + GUARD_PAGES;
   shard_t *sh = shard_of(a);  /* p passed hk_span_check */
-  hk_lock(&sh->lock);
+  hk_lock_nosys(&sh->lock);
   entry_t *h = &a->e[i];
   HK_ASSERT(a->magic == ARENA_MAGIC && (h->tag & (T_HEAD | T_LIVE)) == (T_HEAD | T_LIVE) && live_tail_ok(a, i));
   uint32_t n = h->npages, j = i + n;
@@ -307,13 +313,13 @@ size_t hk_span_resize(void *p, size_t size) {
   } else if (need > n) {  /* take the head of the free run after it */
     uint32_t extra = need - n;
     if (j >= ARENA_PAGES || (a->e[j].tag & (T_HEAD | T_FREE)) != (T_HEAD | T_FREE) || a->e[j].npages < extra) {
-      hk_unlock(&sh->lock);
+      hk_unlock_nosys(&sh->lock);
       return 0;
     }
     /* the old last page and all but the last of the new ones open, the new last closes */
     if (GUARD_PAGES && (!hk_guard_open_run(a, j - 1, extra) || (a->e[j].npages > extra && !hk_guard_close_run(a, j + extra - 1, 1, false)))) {
       hk_guard_close_run(a, j - 1, 1, false);
-      hk_unlock(&sh->lock);
+      hk_unlock_nosys(&sh->lock);
       return 0;
     }
     uint32_t fn = a->e[j].npages, stamp = a->e[j].f.stamp;
@@ -334,7 +340,7 @@ size_t hk_span_resize(void *p, size_t size) {
   }
   h->l.requested = (uint32_t)size;
   ok = (size_t)(need - GUARD_PAGES) << PAGE_SHIFT;
-  hk_unlock(&sh->lock);
+  hk_unlock_nosys(&sh->lock);
   hk_track_resize(p, (size_t)(n - GUARD_PAGES) << PAGE_SHIFT, ok);
   return ok;
 }
@@ -371,6 +377,8 @@ size_t hk_span_bytes_meta(void) {
   size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE), total = 0;
   for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) {
     shard_t *sh = &hk_arena_shards[k];
+    /* (a try-lock of the stats', the one hold with a system call in it:
+     * mincore over the arenas' descriptors, which a stats read wants) */
     if (hk_trylock(&sh->lock)) {
       size_t bytes = 0;
       for (hk_arena_t *a = sh->arenas; a; a = a->next) bytes += resident_bytes((uint8_t *)a, desc);
@@ -383,8 +391,14 @@ size_t hk_span_bytes_meta(void) {
 }
 size_t hk_span_bytes_cached(void) { return (HK_LOAD_RELAXED(hk_span_dirty_pages) + hk_quar_pages()) << PAGE_SHIFT; }
 
-void hk_span_fork_prepare(void) { hk_arena_lock_all(); }
-void hk_span_fork_parent(void) { hk_arena_unlock_all(); }
+/* (not hk_arena_lock_all: held across the fork, not counted by
+ * hk_nosys_enter) */
+void hk_span_fork_prepare(void) {
+  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_lock(&hk_arena_shards[k].lock);
+}
+void hk_span_fork_parent(void) {
+  for (unsigned k = HK_SPAN_SHARDS; k--;) hk_unlock(&hk_arena_shards[k].lock);
+}
 void hk_span_fork_child(void) {
   for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_lock_reset(&hk_arena_shards[k].lock);
   hk_quar_fork_child();

@@ -58,10 +58,10 @@ shard_t *hk_arena_home_shard(void) {
 }
 
 void hk_arena_lock_all(void) {
-  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_lock(&hk_arena_shards[k].lock);
+  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_lock_nosys(&hk_arena_shards[k].lock);
 }
 void hk_arena_unlock_all(void) {
-  for (unsigned k = HK_SPAN_SHARDS; k--;) hk_unlock(&hk_arena_shards[k].lock);
+  for (unsigned k = HK_SPAN_SHARDS; k--;) hk_unlock_nosys(&hk_arena_shards[k].lock);
 }
 
 hk_arena_t *hk_arena_next(const hk_arena_t *a) {
@@ -169,19 +169,19 @@ hk_arena_t *hk_arena_fit_elsewhere(shard_t **sh, bool huge, uint32_t want, bool 
   unsigned n = hk_arena_shards_now(), h = (unsigned)(home - hk_arena_shards);
   HK_ASSERT(h < n);
   if (n == 1) return NULL;
-  hk_unlock(&home->lock);
+  hk_unlock_nosys(&home->lock);
   for (unsigned k = 1; k < n; k++) {
     shard_t *o = &hk_arena_shards[(h + k) % n];
     if (resident && HK_LOAD_RELAXED(o->dirty) < want) continue;
-    hk_lock(&o->lock);
+    hk_lock_nosys(&o->lock);
     hk_arena_t *a = hk_arena_shard_fit(o, huge, want, resident, i);
     if (a) {
       *sh = o;
       return a;
     }
-    hk_unlock(&o->lock);
+    hk_unlock_nosys(&o->lock);
   }
-  hk_lock(&home->lock);
+  hk_lock_nosys(&home->lock);
   return hk_arena_shard_fit(home, huge, want, false, i);
 }
 
@@ -243,7 +243,7 @@ uint32_t hk_arena_run_release(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t nd
 
 /* ---- arenas ---- */
 
-hk_arena_t *hk_arena_new(bool huge, shard_t *sh) {
+hk_arena_t *hk_arena_map(bool huge, shard_t *sh) {
   HK_ASSERT(sh >= hk_arena_shards && sh < hk_arena_shards + HK_SPAN_SHARDS);
   size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE);
   hk_arena_t *a = GUARD_PAGES ? hk_os_reserve_aligned(ARENA_SIZE, ARENA_SIZE) : hk_os_map_aligned(ARENA_SIZE, ARENA_SIZE);
@@ -266,6 +266,11 @@ hk_arena_t *hk_arena_new(bool huge, shard_t *sh) {
   hk_arena_free_insert(a, a->first_page, ARENA_PAGES - a->first_page, 0, 0);
   for (size_t c = ((size_t)a->first_page << PAGE_SHIFT) >> HK_SS_SHIFT; c < ARENA_SIZE >> HK_SS_SHIFT; c++)
     hk_chunk_set((uint8_t *)a + (c << HK_SS_SHIFT), HK_CHUNK_SPAN);
+  return a;
+}
+
+void hk_arena_link(hk_arena_t *a) {
+  shard_t *sh = &hk_arena_shards[a->shard];
   /* last in the list: a malloc takes the first arena with a fit, so the
    * older arenas' freed runs are reused before a newer one's untouched tail
    * (with the newest first, a program past 1 GiB of big blocks that freed
@@ -277,7 +282,6 @@ hk_arena_t *hk_arena_new(bool huge, shard_t *sh) {
   a->next = NULL;
   *pa = a;
   HK_ADD_RELAXED(hk_span_arena_count, 1);
-  return a;
 }
 
 void hk_arena_unmap(hk_arena_t *a) {

@@ -174,9 +174,12 @@ void hk_arena_grains_freed(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t stamp
 bool hk_arena_grains_aged(const hk_arena_t *a, uint32_t i, uint32_t n, uint32_t before);
 
 /* ---- arenas ---- */
-/* A new arena in shard sh (its lock held), advised huge pages or not, last
- * in the shard's list: one free run; NULL when it cannot be mapped. */
-hk_arena_t *hk_arena_new(bool huge, shard_t *sh);
+/* A new arena for shard sh, advised huge pages or not, one free run, on
+ * no list yet: mapped, advised and its descriptor written with no lock
+ * held (the calls and the faults); NULL when it cannot be mapped. Then
+ * hk_arena_link, under sh's lock, puts it last in the shard's list. */
+hk_arena_t *hk_arena_map(bool huge, shard_t *sh);
+void hk_arena_link(hk_arena_t *a);
 void hk_arena_unmap(hk_arena_t *a);  /* taken off its shard's list already */
 
 #endif

@@ -161,9 +161,9 @@ hk_superslab_t *hk_ss_acquire(unsigned kind) { return hk_ss_acquire_warm(kind, -
 
 hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   hk_superslab_t *ss = NULL;
-  hk_lock(&cache_lock);
+  hk_lock_nosys(&cache_lock);
   ss = cache_take(kind, cls, slot);
-  hk_unlock(&cache_lock);
+  hk_unlock_nosys(&cache_lock);
   if (!ss && cls >= 0) return NULL;
   if (!ss) ss = take_abandoned_empty(kind);
   if (ss) hk_ss_note(HK_SS_CACHE_HITS);
@@ -196,9 +196,9 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   if (fresh) {
     ss->half_guard = false;
     HK_ADD_RELAXED(mapped_count, 1);
-    hk_lock(&all_lock);
+    hk_lock_nosys(&all_lock);
     HK_DL_PUSH(all_head, ss, all_next, all_prev);
-    hk_unlock(&all_lock);
+    hk_unlock_nosys(&all_lock);
   }
   if (ss->purged || ss->kind != kind) ss->warm = 0;
   ss_set_half_guard(ss, HK_SS_HALF_GUARD(kind));
@@ -226,9 +226,9 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
  * count (a snapshot between the two is off by one, not by a lock wait) */
 static void ss_unmap_counted(hk_superslab_t *ss, bool out_of_cache) {
   hk_chunk_set(ss, HK_CHUNK_NONE);
-  hk_lock(&all_lock);
+  hk_lock_nosys(&all_lock);
   HK_DL_UNLINK(all_head, ss, all_next, all_prev);
-  hk_unlock(&all_lock);
+  hk_unlock_nosys(&all_lock);
   HK_SUB_RELAXED(mapped_count, 1);
   if (out_of_cache) HK_SUB_RELAXED(out_cache, 1);
   if (ss->from_span) hk_span_give_ss(ss, ss->purged ? HK_SS_HDR_SIZE : HK_SS_SIZE);  /* a free run again */
@@ -252,7 +252,7 @@ static void cache_put(hk_superslab_t *ss) {
   ss->stamp_ms = hk_os_now_ms();
   ss->purged = false;
   hk_superslab_t *victim = NULL;
-  hk_lock(&cache_lock);
+  hk_lock_nosys(&cache_lock);
   hk_ss_list_push(&cache, ss, LIST_CACHE);
   UNPURGED(1);
   if ((long)cache.count > hk_mem_scale_cap(HK_LOAD_RELAXED(hk_knobs.ss_cache))) {
@@ -261,7 +261,7 @@ static void cache_put(hk_superslab_t *ss) {
     hk_ss_list_remove(&cache, victim);
     if (!victim->purged) UNPURGED(-1);
   }
-  hk_unlock(&cache_lock);
+  hk_unlock_nosys(&cache_lock);
   if (victim) ss_unmap(victim);
 }
 
@@ -279,9 +279,9 @@ void hk_ss_abandon(hk_superslab_t *ss) {
     unsigned c = ss->slabs[__builtin_ctz(m)].cls;
     ss->warm_cls[c >> 6] |= 1ull << (c & 63);
   }
-  hk_lock(&abandoned_lock);
+  hk_lock_nosys(&abandoned_lock);
   hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED);
-  hk_unlock(&abandoned_lock);
+  hk_unlock_nosys(&abandoned_lock);
 }
 
 static uint32_t bundle_seq;
@@ -294,10 +294,10 @@ bool hk_ss_bundle_room(unsigned kind) {
   long cap = hk_mem_scale_cap(HK_LOAD_RELAXED(hk_knobs.ss_cache));
   if (HK_LOAD_RACY(abandoned[kind].count) >= HK_SS_BUNDLED_MAX || cap <= 0) return false;
   long empty = (long)HK_LOAD_RACY(cache.count);
-  hk_lock(&abandoned_lock);
+  hk_lock_nosys(&abandoned_lock);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
     for (const hk_superslab_t *ss = abandoned[k].head; ss; ss = ss->next) empty += ss->nused == 0;
-  hk_unlock(&abandoned_lock);
+  hk_unlock_nosys(&abandoned_lock);
   return empty < cap;
 }
 
@@ -326,24 +326,24 @@ static hk_superslab_t *abandoned_take_first(unsigned kind, bool (*fits)(const hk
 
 static hk_superslab_t *take_abandoned_empty(unsigned kind) {
   hk_superslab_t *ss = NULL;
-  hk_lock(&abandoned_lock);
+  hk_lock_nosys(&abandoned_lock);
   for (unsigned k = 0; k < HK_SS_NKINDS && !ss; k++) ss = abandoned_take_first(kind ^ k, is_empty, 0, 0);
-  hk_unlock(&abandoned_lock);
+  hk_unlock_nosys(&abandoned_lock);
   return ss;
 }
 
 hk_superslab_t *hk_ss_take_bundled(unsigned kind, uint32_t b, unsigned cls) {
-  hk_lock(&abandoned_lock);
+  hk_lock_nosys(&abandoned_lock);
   hk_superslab_t *ss = abandoned_take_first(kind, in_bundle, b, cls);
-  hk_unlock(&abandoned_lock);
+  hk_unlock_nosys(&abandoned_lock);
   return ss;
 }
 
 hk_superslab_t *hk_ss_take_abandoned(unsigned kind) {
-  hk_lock(&abandoned_lock);
+  hk_lock_nosys(&abandoned_lock);
   hk_superslab_t *ss = abandoned[kind].head;
   if (ss) hk_ss_list_remove(&abandoned[kind], ss);
-  hk_unlock(&abandoned_lock);
+  hk_unlock_nosys(&abandoned_lock);
   return ss;
 }
 
@@ -446,7 +446,7 @@ void hk_ss_slab_taken(hk_superslab_t *ss) {
 static void list_put_back(hk_lock_t *lock, hk_ss_list_t *lists, hk_superslab_t *batch, uint8_t id) {
   if (!batch) return;
   size_t n = 0;
-  hk_lock(lock);
+  hk_lock_nosys(lock);
   while (batch) {
     hk_superslab_t *next = batch->next;
     hk_ss_list_push(&lists[id == LIST_CACHE ? 0 : batch->kind], batch, id);
@@ -455,7 +455,7 @@ static void list_put_back(hk_lock_t *lock, hk_ss_list_t *lists, hk_superslab_t *
   }
   if (id == LIST_CACHE) OUT(out_cache, -n);
   else OUT(out_abandoned, -n);
-  hk_unlock(lock);
+  hk_unlock_nosys(lock);
 }
 
 /* A superslab taken off the cache to be unmapped */
@@ -627,7 +627,7 @@ size_t hk_ss_purge_abandoned(bool force) {
   hk_superslab_t *batch = NULL, *to_cache = NULL;
   uint64_t now = hk_os_now_ms(), delay = (uint64_t)hk_ss_purge_delay_ms();
   void (*orphan)(hk_superslab_t *) = HK_LOAD_RELAXED(orphan_hook);
-  hk_lock(&abandoned_lock);
+  hk_lock_nosys(&abandoned_lock);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
     for (hk_superslab_t *ss = abandoned[k].head, *next; ss; ss = next) {
       next = ss->next;
@@ -651,7 +651,7 @@ size_t hk_ss_purge_abandoned(bool force) {
         batch = ss;
       }
     }
-  hk_unlock(&abandoned_lock);
+  hk_unlock_nosys(&abandoned_lock);
   for (hk_superslab_t *ss = batch; ss; ss = ss->next) bytes += hk_ss_purge_unused(ss, force);
   list_put_back(&abandoned_lock, abandoned, batch, LIST_ABANDONED);
   for (hk_superslab_t *ss = to_cache, *next; ss; ss = next) {
@@ -677,7 +677,7 @@ static void check_list(const hk_ss_list_t *l, uint8_t id) {
 }
 
 void hk_ss_check_lists(void) {
-  hk_lock(&all_lock);
+  hk_lock_nosys(&all_lock);
   size_t n = 0;
   for (const hk_superslab_t *ss = all_head, *prev = NULL; ss; prev = ss, ss = ss->all_next, n++) {
     HK_ASSERT(((uintptr_t)ss & HK_SS_MASK) == 0);
@@ -685,8 +685,8 @@ void hk_ss_check_lists(void) {
   }
   /* counted before it joins, after it leaves: never fewer than listed */
   HK_ASSERT(n <= hk_ss_count_mapped());
-  hk_unlock(&all_lock);
-  hk_lock(&abandoned_lock);
+  hk_unlock_nosys(&all_lock);
+  hk_lock_nosys(&abandoned_lock);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
     check_list(&abandoned[k], LIST_ABANDONED);
     for (const hk_superslab_t *ss = abandoned[k].head; ss; ss = ss->next) {
@@ -694,8 +694,8 @@ void hk_ss_check_lists(void) {
       HK_ASSERT(HK_LOAD_RELAXED(ss->heap) == NULL);
     }
   }
-  hk_unlock(&abandoned_lock);
-  hk_lock(&cache_lock);
+  hk_unlock_nosys(&abandoned_lock);
+  hk_lock_nosys(&cache_lock);
   check_list(&cache, LIST_CACHE);
   uint64_t now = hk_os_now_ms();
   for (const hk_superslab_t *ss = cache.head; ss; ss = ss->next) {
@@ -703,7 +703,7 @@ void hk_ss_check_lists(void) {
     HK_ASSERT(ss->stamp_ms <= now);
     HK_ASSERT(HK_LOAD_RELAXED(ss->heap) == NULL);
   }
-  hk_unlock(&cache_lock);
+  hk_unlock_nosys(&cache_lock);
 }
 
 void hk_ss_check_owned(const hk_ss_list_t *l, uint8_t id, unsigned kind, const struct hk_heap *h) {
@@ -719,7 +719,7 @@ void hk_ss_check_owned(const hk_ss_list_t *l, uint8_t id, unsigned kind, const s
 #endif
 
 void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]) {
-  hk_lock(&all_lock);
+  hk_lock_nosys(&all_lock);
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
     if (ss->list == LIST_CACHE) continue;
     unsigned n = HK_LOAD_RELAXED(ss->nslabs);
@@ -732,15 +732,15 @@ void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]) {
       slabs[c]++;
     }
   }
-  hk_unlock(&all_lock);
+  hk_unlock_nosys(&all_lock);
 }
 
 size_t hk_ss_cached_unpurged_bytes(void) {
   size_t bytes = 0;
-  hk_lock(&cache_lock);
+  hk_lock_nosys(&cache_lock);
   for (hk_superslab_t *ss = cache.head; ss; ss = ss->next)
     if (!ss->purged) bytes += HK_SS_SIZE;
-  hk_unlock(&cache_lock);
+  hk_unlock_nosys(&cache_lock);
   return bytes;
 }
 

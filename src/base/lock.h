@@ -95,6 +95,16 @@ HK_INLINE bool hk_trylock(hk_lock_t *l) {
 HK_INLINE void hk_unlock(hk_lock_t *l) {
   atomic_store_explicit(&l->v, 0, memory_order_release);
 }
+/* hk_lock and hk_unlock of a lock others wait on: its hold counted (no
+ * system call under it, checked by debug builds: hk_nosys_enter) */
+HK_INLINE void hk_lock_nosys(hk_lock_t *l) {
+  hk_lock(l);
+  hk_nosys_enter();
+}
+HK_INLINE void hk_unlock_nosys(hk_lock_t *l) {
+  hk_nosys_leave();
+  hk_unlock(l);
+}
 HK_INLINE void hk_lock_reset(hk_lock_t *l) {
   atomic_store_explicit(&l->v, 0, memory_order_relaxed);
 }
