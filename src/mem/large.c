@@ -313,7 +313,7 @@ static size_t unmap_all(hk_large_t *v) {
 }
 
 hk_large_t *hk_large_cache_take(size_t need) {
-  hk_lock(&cache_lock);
+  hk_lock_nosys(&cache_lock);
   cache_check();
   hk_large_t *best = NULL;
   int best_cost = 2;
@@ -334,7 +334,7 @@ hk_large_t *hk_large_cache_take(size_t need) {
     for (unsigned i = 0; i < HK_LARGE_GHOSTS; i++)
       if (ghost[i] && fits(ghost[i], need)) { ghost_hit = true; ghost[i] = 0; break; }
   cache_check();
-  hk_unlock(&cache_lock);
+  hk_unlock_nosys(&cache_lock);
   hk_large_note(HK_LARGE_ALLOCS);
   if (best) {
     hk_large_note(HK_LARGE_HITS);
@@ -359,7 +359,7 @@ hk_large_t *hk_large_cache_take(size_t need) {
 }
 
 hk_large_t *hk_large_cache_take_nearest(size_t need) {
-  hk_lock(&cache_lock);
+  hk_lock_nosys(&cache_lock);
   hk_large_t *bigger = NULL, *smaller = NULL;
   for (hk_large_t *e = cache_head; e; e = e->next) {
     if (e->rw_size >= need) { if (!bigger || e->rw_size < bigger->rw_size) bigger = e; }
@@ -368,7 +368,7 @@ hk_large_t *hk_large_cache_take_nearest(size_t need) {
   hk_large_t *e = bigger ? bigger : smaller;
   if (e) cache_unlink(e);
   cache_check();
-  hk_unlock(&cache_lock);
+  hk_unlock_nosys(&cache_lock);
   if (e) hk_large_note(HK_LARGE_HITS);  /* served from the cache, reshaped */
   return e;
 }
@@ -383,7 +383,7 @@ void hk_large_cache_put(hk_large_t *h, unsigned ck) {
     return;
   }
   hk_large_t *victims = NULL;
-  hk_lock(&cache_lock);
+  hk_lock_nosys(&cache_lock);
   h->state = HK_LARGE_CACHED;
   h->stamp_ms = hk_os_now_ms();
   HK_DLT_PUSH_HEAD(cache_head, cache_tail, h, next, prev);
@@ -398,7 +398,7 @@ void hk_large_cache_put(hk_large_t *h, unsigned ck) {
     victims = v;
   }
   cache_check();
-  hk_unlock(&cache_lock);
+  hk_unlock_nosys(&cache_lock);
   unmap_all(victims);  /* syscalls outside the lock */
   hk_large_collect(false);
 }
@@ -406,7 +406,7 @@ void hk_large_cache_put(hk_large_t *h, unsigned ck) {
 void hk_large_quarantine(hk_large_t *h) {
   HK_ASSERT(HK_M_GUARD && h->state == HK_LARGE_CACHED && h->rw_size == 0);
   hk_large_t *old = NULL;
-  hk_lock(&cache_lock);
+  hk_lock_nosys(&cache_lock);
   if (quar_n == QUAR_N) {
     old = quar[0];
     memmove(quar, quar + 1, (QUAR_N - 1) * sizeof quar[0]);
@@ -414,7 +414,7 @@ void hk_large_quarantine(hk_large_t *h) {
   }
   quar[quar_n++] = h;
   cache_check();
-  hk_unlock(&cache_lock);
+  hk_unlock_nosys(&cache_lock);
   if (old) {
     old->state = 0;
     hk_large_unmap(old);
