@@ -96,11 +96,11 @@ __attribute__((constructor)) static void name_locks(void) {  /* the stats' lock 
 }
 /* The registry lock, taken for list moves and walks only: no system
  * call under it (lock.h, hk_nosys_enter) */
-static void registry_take(void) {
+HK_INLINE void registry_take(void) {
   hk_lock(&registry_lock);
   hk_nosys_enter();
 }
-static void registry_drop(void) {
+HK_INLINE void registry_drop(void) {
   hk_nosys_leave();
   hk_unlock(&registry_lock);
 }
