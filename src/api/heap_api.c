@@ -227,10 +227,9 @@ static HK_NOINLINE void *heap_malloc_slow(struct hak_heap *w, size_t n) {
 
 /* A small block inline, as malloc's fast path pops one (the heap's slab
  * for the size, by direct[]): a leaf with no frame, the rest reached by a
- * tail call. An arena program allocates block after block through it
- * (with a frame of three registers and the class table, a call cost 9
- * instructions more). Its lock is most of what it costs beyond malloc's
- * pop: bench_arena destroy without it runs 3% faster (docs/BENCHMARKS.md). */
+ * tail call, since an arena program allocates block after block through
+ * it. Its lock is most of what it costs beyond malloc's pop
+ * (docs/BENCHMARKS.md, "Paired classes, the arena rows"). */
 HK_EXPORT void *hak_heap_malloc(hak_heap_t *w, size_t n) {
   if (!w) return hk_malloc_inline(n);
   if (HK_LIKELY(hk_is_small_request(n)) && hk_lock_quick(&w->lock)) {

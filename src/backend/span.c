@@ -63,7 +63,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   bool huge = hk_thp_want_huge(need - GUARD_PAGES, zero);
 
   shard_t *sh = hk_arena_home_shard();
-  hk_lock_nosys(&sh->lock);
+  hk_shard_lock(&sh->lock);
   uint32_t i = 0;
   hk_arena_t *a = hk_arena_shard_fit(sh, huge, want, false, &i);
   if ((!a || bits_count(a, i, want) < want / 2) && hk_arena_resident_beside(sh, want))
@@ -73,13 +73,13 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
     /* a new arena, mapped with the lock dropped; then the first fit
      * again (another thread's new arena, or a run freed meanwhile, may
      * serve first: this one then waits last in the list) */
-    hk_unlock_nosys(&sh->lock);
+    hk_shard_unlock(&sh->lock);
     hk_arena_t *fresh = hk_arena_map(huge, sh);
-    hk_lock_nosys(&sh->lock);
+    hk_shard_lock(&sh->lock);
     if (fresh) hk_arena_link(fresh);
     a = hk_arena_shard_fit(sh, huge, want, false, &i);
     if (!a) {
-      hk_unlock_nosys(&sh->lock);
+      hk_shard_unlock(&sh->lock);
       errno = ENOMEM;
       return NULL;
     }
@@ -125,9 +125,9 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   opening_t o;
   bool planned = !GUARD_PAGES || hk_guard_opening_plan(a, at, need - GUARD_PAGES, back, &o);
   if (planned) hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
-  hk_unlock_nosys(&sh->lock);
+  hk_shard_unlock(&sh->lock);
   if (GUARD_PAGES && (!planned || !hk_guard_opening_calls(a, &o))) {
-    hk_lock_nosys(&sh->lock);  /* no mapping to spare (vm.max_map_count): give the run back */
+    hk_shard_lock(&sh->lock);  /* no mapping to spare (vm.max_map_count): give the run back */
     if (planned) {
       hk_guard_opening_undo(a, &o);
       hk_track_free(p);
@@ -137,7 +137,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
     t->tag = 0;
     live_sub(need);
     hk_arena_run_release(a, at, need, need, stamp);  /* bits_set marked them all */
-    hk_unlock_nosys(&sh->lock);
+    hk_shard_unlock(&sh->lock);
     errno = ENOMEM;
     return NULL;
   }
@@ -189,13 +189,13 @@ bool hk_span_check(const char *what, const void *p, size_t *usable, size_t *requ
   shard_t *sh = shard_at(p);
   entry_t *h = NULL;
   if (sh) {
-    hk_lock_nosys(&sh->lock);
+    hk_shard_lock(&sh->lock);
     h = live_head(p, &a, &why);
     if (h) {
       if (usable) *usable = (size_t)(h->npages - GUARD_PAGES) << PAGE_SHIFT;
       if (requested) *requested = h->l.requested;
     }
-    hk_unlock_nosys(&sh->lock);
+    hk_shard_unlock(&sh->lock);
   }
   if (!h && what) hk_report_invalid(what, p, why);
   return h != NULL;
@@ -257,10 +257,10 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
     return 0;
   }
   hk_thp_sample(arena_of(p), page_of(arena_of(p), p), p);
-  hk_lock_nosys(&sh->lock);
+  hk_shard_lock(&sh->lock);
   entry_t *h = live_head(p, &a, &why);
   if (!h) {
-    hk_unlock_nosys(&sh->lock);
+    hk_shard_unlock(&sh->lock);
     hk_report_invalid(what, p, why);
     return 0;
   }
@@ -279,15 +279,15 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
      * else's meanwhile (a second free of it is a double free); it joins
      * the quarantine once closed, so that no malloc can open it first */
     unsigned how = hk_guard_close_how();
-    hk_unlock_nosys(&sh->lock);
+    hk_shard_unlock(&sh->lock);
     bool closed = hk_guard_close_call(a, i, n - 1, how);
-    hk_lock_nosys(&sh->lock);
+    hk_shard_lock(&sh->lock);
     if (closed) hk_guard_close_done(a, i, n - 1, how);
   }
   if (QUAR_ON) hk_quar_push(a, i, stamp);
   else hk_arena_run_release(a, i, n, n, stamp);  /* a live block's pages are all marked */
   hk_track_free(p);  /* before another thread can get these pages */
-  hk_unlock_nosys(&sh->lock);
+  hk_shard_unlock(&sh->lock);
   return (size_t)n << PAGE_SHIFT;
 }
 
@@ -296,7 +296,7 @@ size_t hk_span_resize(void *p, size_t size) {
   hk_arena_t *a = arena_of(p);
   uint32_t i = page_of(a, p), need = (uint32_t)(hk_align_up(size, HK_PAGE) >> PAGE_SHIFT) + GUARD_PAGES;
   shard_t *sh = shard_of(a);  /* p passed hk_span_check */
-  hk_lock_nosys(&sh->lock);
+  hk_shard_lock(&sh->lock);
   entry_t *h = &a->e[i];
   HK_ASSERT(a->magic == ARENA_MAGIC && (h->tag & (T_HEAD | T_LIVE)) == (T_HEAD | T_LIVE) && live_tail_ok(a, i));
   uint32_t n = h->npages, j = i + n;
@@ -313,13 +313,13 @@ size_t hk_span_resize(void *p, size_t size) {
   } else if (need > n) {  /* take the head of the free run after it */
     uint32_t extra = need - n;
     if (j >= ARENA_PAGES || (a->e[j].tag & (T_HEAD | T_FREE)) != (T_HEAD | T_FREE) || a->e[j].npages < extra) {
-      hk_unlock_nosys(&sh->lock);
+      hk_shard_unlock(&sh->lock);
       return 0;
     }
     /* the old last page and all but the last of the new ones open, the new last closes */
     if (GUARD_PAGES && (!hk_guard_open_run(a, j - 1, extra) || (a->e[j].npages > extra && !hk_guard_close_run(a, j + extra - 1, 1, false)))) {
       hk_guard_close_run(a, j - 1, 1, false);
-      hk_unlock_nosys(&sh->lock);
+      hk_shard_unlock(&sh->lock);
       return 0;
     }
     uint32_t fn = a->e[j].npages, stamp = a->e[j].f.stamp;
@@ -340,7 +340,7 @@ size_t hk_span_resize(void *p, size_t size) {
   }
   h->l.requested = (uint32_t)size;
   ok = (size_t)(need - GUARD_PAGES) << PAGE_SHIFT;
-  hk_unlock_nosys(&sh->lock);
+  hk_shard_unlock(&sh->lock);
   hk_track_resize(p, (size_t)(n - GUARD_PAGES) << PAGE_SHIFT, ok);
   return ok;
 }

@@ -58,10 +58,10 @@ shard_t *hk_arena_home_shard(void) {
 }
 
 void hk_arena_lock_all(void) {
-  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_lock_nosys(&hk_arena_shards[k].lock);
+  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_shard_lock(&hk_arena_shards[k].lock);
 }
 void hk_arena_unlock_all(void) {
-  for (unsigned k = HK_SPAN_SHARDS; k--;) hk_unlock_nosys(&hk_arena_shards[k].lock);
+  for (unsigned k = HK_SPAN_SHARDS; k--;) hk_shard_unlock(&hk_arena_shards[k].lock);
 }
 
 hk_arena_t *hk_arena_next(const hk_arena_t *a) {
@@ -169,19 +169,19 @@ hk_arena_t *hk_arena_fit_elsewhere(shard_t **sh, bool huge, uint32_t want, bool 
   unsigned n = hk_arena_shards_now(), h = (unsigned)(home - hk_arena_shards);
   HK_ASSERT(h < n);
   if (n == 1) return NULL;
-  hk_unlock_nosys(&home->lock);
+  hk_shard_unlock(&home->lock);
   for (unsigned k = 1; k < n; k++) {
     shard_t *o = &hk_arena_shards[(h + k) % n];
     if (resident && HK_LOAD_RELAXED(o->dirty) < want) continue;
-    hk_lock_nosys(&o->lock);
+    hk_shard_lock(&o->lock);
     hk_arena_t *a = hk_arena_shard_fit(o, huge, want, resident, i);
     if (a) {
       *sh = o;
       return a;
     }
-    hk_unlock_nosys(&o->lock);
+    hk_shard_unlock(&o->lock);
   }
-  hk_lock_nosys(&home->lock);
+  hk_shard_lock(&home->lock);
   return hk_arena_shard_fit(home, huge, want, false, i);
 }
 
@@ -245,6 +245,9 @@ uint32_t hk_arena_run_release(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t nd
 
 hk_arena_t *hk_arena_map(bool huge, shard_t *sh) {
   HK_ASSERT(sh >= hk_arena_shards && sh < hk_arena_shards + HK_SPAN_SHARDS);
+  /* read once, here with no lock held: a free asks for it under the
+   * shard's lock (span_guard.c, hk_guard_close_how) */
+  if (GUARD_PAGES) (void)hk_os_max_map_count();
   size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE);
   hk_arena_t *a = GUARD_PAGES ? hk_os_reserve_aligned(ARENA_SIZE, ARENA_SIZE) : hk_os_map_aligned(ARENA_SIZE, ARENA_SIZE);
   if (!a) return NULL;

@@ -30,6 +30,19 @@
 /* The guard measure (span_guard.c): every live block and free run ends
  * with a closed page, so a block takes one page more than it asks for. */
 #define GUARD_PAGES (HK_M_GUARD ? 1u : 0u)
+
+/* A shard's lock, its holds counted by the debug build's check that no
+ * system call is made under it (lock.h, hk_lock_nosys): but with the
+ * guard measure, whose in-place resize and arena opening make their
+ * mprotect calls under it (named in ARCHITECTURE.md's rule). */
+HK_INLINE void hk_shard_lock(hk_lock_t *l) {
+  if (GUARD_PAGES) hk_lock(l);
+  else hk_lock_nosys(l);
+}
+HK_INLINE void hk_shard_unlock(hk_lock_t *l) {
+  if (GUARD_PAGES) hk_unlock(l);
+  else hk_unlock_nosys(l);
+}
 /* The guard measure's quarantine (span_guard.c): per shard, the last
  * QUAR_RUNS freed blocks wait before their pages become a free run. */
 #define QUAR_ON HK_M_GUARD

@@ -66,10 +66,10 @@ void *hk_span_take_ss(void) {
   shard_t *sh = NULL;
   for (unsigned k = 0; k < HK_SPAN_SHARDS && !a; k++) {
     sh = &hk_arena_shards[k];
-    hk_lock_nosys(&sh->lock);
+    hk_shard_lock(&sh->lock);
     for (a = sh->arenas; a; a = a->next)
       if ((i = find_lendable(a, need, HUGE_PAGES, &at)) != 0) break;
-    if (!a) hk_unlock_nosys(&sh->lock);
+    if (!a) hk_shard_unlock(&sh->lock);
   }
   if (!a) return NULL;
   uint32_t n = a->e[i].npages, stamp = a->e[i].f.stamp;
@@ -88,7 +88,7 @@ void *hk_span_take_ss(void) {
   h->l.fresh = 0;
   bits_set(a, at, need, true);
   HK_ADD_RELAXED(hk_span_lent_pages, need);
-  hk_unlock_nosys(&sh->lock);
+  hk_shard_unlock(&sh->lock);
   return page_addr(a, at);
 }
 
@@ -96,7 +96,7 @@ void hk_span_give_ss(void *p, size_t kept) {
   hk_arena_t *a = arena_of(p);
   uint32_t i = page_of(a, p);
   shard_t *sh = shard_of(a);
-  hk_lock_nosys(&sh->lock);
+  hk_shard_lock(&sh->lock);
   entry_t *h = &a->e[i];
   HK_ASSERT(a->magic == ARENA_MAGIC && (h->tag & (T_HEAD | T_LIVE)) == (T_HEAD | T_LIVE) && h->kind == KIND_SS);
   uint32_t n = h->npages, stamp = now_stamp(a);
@@ -114,7 +114,7 @@ void hk_span_give_ss(void *p, size_t kept) {
   bits_set(a, i + nd, n - nd, false);
   hk_arena_run_release(a, i, n, nd, stamp);
   hk_chunk_set(p, HK_CHUNK_SPAN);
-  hk_unlock_nosys(&sh->lock);
+  hk_shard_unlock(&sh->lock);
 }
 
 size_t hk_span_bytes_ss(void) { return HK_LOAD_RELAXED(hk_span_lent_pages) << PAGE_SHIFT; }

@@ -136,11 +136,11 @@ static void heap_zero(hk_heap_t *h) {
 /* A released heap struct, or the next never-used slot of the mapped chunk
  * (a slot is touched only when handed out: linking all of a fresh 64 KiB
  * chunk at once made every process touch the whole chunk for one heap).
- * The lock covers list moves only: the zeroing (22 KiB), the chunk's
- * mmap and a fresh slot's first fault are made out of it. Under it, they
- * had a thread that starts hold it for a time slice when preempted
- * there, while the threads started beside it waited (bench_thread_churn:
- * holds up to 4 ms, 20 to 50 ms of waits a run). */
+ * The lock covers list moves only: the zeroing, the chunk's mmap and a
+ * fresh slot's first fault are made out of it. Under it, a thread that
+ * starts held it for a time slice when preempted there, while the
+ * threads started beside it waited (docs/ARCHITECTURE.md, "No system
+ * call under a lock others wait on"). */
 static hk_heap_t *registry_alloc(void) {
   static uint8_t *chunk_next, *chunk_end;
   const size_t size = sizeof(hk_heap_t);

@@ -334,8 +334,8 @@ static void install_handler(void) {
  * first walk is done (hk_guarded_thread_start); before it, none. libgcc
  * walks them, not the profiler's cached walker: its rule table (128 KiB,
  * hashed by return address) had a sampled program touch a page of it per
- * frame, 160 KiB for a few stacks (bench_tiny, HAKMEM_GUARDED_RATE=1), and
- * at most HAKMEM_GUARDED_PER_SEC walks a second the cache saves nothing. */
+ * frame (docs/SECURITY.md, "What it costs"), and at most
+ * HAKMEM_GUARDED_PER_SEC walks a second the cache saves nothing. */
 static int stacks_ok;
 static uint32_t capture(uintptr_t *pc) {
   return HK_LOAD_ACQUIRE(stacks_ok) && hk_guarded_tls.warm ? hk_unwind_with(HK_UNWIND_LIBGCC, pc, DEPTH) : 0;
