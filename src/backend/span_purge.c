@@ -4,10 +4,11 @@
  * free page, and the arenas with nothing live unmapped).
  *
  * Under every shard's lock (hk_arena_lock_all). No system call is made
- * under the locks (but the secure build's quarantine's): a purge takes the
- * range it will madvise (or ask mincore about) off the lists under the
- * lock, as a "job": its head tagged T_FREED (a free of its start is still
- * a double free), its tail untagged, so that no allocation, resize or
+ * under the locks (the quarantine's purge drops them too,
+ * hk_quar_collect): a purge takes the range it will madvise (or ask
+ * mincore about) off the lists under the lock, as a "job": its head
+ * tagged T_FREED (a free of its start is still a double free), its tail
+ * untagged, so that no allocation, resize or
  * neighbouring free can take it or join it. The calls are made with the
  * lock dropped; the range goes back, joined to its neighbours, under the
  * lock again. The range is cut to the pages that need the calls, so that
