@@ -94,16 +94,8 @@ static hk_lock_t registry_lock = HK_LOCK_INIT;
 __attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
   hk_lock_name(&registry_lock, sizeof registry_lock, HK_LOCK_HEAPS);
 }
-/* The registry lock, taken for list moves and walks only: no system
- * call under it (lock.h, hk_nosys_enter) */
-HK_INLINE void registry_take(void) {
-  hk_lock(&registry_lock);
-  hk_nosys_enter();
-}
-HK_INLINE void registry_drop(void) {
-  hk_nosys_leave();
-  hk_unlock(&registry_lock);
-}
+/* The registry lock is taken for list moves and walks only: no system
+ * call under it (hk_lock_nosys) */
 static hk_heap_t *registry_all;
 static hk_heap_t *registry_free;
 static atomic_size_t live_heaps;
@@ -144,20 +136,20 @@ static void heap_zero(hk_heap_t *h) {
 static hk_heap_t *registry_alloc(void) {
   static uint8_t *chunk_next, *chunk_end;
   const size_t size = sizeof(hk_heap_t);
-  registry_take();
+  hk_lock_nosys(&registry_lock);
   hk_heap_t *h = registry_free;
   if (h) {
     registry_free = h->next_free;
-    registry_drop();
+    hk_unlock_nosys(&registry_lock);
     heap_zero(h);
     return h;
   }
   uint8_t *mem = NULL;
   if ((size_t)(chunk_end - chunk_next) < size) {
-    registry_drop();
+    hk_unlock_nosys(&registry_lock);
     mem = hk_os_map_aligned(HK_HEAP_CHUNK_BYTES, HK_PAGE);
     if (!mem) return NULL;
-    registry_take();
+    hk_lock_nosys(&registry_lock);
     if ((size_t)(chunk_end - chunk_next) < size) {  /* (else another thread mapped one meanwhile) */
       chunk_next = mem, chunk_end = mem + HK_HEAP_CHUNK_BYTES;
       mem = NULL;
@@ -165,16 +157,16 @@ static hk_heap_t *registry_alloc(void) {
   }
   h = (hk_heap_t *)chunk_next;
   chunk_next += size;
-  registry_drop();
+  hk_unlock_nosys(&registry_lock);
   if (mem) hk_os_unmap(mem, HK_HEAP_CHUNK_BYTES);
   /* fresh zeroed memory, on no list yet: faulted in here (next_all's page
    * and the live flag's, the two the walkers read) */
   HK_STORE_RELAXED(h->live, false);
   h->next_all = NULL;
-  registry_take();
+  hk_lock_nosys(&registry_lock);
   h->next_all = registry_all;
   registry_all = h;
-  registry_drop();
+  hk_unlock_nosys(&registry_lock);
   return h;
 }
 
@@ -209,25 +201,20 @@ static void registry_release_locked(hk_heap_t *h) {
 
 void hk_heap_retire(hk_heap_t *h) {
   /* not while the purge thread is inside it (hk_heap_each_pinned): the
-   * struct would be handed on under it. Taken for good: the next owner's
-   * zeroing frees it. */
-  int free_ = 0;
-  while (!atomic_compare_exchange_weak_explicit(&h->bg_lock, &free_, 2, memory_order_acquire,
-                                                memory_order_relaxed)) {
-    free_ = 0;
-    sched_yield();
-  }
-  registry_take();
+   * struct would be handed on under it. Entered for good: the next
+   * owner's zeroing frees it. */
+  hk_heap_enter(h);
+  hk_lock_nosys(&registry_lock);
   registry_release_locked(h);
-  registry_drop();
+  hk_unlock_nosys(&registry_lock);
 }
 
 void hk_heap_each_other(void (*fn)(hk_heap_t *h, void *arg), void *arg) {
   hk_heap_t *self = hk_tls_heap;
-  registry_take();
+  hk_lock_nosys(&registry_lock);
   for (hk_heap_t *h = registry_all; h; h = h->next_all)
     if (h != self && HK_LOAD_RELAXED(h->live)) fn(h, arg);
-  registry_drop();
+  hk_unlock_nosys(&registry_lock);
 }
 
 /* The purge thread's pass (bg.c) holds pass_lock, and fork's prepare takes
@@ -237,14 +224,14 @@ static hk_lock_t pass_lock = HK_LOCK_INIT;
 void hk_heap_each_pinned(void (*fn)(hk_heap_t *h, void *arg), void *arg) {
   hk_heap_t *self = hk_tls_heap;
   hk_lock(&pass_lock);
-  registry_take();
+  hk_lock_nosys(&registry_lock);
   hk_heap_t *h = registry_all;
-  registry_drop();
+  hk_unlock_nosys(&registry_lock);
   while (h) {
     /* the registry lock to step and pin only: a struct stays mapped and
      * in the list for good, and its next_all never changes */
     hk_heap_t *pin = NULL;
-    registry_take();
+    hk_lock_nosys(&registry_lock);
     for (; h && !pin; h = h->next_all) {
       int free_ = 0;
       if (h != self && HK_LOAD_ACQUIRE(h->live) &&
@@ -252,7 +239,7 @@ void hk_heap_each_pinned(void (*fn)(hk_heap_t *h, void *arg), void *arg) {
                                                   memory_order_relaxed))
         pin = h;
     }
-    registry_drop();
+    hk_unlock_nosys(&registry_lock);
     if (!pin) break;
     fn(pin, arg);
     atomic_store_explicit(&pin->bg_lock, 0, memory_order_release);
@@ -271,11 +258,11 @@ static void stats_add(hk_heap_stats_t *acc, const hk_heap_stats_t *st) {
 }
 
 void hk_heap_sum_stats(hk_heap_stats_t *acc) {
-  registry_take();
+  hk_lock_nosys(&registry_lock);
   for (hk_heap_t *h = registry_all; h; h = h->next_all)
     if (h->live) stats_add(acc, &h->st);
   stats_add(acc, &retired);
-  registry_drop();
+  hk_unlock_nosys(&registry_lock);
   /* our own current lists we can walk: those blocks are not out yet */
   hk_heap_t *self = hk_tls_heap;
   if (self == &hk_heap_empty) return;
@@ -286,7 +273,7 @@ void hk_heap_sum_stats(hk_heap_stats_t *acc) {
 }
 
 void hk_heap_sum_cached(uint64_t live[HK_NCLASS]) {
-  registry_take();
+  hk_lock_nosys(&registry_lock);
   for (hk_heap_t *h = registry_all; h; h = h->next_all) {
     if (!h->live) continue;
     for (unsigned i = 0; i < HK_NCLASS_MID; i++) {
@@ -295,7 +282,7 @@ void hk_heap_sum_cached(uint64_t live[HK_NCLASS]) {
       *l = *l >= n ? *l - n : 0;
     }
   }
-  registry_drop();
+  hk_unlock_nosys(&registry_lock);
 }
 
 /* ---- fork ------------------------------------------------------------------ */
@@ -307,12 +294,12 @@ void hk_heap_sum_cached(uint64_t live[HK_NCLASS]) {
  * which another thread may come to have. */
 void hk_heap_fork_unarmed(void) {
   int pid = hk_os_pid();
-  registry_take();
+  hk_lock_nosys(&registry_lock);
   if (heap_pid != 0 && heap_pid != pid)
     for (hk_heap_t *h = registry_all; h; h = h->next_all)
       if (h->live && !h->api) h->ktid = pid;
   heap_pid = pid;
-  registry_drop();
+  hk_unlock_nosys(&registry_lock);
 }
 
 /* (not counted by hk_nosys_enter: held across the fork) */

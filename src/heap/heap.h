@@ -220,8 +220,9 @@ hk_heap_t *hk_heap_new(void);
  * free for the next thread. */
 void hk_heap_retire(hk_heap_t *h);
 /* fn(h, arg) for every live heap but the caller's, with the registry lock
- * held over the whole walk: no heap struct is handed to a new thread (and
- * zeroed) meanwhile, and fork() waits for the walk to end. */
+ * held over the whole walk: no heap struct is handed to a new thread
+ * meanwhile, and fork() waits for the walk to end. fn makes no system
+ * call (hk_lock_nosys). */
 void hk_heap_each_other(void (*fn)(hk_heap_t *h, void *arg), void *arg);
 /* The purge thread's pass: fn(h, arg) for every live heap but the
  * caller's whose bg_lock it takes (an owner in a slow path holds it: that
