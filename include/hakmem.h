@@ -53,7 +53,7 @@ int hak_owns(const void *ptr);
 enum { HAK_TIER_SLABS, HAK_TIER_SPAN, HAK_TIER_CACHE, HAK_STATS_TIERS };
 /* The locks of lock_wait_count and lock_wait_ns: the superslab cache, the
  * abandoned superslabs, the list of every superslab, the span arenas'
- * shards, the cache of freed mappings, the thread-heap registry, the mid
+ * shards (and the secure build's arena openings), the cache of freed mappings, the thread-heap registry, the mid
  * pools, the learner, the stats timeline; OTHER: the rest (first-class
  * heaps, the profiler, call stacks). New names are appended. */
 enum { HAK_LOCK_OTHER, HAK_LOCK_SS_CACHE, HAK_LOCK_SS_ABANDONED, HAK_LOCK_SS_ALL, HAK_LOCK_SPAN,

@@ -93,8 +93,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   uint32_t d = nd ? bits_count(a, at, need) : 0;
   uint32_t df = nd && front ? bits_count(a, i, front) : 0;
   HK_ASSERT(d + df <= nd);
-  if (front) hk_arena_free_insert(a, i, front, df, stamp);
-  if (GUARD_PAGES && front) hk_guard_close_run(a, at - 1, 1, false);  /* a free run ends closed */
+  if (front) hk_arena_free_insert(a, i, front, df, stamp);  /* (its last page closed below) */
   if (back) hk_arena_free_insert(a, at + need, back, nd - d - df, stamp);
   entry_t *h = &a->e[at], *t = &a->e[at + need - 1];
   h->npages = t->npages = need;
@@ -120,19 +119,20 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   HK_ADD_RELAXED(hk_span_carved, 1);
   uint8_t *p = page_addr(a, at);
   /* the block's pages open, its last page closed (it was the run's, closed
-   * already, when nothing is left behind it): planned here, the calls made
-   * once the lock is dropped */
+   * already, when nothing is left behind it), and the last page of the run
+   * left before it closed: planned here, the calls made once the lock is
+   * dropped */
   opening_t o;
-  bool planned = !GUARD_PAGES || hk_guard_opening_plan(a, at, need - GUARD_PAGES, back, &o);
-  if (planned) hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
+  if (GUARD_PAGES) hk_guard_opening_plan(a, at, need - GUARD_PAGES, back, front ? at - 1 : 0, &o);
+  hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
   hk_shard_unlock(&sh->lock);
-  if (GUARD_PAGES && (!planned || !hk_guard_opening_calls(a, &o))) {
-    hk_shard_lock(&sh->lock);  /* no mapping to spare (vm.max_map_count): give the run back */
-    if (planned) {
-      hk_guard_opening_undo(a, &o);
-      hk_track_free(p);
-    }
-    hk_guard_close_run(a, at + need - 1, 1, false);
+  if (GUARD_PAGES && !hk_guard_opening_calls(a, &o)) {
+    /* no mapping to spare (vm.max_map_count): the run goes back, its last
+     * page closed while it is still this thread's */
+    (void)hk_guard_close_page(a, at + need - 1);
+    hk_shard_lock(&sh->lock);
+    hk_guard_opening_undo(a, &o);
+    hk_track_free(p);
     h->tag = T_FREED;
     t->tag = 0;
     live_sub(need);
@@ -291,6 +291,11 @@ size_t hk_span_free(const char *what, void *p, unsigned *kind, size_t *requested
   return (size_t)n << PAGE_SHIFT;
 }
 
+/* With the guard measure a resize's calls are made with the lock dropped
+ * too: a shrunk block's new last page is its own, closed after its tail
+ * went back; a grown block takes the pages after it under the lock, opens
+ * them after it, and gives them back under the lock again when a call
+ * fails (no mapping to spare). */
 size_t hk_span_resize(void *p, size_t size) {
   if (size == 0 || size > HK_SPAN_MAX) return 0;
   hk_arena_t *a = arena_of(p);
@@ -299,11 +304,9 @@ size_t hk_span_resize(void *p, size_t size) {
   hk_shard_lock(&sh->lock);
   entry_t *h = &a->e[i];
   HK_ASSERT(a->magic == ARENA_MAGIC && (h->tag & (T_HEAD | T_LIVE)) == (T_HEAD | T_LIVE) && live_tail_ok(a, i));
-  uint32_t n = h->npages, j = i + n;
-  size_t ok = 0;
-  if (GUARD_PAGES && need < n)  /* the new last page closes (the tail's last, the old one, is closed) */
-    hk_guard_close_run(a, i + need - 1, 1, false);
-  if (need < n) {  /* the tail becomes free (joined to a free run after it) */
+  uint32_t n = h->npages, j = i + n, was = h->l.requested;
+  opening_t o;
+  if (need < n) {  /* the tail becomes free (joined to a free run after it; its last page, the old guard, is closed) */
     uint32_t len = n - need, nd = len, stamp = now_stamp(a);
     hk_arena_grains_freed(a, i + need, len, stamp);
     hk_arena_join_next(a, j, &len, &nd, &stamp);
@@ -316,13 +319,10 @@ size_t hk_span_resize(void *p, size_t size) {
       hk_shard_unlock(&sh->lock);
       return 0;
     }
-    /* the old last page and all but the last of the new ones open, the new last closes */
-    if (GUARD_PAGES && (!hk_guard_open_run(a, j - 1, extra) || (a->e[j].npages > extra && !hk_guard_close_run(a, j + extra - 1, 1, false)))) {
-      hk_guard_close_run(a, j - 1, 1, false);
-      hk_shard_unlock(&sh->lock);
-      return 0;
-    }
     uint32_t fn = a->e[j].npages, stamp = a->e[j].f.stamp;
+    /* the old last page and all but the last of the new ones open; the new
+     * last closes, unless it is the run's (closed already) */
+    if (GUARD_PAGES) hk_guard_opening_plan(a, j - 1, extra, fn > extra, 0, &o);
     uint32_t nd = hk_arena_free_remove(a, j);
     uint32_t d = nd ? bits_count(a, j, extra) : 0;
     HK_ASSERT(fn >= extra && d <= nd);
@@ -339,8 +339,30 @@ size_t hk_span_resize(void *p, size_t size) {
     h->tag = (need == 1 ? T_TAIL : 0) | T_HEAD | T_LIVE;
   }
   h->l.requested = (uint32_t)size;
-  ok = (size_t)(need - GUARD_PAGES) << PAGE_SHIFT;
   hk_shard_unlock(&sh->lock);
+  if (GUARD_PAGES && need < n) (void)hk_guard_close_page(a, i + need - 1);  /* as it was under the lock: a guard lost */
+  if (GUARD_PAGES && need > n && !hk_guard_opening_calls(a, &o)) {
+    /* the pages taken go back, the block as it was: the old last page its
+     * guard again, the pages' last closed as a free run's, while both are
+     * still this thread's */
+    uint32_t extra = need - n;
+    (void)hk_guard_close_page(a, j - 1);
+    (void)hk_guard_close_page(a, j + extra - 1);
+    hk_shard_lock(&sh->lock);
+    hk_guard_opening_undo(a, &o);
+    a->e[j + extra - 1].tag = 0;
+    a->e[j - 1].npages = n;
+    a->e[j - 1].tag = T_TAIL | T_LIVE;
+    h->npages = n;
+    h->tag = (n == 1 ? T_TAIL : 0) | T_HEAD | T_LIVE;
+    h->l.requested = was;
+    a->e[j].tag = T_FREED;
+    live_sub(extra);
+    hk_arena_run_release(a, j, extra, extra, now_stamp(a));  /* bits_set marked them all */
+    hk_shard_unlock(&sh->lock);
+    return 0;
+  }
+  size_t ok = (size_t)(need - GUARD_PAGES) << PAGE_SHIFT;
   hk_track_resize(p, (size_t)(n - GUARD_PAGES) << PAGE_SHIFT, ok);
   return ok;
 }
@@ -400,6 +422,11 @@ void hk_span_fork_parent(void) {
   for (unsigned k = HK_SPAN_SHARDS; k--;) hk_unlock(&hk_arena_shards[k].lock);
 }
 void hk_span_fork_child(void) {
-  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) hk_lock_reset(&hk_arena_shards[k].lock);
+  for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) {
+    hk_lock_reset(&hk_arena_shards[k].lock);
+    /* an opening another thread was making: its call was made or not,
+     * and open_to says which */
+    for (hk_arena_t *a = hk_arena_shards[k].arenas; a; a = a->next) hk_lock_reset(&a->open_lock);
+  }
   hk_quar_fork_child();
 }

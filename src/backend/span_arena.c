@@ -245,9 +245,13 @@ uint32_t hk_arena_run_release(hk_arena_t *a, uint32_t i, uint32_t n, uint32_t nd
 
 hk_arena_t *hk_arena_map(bool huge, shard_t *sh) {
   HK_ASSERT(sh >= hk_arena_shards && sh < hk_arena_shards + HK_SPAN_SHARDS);
-  /* read once, here with no lock held: a free asks for it under the
-   * shard's lock (span_guard.c, hk_guard_close_how) */
-  if (GUARD_PAGES) (void)hk_os_max_map_count();
+  /* read once, here with no lock held: a free asks for the first under
+   * the shard's lock (span_guard.c, hk_guard_close_how), an opening's plan
+   * for the second */
+  if (GUARD_PAGES) {
+    (void)hk_os_max_map_count();
+    (void)hk_os_guard_markers();
+  }
   size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE);
   hk_arena_t *a = GUARD_PAGES ? hk_os_reserve_aligned(ARENA_SIZE, ARENA_SIZE) : hk_os_map_aligned(ARENA_SIZE, ARENA_SIZE);
   if (!a) return NULL;

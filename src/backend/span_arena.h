@@ -32,17 +32,9 @@
 #define GUARD_PAGES (HK_M_GUARD ? 1u : 0u)
 
 /* A shard's lock, its holds counted by the debug build's check that no
- * system call is made under it (lock.h, hk_lock_nosys): but with the
- * guard measure, whose in-place resize and arena opening make their
- * mprotect calls under it (named in ARCHITECTURE.md's rule). */
-HK_INLINE void hk_shard_lock(hk_lock_t *l) {
-  if (GUARD_PAGES) hk_lock(l);
-  else hk_lock_nosys(l);
-}
-HK_INLINE void hk_shard_unlock(hk_lock_t *l) {
-  if (GUARD_PAGES) hk_unlock(l);
-  else hk_unlock_nosys(l);
-}
+ * system call is made under it (lock.h, hk_lock_nosys). */
+HK_INLINE void hk_shard_lock(hk_lock_t *l) { hk_lock_nosys(l); }
+HK_INLINE void hk_shard_unlock(hk_lock_t *l) { hk_unlock_nosys(l); }
 /* The guard measure's quarantine (span_guard.c): per shard, the last
  * QUAR_RUNS freed blocks wait before their pages become a free run. */
 #define QUAR_ON HK_M_GUARD
@@ -83,7 +75,8 @@ typedef struct hk_arena {
   uint64_t born_ms;              /* stamps count from here */
   uint32_t freed_at[ARENA_PAGES / GRAIN_PAGES]; /* per 64 KiB: stamp of its last free (hk_arena_grains_freed) */
   uint64_t bits[ARENA_PAGES / 64]; /* page may be resident (touched, not purged) */
-  uint32_t open_to;              /* guard markers: pages from here on are PROT_NONE */
+  uint32_t open_to;              /* guard markers: pages from here on are PROT_NONE (span_guard.c) */
+  hk_lock_t open_lock;           /* guard markers: held across the call that moves open_to */
   uint64_t closed[GUARD_PAGES ? ARENA_PAGES / 64 : 1]; /* guard markers: page carries one */
   uint64_t shut[GUARD_PAGES ? ARENA_PAGES / 64 : 1];   /* a freed block's page closed PROT_NONE */
   uint32_t islands;              /* runs of shut pages (span_guard.c) */

@@ -31,7 +31,8 @@ uint32_t hk_guard_close_pages(void) { return (uint32_t)(hk_knobs.close_freed_kb 
  * further (past it, pages are still the reservation's PROT_NONE), and
  * `closed` says which pages below it carry a marker. A marker drops the
  * page's contents: a freed block closed whole is no longer resident, and
- * comes back zero. Under the arena's shard's lock. */
+ * comes back zero. The bitmaps change under the arena's shard's lock (but
+ * `closed`, below); the calls are made with it dropped. */
 static bool markers(void) { return hk_os_guard_markers(); }
 
 /* A freed block closed whole by PROT_NONE is an island in open pages, two
@@ -83,10 +84,9 @@ void hk_guard_close_done(hk_arena_t *a, uint32_t i, uint32_t n, unsigned how) {
   else if (markers()) hk_bitmap_set(a->closed, i, n, true);
 }
 
-bool hk_guard_close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
-  unsigned how = keep ? hk_guard_close_how() : CLOSE_GUARD;
-  if (!hk_guard_close_call(a, i, n, how)) return false;
-  hk_guard_close_done(a, i, n, how);
+bool hk_guard_close_page(hk_arena_t *a, uint32_t i) {
+  if (!hk_guard_close_call(a, i, 1, CLOSE_GUARD)) return false;
+  if (markers()) hk_bitmap_set(a->closed, i, 1, true);  /* atomic words: no lock */
   return true;
 }
 
@@ -104,34 +104,41 @@ bool hk_guard_close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep) {
  * again (opening_undo): the shut runs it did not open are shut again. */
 
 /* With markers an arena is opened up to open_to: the free run's pages up
- * to `end` and on to the next MiB (markers stay; the arena's last page,
- * the run's guard, never), one call per MiB of growth, not one per block
- * (test_span many). A MiB, not 2: a stray store 1 MiB past the arena's
- * last block then lands in the reservation's PROT_NONE (attack
+ * to a block's end and on to the next MiB (markers stay; the arena's last
+ * page, the run's guard, never), one call per MiB of growth, not one per
+ * block (test_span many). A MiB, not 2: a stray store 1 MiB past the
+ * arena's last block then lands in the reservation's PROT_NONE (attack
  * far_write_1m_256k, issue 63; with 2 MiB it landed in opened pages no
- * block held). Under the lock: the pages up to open_to may be handed out
- * to any thread. */
+ * block held). The call is made under the arena's own opening lock, not
+ * the shard's: only the threads whose blocks reach past open_to wait on
+ * it, and they need its pages. open_to moves only once the call is done,
+ * so a block below it is open; pages past it were in no block that was
+ * handed out, so the call opens no page a freed block had shut. */
 #define OPEN_STEP (HUGE_PAGES / 2)
 static bool open_to_reach(hk_arena_t *a, uint32_t end) {
-  if (end <= a->open_to) return true;
-  uint32_t to = (end + OPEN_STEP - 1) & ~(OPEN_STEP - 1);
-  if (to > ARENA_PAGES - 1) to = ARENA_PAGES - 1;
-  if (to < end) to = end;
-  if (!hk_os_commit(page_addr(a, a->open_to), (size_t)(to - a->open_to) << PAGE_SHIFT)) return false;
-  a->open_to = to;
-  return true;
+  if (end <= __atomic_load_n(&a->open_to, __ATOMIC_ACQUIRE)) return true;
+  hk_lock_as(&a->open_lock, HK_LOCK_SPAN);  /* (its waits are the span tier's) */
+  uint32_t from = a->open_to;
+  bool ok = true;
+  if (end > from) {
+    uint32_t to = (end + OPEN_STEP - 1) & ~(OPEN_STEP - 1);
+    if (to > ARENA_PAGES - 1) to = ARENA_PAGES - 1;
+    if (to < end) to = end;
+    ok = hk_os_commit(page_addr(a, from), (size_t)(to - from) << PAGE_SHIFT);
+    if (ok) __atomic_store_n(&a->open_to, to, __ATOMIC_RELEASE);
+  }
+  hk_unlock(&a->open_lock);
+  return ok;
 }
 
-bool hk_guard_opening_plan(hk_arena_t *a, uint32_t i, uint32_t n, bool last, opening_t *o) {
+void hk_guard_opening_plan(hk_arena_t *a, uint32_t i, uint32_t n, bool last, uint32_t before, opening_t *o) {
   o->ncommit = o->done = 0;
   o->at = i;
   o->n = n;
   o->last = last ? i + n : 0;
-  if (!markers()) {  /* PROT_NONE is undone by one mprotect of the block */
+  o->before = before;
+  if (!markers())  /* PROT_NONE is undone by one mprotect of the block */
     o->commit[o->ncommit++] = (run_t){ i, n };
-  } else if (!open_to_reach(a, i + n)) {
-    return false;
-  }
   for (uint32_t p = i, q; hk_bitmap_next_run(a->shut, &p, i + n, &q); p = q) {
     if (markers()) {
       if (o->ncommit < OPEN_SHUT_RUNS) o->commit[o->ncommit++] = (run_t){ p, q - p };
@@ -139,10 +146,10 @@ bool hk_guard_opening_plan(hk_arena_t *a, uint32_t i, uint32_t n, bool last, ope
     }
     shut_set(a, p, q - p, false);
   }
-  return true;
 }
 
 bool hk_guard_opening_calls(hk_arena_t *a, opening_t *o) {
+  if (markers() && !open_to_reach(a, o->at + o->n)) return false;
   for (; o->done < o->ncommit; o->done++)
     if (!hk_os_commit(page_addr(a, o->commit[o->done].at), (size_t)o->commit[o->done].n << PAGE_SHIFT)) return false;
   if (markers())
@@ -150,8 +157,12 @@ bool hk_guard_opening_calls(hk_arena_t *a, opening_t *o) {
       if (!hk_os_unguard(page_addr(a, p), (size_t)(q - p) << PAGE_SHIFT)) return false;
       hk_bitmap_set(a->closed, p, q - p, false);
     }
-  if (o->last && !hk_guard_close_call(a, o->last, 1, CLOSE_GUARD)) return false;
-  if (o->last && markers()) hk_bitmap_set(a->closed, o->last, 1, true);
+  if (o->last && !hk_guard_close_page(a, o->last)) return false;
+  /* the free run left before an aligned block ends closed: its last page
+   * is nobody's but as a guard (a block carved from that run ends there,
+   * or before), so a failed call costs only that guard, as it did under
+   * the lock */
+  if (o->before) (void)hk_guard_close_page(a, o->before);
   return true;
 }
 
@@ -163,14 +174,6 @@ void hk_guard_opening_undo(hk_arena_t *a, const opening_t *o) {
     return;
   }
   for (unsigned k = o->done; k < o->ncommit; k++) shut_set(a, o->commit[k].at, o->commit[k].n, true);
-}
-
-bool hk_guard_open_run(hk_arena_t *a, uint32_t i, uint32_t n) {
-  opening_t o;
-  if (!hk_guard_opening_plan(a, i, n, false, &o)) return false;
-  if (hk_guard_opening_calls(a, &o)) return true;
-  hk_guard_opening_undo(a, &o);
-  return false;
 }
 
 /* ---- the quarantine ----

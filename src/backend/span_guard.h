@@ -21,9 +21,9 @@ unsigned hk_guard_close_how(void);
 bool hk_guard_close_call(hk_arena_t *a, uint32_t i, uint32_t n, unsigned how);
 /* The bitmaps learn that the call closed them. Under the lock. */
 void hk_guard_close_done(hk_arena_t *a, uint32_t i, uint32_t n, unsigned how);
-/* Pages [i, i + n) closed, under the lock (a free run's guard, a resize);
- * keep: as a freed block is (hk_guard_close_how), else as a guard. */
-bool hk_guard_close_run(hk_arena_t *a, uint32_t i, uint32_t n, bool keep);
+/* Page i closed as a guard, no lock held: the caller owns it (a block's
+ * last page) or it is nobody's but as a guard. */
+bool hk_guard_close_page(hk_arena_t *a, uint32_t i);
 
 /* Opening a block's pages: planned under the lock, the calls made with it
  * dropped, undone under it again when a call fails. */
@@ -32,18 +32,18 @@ typedef struct {
   run_t commit[OPEN_SHUT_RUNS];  /* mprotect read-write: the shut runs (without markers: the block) */
   unsigned ncommit, done;        /* done: commit calls made */
   uint32_t at, n, last;          /* the block's pages [at, at + n); last: its guard (0: none) */
+  uint32_t before;               /* the last page of the free run before it, to close (0: none) */
 } opening_t;
 /* Under the lock: the block's shut pages counted open; *o the calls that
- * open pages [i, i + n) and close page i + n (when last). False when the
- * arena could not be opened further (nothing changed). */
-bool hk_guard_opening_plan(hk_arena_t *a, uint32_t i, uint32_t n, bool last, opening_t *o);
-/* The planned calls, in order; false at the first that fails. No lock. */
+ * open pages [i, i + n), close page i + n (when last) and page `before`
+ * (when not 0). */
+void hk_guard_opening_plan(hk_arena_t *a, uint32_t i, uint32_t n, bool last, uint32_t before, opening_t *o);
+/* The planned calls, in order, with the arena opened as far as the block
+ * reaches (markers); false at the first that fails. No lock. */
 bool hk_guard_opening_calls(hk_arena_t *a, opening_t *o);
 /* Under the lock, after hk_guard_opening_calls failed: the shut runs not
  * opened are shut again. */
 void hk_guard_opening_undo(hk_arena_t *a, const opening_t *o);
-/* Pages [i, i + n) opened, under the lock (a resize's growth). */
-bool hk_guard_open_run(hk_arena_t *a, uint32_t i, uint32_t n);
 
 /* An arena leaves (every lock held): its shut pages no longer count. */
 void hk_guard_arena_gone(const hk_arena_t *a);

@@ -43,7 +43,10 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-void hk_lock_wait(hk_lock_t *l) {
+void hk_lock_wait(hk_lock_t *l) { hk_lock_wait_as(l, HK_LOCK_NAMES); }
+
+/* name: HK_LOCK_NAMES to look it up by its range */
+void hk_lock_wait_as(hk_lock_t *l, unsigned name) {
   atomic_fetch_add_explicit(&hk_lock_counts.waits, 1, memory_order_relaxed);
   uint64_t t0 = now_ns();
   for (unsigned spins = 0;; spins++) {
@@ -57,7 +60,7 @@ void hk_lock_wait(hk_lock_t *l) {
       sched_yield();
     }
   }
-  unsigned name = name_of(l);
+  if (name >= HK_LOCK_NAMES) name = name_of(l);
   atomic_fetch_add_explicit(&hk_lock_counts.named_waits[name], 1, memory_order_relaxed);
   atomic_fetch_add_explicit(&hk_lock_counts.named_ns[name], now_ns() - t0, memory_order_relaxed);
 }

@@ -43,6 +43,7 @@ typedef struct {
 } hk_lock_counts_t;
 extern hk_lock_counts_t hk_lock_counts;
 void hk_lock_wait(hk_lock_t *l);  /* the contended path: spins, then yields */
+void hk_lock_wait_as(hk_lock_t *l, unsigned name);  /* the same, counted under `name` */
 /* The locks in [p, p + bytes) wait under `name` (one lock, or an array of
  * them). From a constructor: before any thread waits. */
 void hk_lock_name(const void *p, size_t bytes, unsigned name);
@@ -79,6 +80,15 @@ HK_INLINE void hk_lock(hk_lock_t *l) {
                 atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0))
     return;
   hk_lock_wait(l);
+}
+/* hk_lock for a lock no range names (one in memory mapped later): its
+ * waits count under `name` */
+HK_INLINE void hk_lock_as(hk_lock_t *l, unsigned name) {
+  hk_fork_ready();
+  if (HK_LIKELY(atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
+                atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0))
+    return;
+  hk_lock_wait_as(l, name);
 }
 /* hk_lock's common case alone (armed, uncontended), with no call: a
  * caller whose fast path is a leaf goes out of line for the rest */

@@ -38,6 +38,11 @@
  *      blocks until the guards' mappings run out: malloc says ENOMEM, and
  *      the pages of the blocks it gave back (opened with span_lock dropped,
  *      and undone under it) serve the next ones, every byte written.
+ *   K. (`test_span undo`, secure build) an opening call that fails (as
+ *      past vm.max_map_count) is undone: malloc says ENOMEM and a grown
+ *      realloc moves, and the pages they had taken serve the next blocks,
+ *      every byte written. The failure is made by this program's mprotect,
+ *      which the library's calls reach (undo()).
  *   L. (`test_span lend`) superslabs lent by an arena: lend() below.
  *   M. (`test_span shed`) the tier swap while big blocks stay live: shed().
  *   O. (`test_span holes`, HAKMEM_PROFILE=lowmem) a heap of 1 MiB buffers
@@ -59,6 +64,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <time.h>
@@ -702,6 +708,103 @@ static void spent(void) {
   free(b);
 }
 
+/* K. (`test_span undo`) The secure build opens a block's pages with the
+ * span lock dropped (span.c): a call that fails is undone under the lock
+ * again, and the pages go back. This program's mprotect comes before
+ * libc's in the library's symbol lookup; armed, it fails the next calls
+ * that open pages (PROT_READ | PROT_WRITE) with ENOMEM, as the kernel does
+ * past vm.max_map_count. Run with markers and without (HAKMEM_GUARD_MARKERS=0):
+ *  - a fresh 3 MiB block (past the arena's opened MiB with markers, and
+ *    any block without) fails in the span tier (ENOMEM; the large tier's
+ *    own mapping may serve it); the next one succeeds, written whole;
+ *  - a 256 KiB block grown into the free run after it, whose pages were a
+ *    freed block's, closed (so reopened by mprotect in both modes): the
+ *    growth fails, realloc moves the block with its bytes, and the run's
+ *    pages are the next block's, written whole;
+ *  - a block shrunk, then grown back, every byte kept. */
+static int fail_opens;  /* the next so many opening calls fail */
+static int opens_seen;
+int mprotect(void *p, size_t len, int prot) {
+  if (prot == (PROT_READ | PROT_WRITE)) {
+    __atomic_add_fetch(&opens_seen, 1, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&fail_opens, __ATOMIC_RELAXED) > 0) {
+      __atomic_sub_fetch(&fail_opens, 1, __ATOMIC_RELAXED);
+      errno = ENOMEM;
+      return -1;
+    }
+  }
+  return (int)syscall(SYS_mprotect, p, len, prot);
+}
+
+static void fill_all(unsigned char *p, size_t n, unsigned char v) { memset(p, v, n); }
+static bool all_are(const unsigned char *p, size_t n, unsigned char v) {
+  for (size_t i = 0; i < n; i++)
+    if (p[i] != v) return false;
+  return true;
+}
+
+static void undo(void) {
+  unsigned char *warm = malloc(64 * KiB);  /* an arena, opened its first MiB */
+  CHECK_FATAL(warm);
+  fill_all(warm, 64 * KiB, 1);
+
+  fail_opens = 1;
+  int seen = opens_seen;
+  errno = 0;
+  unsigned char *p = malloc(3 * MiB);
+  CHECKF(opens_seen > seen && fail_opens == 0, "malloc(3 MiB) made no opening call (%d seen)", opens_seen - seen);
+  /* the span tier said ENOMEM; the large tier's own mapping may serve */
+  CHECKF(p != NULL || errno == ENOMEM, "malloc(3 MiB) with its opening failed: NULL, errno %d", errno);
+  if (p) fill_all(p, 3 * MiB, 9);
+  free(p);
+  fail_opens = 0;
+  p = malloc(3 * MiB);
+  CHECK_FATAL(p);
+  fill_all(p, 3 * MiB, 2);
+  CHECK(all_are(p, 3 * MiB, 2));
+
+  unsigned char *a = malloc(256 * KiB), *b = malloc(256 * KiB), *c = malloc(256 * KiB);
+  CHECK_FATAL(a && b && c);
+  CHECKF(b == a + 256 * KiB + 4096, "b %p not right after a %p and its guard", (void *)b, (void *)a);
+  fill_all(a, 256 * KiB, 3);
+  fill_all(b, 256 * KiB, 4);
+  free(b);        /* closed whole, into the quarantine */
+  malloc_trim(0); /* out of it: a free run of closed pages after a */
+  fail_opens = 1;
+  seen = opens_seen;
+  unsigned char *a2 = realloc(a, 384 * KiB);
+  CHECKF(opens_seen > seen && fail_opens == 0, "the growth made no opening call (%d seen)", opens_seen - seen);
+  CHECK_FATAL(a2);
+  CHECKF(a2 != a, "realloc grew %p in place with its opening failed", (void *)a);
+  CHECK(all_are(a2, 256 * KiB, 3));
+  fill_all(a2, 384 * KiB, 5);
+  fail_opens = 0;
+  /* the run after a (a waits in the quarantine): the first fit again */
+  unsigned char *d = malloc(256 * KiB), *e = malloc(200 * KiB);
+  CHECK_FATAL(d && e);
+  CHECKF(d == b, "the first fit %p, not the run the growth gave back %p", (void *)d, (void *)b);
+  fill_all(d, 256 * KiB, 6);
+  fill_all(e, 200 * KiB, 7);
+  CHECK(all_are(d, 256 * KiB, 6) && all_are(e, 200 * KiB, 7) && all_are(a2, 384 * KiB, 5));
+
+  /* shrunk (its new last page closed with the lock dropped), grown back */
+  unsigned char *f = realloc(d, 128 * KiB);
+  CHECKF(f == d, "a shrink moved %p", (void *)d);
+  CHECK(all_are(f, 128 * KiB, 6));
+  f = realloc(f, 256 * KiB);
+  CHECK_FATAL(f);
+  CHECK(all_are(f, 128 * KiB, 6));
+  fill_all(f, 256 * KiB, 8);
+  CHECK(all_are(f, 256 * KiB, 8) && all_are(e, 200 * KiB, 7) && all_are(c, 0, 0));
+  free(f);
+  free(e);
+  free(a2);
+  free(c);
+  free(p);
+  CHECK(all_are(warm, 64 * KiB, 1));
+  free(warm);
+}
+
 /* N. Shards (span_arena.c, "shards"), forced on by HAKMEM_SPAN_SHARDS (S >= 4):
  *  - the stats say S shards are in use;
  *  - the resident rule: a block freed (its pages written, so resident) by
@@ -808,7 +911,7 @@ int main(int argc, char **argv) {
   static const struct { const char *name; void (*run)(void); } cases[] = {
     { "spent", spent }, { "freed", freed }, { "joined", joined }, { "teardown", teardown },
     { "lend", lend }, { "shed", shed }, { "pinned", pinned }, { "shards", shards }, { "aging", aging },
-    { "holes", holes },
+    { "holes", holes }, { "undo", undo },
   };
   char done[64];
   if (argc > 1 && strcmp(argv[1], "many") == 0) {
