@@ -8,10 +8,11 @@
  * serves: dlist.h's unlink leaves it free); release runs after the lock is
  * dropped and makes the system calls (unmap, purge), so no thread waits on
  * the lock behind one, and returns the bytes given back. A victim off the
- * lists is the releasing thread's alone: nobody else can reach it. The one
- * exception is large.c's purge of a cached mapping that stays cached: it
- * is purged in place, under the lock. Always inlined: pick and release are
- * the caller's static functions, called directly. */
+ * lists is the releasing thread's alone: nobody else can reach it (large.c
+ * puts a mapping it purged back in its cache, under the lock again). The
+ * lock's holds are counted by the debug build's check that no system call
+ * is made under it (lock.h, hk_lock_nosys). Always inlined: pick and
+ * release are the caller's static functions, called directly. */
 #ifndef HK_COLLECT_H
 #define HK_COLLECT_H
 
@@ -40,9 +41,9 @@ HK_INLINE bool hk_pass_begin(int *busy, bool force) {
 HK_INLINE void hk_pass_end(int *busy) { __atomic_store_n(busy, 0, __ATOMIC_RELEASE); }
 
 HK_INLINE size_t hk_collect(hk_lock_t *lock, void (*pick)(void *ctx), size_t (*release)(void *ctx), void *ctx) {
-  hk_lock(lock);
+  hk_lock_nosys(lock);
   pick(ctx);
-  hk_unlock(lock);
+  hk_unlock_nosys(lock);
   return release(ctx);
 }
 

@@ -424,13 +424,17 @@ void hk_large_quarantine(hk_large_t *h) {
 /* ---- the purge clock ---------------------------------------------------------------- */
 
 /* The cache's collect (base/collect.h): a mapping cached for the delay is
- * purged where it is, under the lock (it stays cached); on trim (force)
- * every one, and the quarantine's, is unmapped. */
+ * taken off the list, purged with the lock dropped, and cached again (at
+ * the old end: it holds no pages now, so it is the first to be evicted);
+ * on trim (force) every one, and the quarantine's, is unmapped. While it
+ * is purged no malloc can take it; a fork child loses it (its address
+ * space, not memory). */
 typedef struct {
   uint64_t now, delay, span_delay;
   bool force;
-  size_t bytes;         /* purged in place */
+  size_t bytes;         /* purged */
   hk_large_t *victims;  /* to unmap, linked by next */
+  hk_large_t *purge, *purge_tail;  /* to purge and cache again, newest first, linked by next */
   size_t span_bytes;    /* the span tier's purge */
 } collect_t;
 
@@ -449,22 +453,54 @@ static void collect_pick(void *arg) {
       e->next = c->victims;
       c->victims = e;
     } else if (!e->zeroed && c->now - e->stamp_ms >= c->delay) {
-      hk_os_purge((uint8_t *)e + HK_PAGE, e->rw_size - HK_PAGE);
-      c->bytes += e->rw_size - HK_PAGE;
-      e->zeroed = 1;
-      e->purged = 1;
-      hk_large_note(HK_LARGE_PURGES);
-      note_n(HK_LARGE_CACHE_PURGED_PAGES, (e->rw_size - HK_PAGE) / HK_PAGE);
+      cache_unlink(e);
+      if (c->purge_tail) c->purge_tail->next = e;
+      else c->purge = e;
+      c->purge_tail = e;
     }
   }
   cache_check();
 }
 
-/* the span tier's free pages first (its own clock, under its shards'
- * locks), then the unmaps */
+/* The mappings picked for a purge: purged with no lock held, then cached
+ * again, oldest last; any the cache's caps no longer allow are unmapped. */
+static void purge_and_recache(collect_t *c) {
+  for (hk_large_t *e = c->purge; e; e = e->next) {
+    hk_os_purge((uint8_t *)e + HK_PAGE, e->rw_size - HK_PAGE);
+    c->bytes += e->rw_size - HK_PAGE;
+    e->zeroed = 1;
+    e->purged = 1;
+    hk_large_note(HK_LARGE_PURGES);
+    note_n(HK_LARGE_CACHE_PURGED_PAGES, (e->rw_size - HK_PAGE) / HK_PAGE);
+  }
+  long max_count = cache_cap_count();
+  size_t cap_bytes = (size_t)cache_cap_mb() << 20;
+  hk_large_t *victims = NULL;
+  hk_lock_nosys(&cache_lock);
+  for (hk_large_t *e = c->purge, *next; e; e = next) {
+    next = e->next;
+    e->next = NULL;
+    if ((long)cache_count >= max_count || HK_LOAD_RELAXED(cache_bytes) + e->rw_size > cap_bytes) {
+      e->next = victims;
+      victims = e;
+      continue;
+    }
+    HK_DLT_PUSH_TAIL(cache_head, cache_tail, e, next, prev);
+    cache_count++;
+    HK_ADD_RELAXED(cache_bytes, e->rw_size);
+  }
+  cache_check();
+  hk_unlock_nosys(&cache_lock);
+  c->purge = c->purge_tail = NULL;
+  unmap_all(victims);
+}
+
+/* the purged mappings back, the span tier's free pages (its own clock,
+ * under its shards' locks), then the unmaps */
 static size_t collect_release(void *arg) {
   collect_t *c = arg;
   unsigned long calls = 0;
+  if (c->purge) purge_and_recache(c);
   c->span_bytes = hk_span_collect(c->force, c->span_delay, span_cap(), &calls);
   while (calls--) hk_large_note(HK_LARGE_PURGES);
   if (!c->force) note_n(HK_LARGE_SPAN_PURGED_PAGES, c->span_bytes / HK_PAGE);

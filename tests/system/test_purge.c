@@ -14,7 +14,16 @@
  *      main goes on allocating and freeing (slow paths run), or by the
  *      purge thread beside them (polled up to 2 s).
  * SLACK = 64 MiB: caches of a few superslabs / large blocks are allowed to
- * stay resident; the ~400 MiB that was touched must not. */
+ * stay resident; the ~400 MiB that was touched must not.
+ *
+ *   D. (`test_purge mapcache`, with HAKMEM_LARGE_CACHE_MB of 512 or more
+ *      and HAKMEM_PURGE_DELAY_MS=50) blocks past the span tier's 128 MiB
+ *      have mappings of their own, which a free caches: two cached
+ *      mappings, one purge delay later, are purged by the clock (taken off
+ *      the cache, purged with its lock dropped, cached again: large.c,
+ *      purge_and_recache) while a second thread takes and gives back a
+ *      third, bigger one; they stay cached, their pages go, and a malloc of the
+ *      same size gets one back reading zero and writable. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -25,6 +34,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "hakmem.h"
 #include "block_set.h"
 
 #define SLACK (64 * 1024) /* KiB */
@@ -44,7 +54,69 @@ static void churn(void) {
   }
 }
 
-int main(void) {
+#define MAP_BLOCK ((size_t)130 << 20)
+#define TAKER_BLOCK ((size_t)300 << 20)  /* no cached 130 MiB mapping serves it */
+static volatile int taker_stop, taker_rounds;
+static void *taker(void *arg) {
+  (void)arg;
+  for (; !taker_stop; taker_rounds++) {
+    unsigned char *p = malloc(TAKER_BLOCK);
+    if (!p) break;
+    p[0] = 1;
+    p[TAKER_BLOCK - 1] = 2;
+    free(p);
+  }
+  return NULL;
+}
+
+static void mapcache(void) {
+  struct hak_stats st;
+  unsigned char *a = malloc(MAP_BLOCK), *b = malloc(MAP_BLOCK);
+  CHECK_FATAL(a && b);
+  for (size_t o = 0; o < MAP_BLOCK; o += 4096) a[o] = b[o] = 7;
+  /* the taker's mapping first: with none cached that fits it, it would
+   * reshape one of these two (hk_large_cache_take_nearest) */
+  pthread_t t;
+  CHECK_FATAL(pthread_create(&t, NULL, taker, NULL) == 0);
+  while (taker_rounds < 2) usleep(1000);
+  long full = check_rss_kib();
+  free(a);
+  free(b);
+  CHECK(hak_stats_get(&st) == 0);
+  CHECKF(st.large_cached_bytes >= 2 * MAP_BLOCK, "%zu bytes cached after two %zu-byte mappings were freed",
+         (size_t)st.large_cached_bytes, MAP_BLOCK);
+  /* the clock runs from the slow paths: a span block's free, past the
+   * delay, for up to 3 s (a hang guard) */
+  long now = full;
+  for (int tries = 0; tries < 300 && now > full - 200 * 1024; tries++) {
+    usleep(10000);
+    free(malloc(64 << 10));
+    now = check_rss_kib();
+  }
+  taker_stop = 1;
+  pthread_join(t, NULL);
+  CHECK(hak_stats_get(&st) == 0);
+  fprintf(stderr, "D: %ld KiB with two mappings touched, %ld KiB after the clock; %zu bytes cached\n", full, now,
+          (size_t)st.large_cached_bytes);
+  CHECKF(now <= full - 200 * 1024, "two cached mappings not purged: %ld KiB, %ld KiB before", now, full);
+  CHECKF(st.large_cached_bytes >= 2 * MAP_BLOCK, "%zu bytes cached after the purge (not cached again)",
+         (size_t)st.large_cached_bytes);
+  unsigned char *c = malloc(MAP_BLOCK);
+  CHECK_FATAL(c);
+  CHECKF(c == a || c == b, "malloc(%zu) = %p, not a cached mapping (%p, %p)", MAP_BLOCK, (void *)c, (void *)a,
+         (void *)b);
+  size_t nonzero = 0;
+  for (size_t o = 0; o < MAP_BLOCK; o += 4096) nonzero += c[o] != 0;
+  CHECKF(nonzero == 0, "%zu pages of a purged mapping not zero", nonzero);
+  memset(c, 3, MAP_BLOCK);
+  free(c);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "mapcache") == 0) {
+    mapcache();
+    return check_done("test_purge mapcache");
+  }
   const char *d = getenv("HAKMEM_PURGE_DELAY_MS");
   if (!d || strcmp(d, "0") != 0)
     fprintf(stderr, "note: HAKMEM_PURGE_DELAY_MS is not 0; phase C may see a delay\n");
