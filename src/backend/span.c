@@ -371,25 +371,24 @@ size_t hk_span_bytes_live(void) { return HK_LOAD_RELAXED(hk_span_live_pages) << 
 size_t hk_span_bytes_dirty(void) { return HK_LOAD_RELAXED(hk_span_dirty_pages) << PAGE_SHIFT; }
 /* An arena's descriptor maps about 9 MiB, of which a program touches a
  * page here and there (a block's head and tail entries): its resident
- * pages, not its size, are the memory it costs. A shard's arenas are read
- * under its lock (the purge clock unmaps arenas that hold nothing), taken
- * only when free: the stats never wait on the page layer, whose lock
- * holders call out (hooks, system calls); a busy shard gives its last
- * count. */
+ * pages, not its size, are the memory it costs. A shard's arenas are
+ * listed under its lock (the purge clock unmaps arenas that hold
+ * nothing), taken only when free, so that the stats never wait (a dump
+ * may run in a signal handler); a busy shard gives its last count. The
+ * kernel is asked with the lock dropped: an arena unmapped meanwhile
+ * answers nothing and counts nothing. */
+#define META_BATCH 32
 static size_t meta_seen[HK_SPAN_SHARDS];
 
 /* The resident bytes of [p, p + size), size a multiple of the page; a
- * piece the kernel will not answer for counts whole. */
+ * piece the kernel will not answer for (unmapped) counts nothing. */
 static size_t resident_bytes(uint8_t *p, size_t size) {
   unsigned char vec[512];
   const size_t step = sizeof vec * HK_PAGE;
   size_t bytes = 0;
   for (size_t off = 0; off < size; off += step) {
     size_t len = size - off < step ? size - off : step;
-    if (!hk_os_resident(p + off, len, vec)) {
-      bytes += len;
-      continue;
-    }
+    if (!hk_os_resident(p + off, len, vec)) continue;
     for (size_t i = 0; i < len / HK_PAGE; i++) bytes += (size_t)(vec[i] & 1) * HK_PAGE;
   }
   return bytes;
@@ -399,14 +398,22 @@ size_t hk_span_bytes_meta(void) {
   size_t desc = hk_align_up(sizeof(hk_arena_t), HK_PAGE), total = 0;
   for (unsigned k = 0; k < HK_SPAN_SHARDS; k++) {
     shard_t *sh = &hk_arena_shards[k];
-    /* (a try-lock of the stats', the one hold with a system call in it:
-     * mincore over the arenas' descriptors, which a stats read wants) */
-    if (hk_trylock(&sh->lock)) {
-      size_t bytes = 0;
-      for (hk_arena_t *a = sh->arenas; a; a = a->next) bytes += resident_bytes((uint8_t *)a, desc);
-      HK_STORE_RELAXED(meta_seen[k], bytes);
-      hk_unlock(&sh->lock);
+    size_t bytes = 0;
+    bool whole = true;
+    /* a batch of the list at a time: arenas [from, from + n) */
+    for (unsigned from = 0, n = META_BATCH; whole && n == META_BATCH; from += n) {
+      uint8_t *seen[META_BATCH];
+      if (!hk_trylock_nosys(&sh->lock)) {
+        whole = false;
+        break;
+      }
+      hk_arena_t *a = sh->arenas;
+      for (unsigned i = 0; a && i < from; i++) a = a->next;
+      for (n = 0; a && n < META_BATCH; a = a->next) seen[n++] = (uint8_t *)a;
+      hk_unlock_nosys(&sh->lock);
+      for (unsigned i = 0; i < n; i++) bytes += resident_bytes(seen[i], desc);
     }
+    if (whole) HK_STORE_RELAXED(meta_seen[k], bytes);
     total += HK_LOAD_RELAXED(meta_seen[k]);
   }
   return total;

@@ -115,6 +115,11 @@ HK_INLINE void hk_unlock_nosys(hk_lock_t *l) {
   hk_nosys_leave();
   hk_unlock(l);
 }
+HK_INLINE bool hk_trylock_nosys(hk_lock_t *l) {
+  if (!hk_trylock(l)) return false;
+  hk_nosys_enter();
+  return true;
+}
 HK_INLINE void hk_lock_reset(hk_lock_t *l) {
   atomic_store_explicit(&l->v, 0, memory_order_relaxed);
 }
