@@ -69,15 +69,22 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   if ((!a || bits_count(a, i, want) < want / 2) && hk_arena_resident_beside(sh, want))
     a = hk_arena_fit_elsewhere(&sh, huge, want, true, &i);
   if (!a && sh->arenas) a = hk_arena_fit_elsewhere(&sh, huge, want, false, &i);
+  hk_arena_t *spare = NULL;  /* the new arena mapped here, when another serves instead */
   if (!a) {
     /* a new arena, mapped with the lock dropped; then the first fit
-     * again (another thread's new arena, or a run freed meanwhile, may
-     * serve first: this one then waits last in the list) */
+     * again: another thread's new arena, or a run freed meanwhile, may
+     * serve, and this one is then unmapped once the lock is dropped (each
+     * thread that found none at once mapped one: test_span race) */
     hk_shard_unlock(&sh->lock);
     hk_arena_t *fresh = hk_arena_map(huge, sh);
     hk_shard_lock(&sh->lock);
-    if (fresh) hk_arena_link(fresh);
     a = hk_arena_shard_fit(sh, huge, want, false, &i);
+    if (!a && fresh) {
+      hk_arena_link(fresh);
+      a = hk_arena_shard_fit(sh, huge, want, false, &i);
+    } else {
+      spare = fresh;
+    }
     if (!a) {
       hk_shard_unlock(&sh->lock);
       errno = ENOMEM;
@@ -126,6 +133,7 @@ void *hk_span_alloc(size_t size, size_t align, bool zero, unsigned kind, hk_span
   if (GUARD_PAGES) hk_guard_opening_plan(a, at, need - GUARD_PAGES, back, front ? at - 1 : 0, &o);
   hk_track_alloc(p, (size_t)(need - GUARD_PAGES) << PAGE_SHIFT, d == 0);
   hk_shard_unlock(&sh->lock);
+  if (spare) hk_arena_unmap(spare);  /* never linked: nobody else knows it */
   if (GUARD_PAGES && !hk_guard_opening_calls(a, &o)) {
     /* no mapping to spare (vm.max_map_count): the run goes back, its last
      * page closed while it is still this thread's */

@@ -43,6 +43,9 @@
  *      realloc moves, and the pages they had taken serve the next blocks,
  *      every byte written. The failure is made by this program's mprotect,
  *      which the library's calls reach (undo()).
+ *   P. (`test_span race`, HAKMEM_SPAN_SHARDS=1) threads that all find no
+ *      arena at once map one each with the lock dropped: one is kept, the
+ *      others are unmapped (race()).
  *   L. (`test_span lend`) superslabs lent by an arena: lend() below.
  *   M. (`test_span shed`) the tier swap while big blocks stay live: shed().
  *   O. (`test_span holes`, HAKMEM_PROFILE=lowmem) a heap of 1 MiB buffers
@@ -805,6 +808,43 @@ static void undo(void) {
   free(warm);
 }
 
+/* P. (`test_span race`) Eight threads released at once each ask for a
+ * span block while no arena exists (one shard): each maps an arena with
+ * the shard's lock dropped (span.c). The first linked serves them all; the
+ * others must be unmapped, not linked beside it (1 GiB of address space
+ * each). Five rounds, each after malloc_trim(0) gave the arena back. */
+enum { RACERS = 8 };
+static pthread_barrier_t race_bar;
+static void *race_one(void *arg) {
+  (void)arg;
+  pthread_barrier_wait(&race_bar);
+  unsigned char *p = malloc(64 * KiB);
+  if (p) memset(p, 1, 64 * KiB);
+  return p;
+}
+
+static void race(void) {
+  for (int round = 0; round < 5; round++) {
+    malloc_trim(0);
+    struct hak_stats s0, s1;
+    CHECK(hak_stats_read(&s0, sizeof s0) == sizeof s0);
+    pthread_t t[RACERS];
+    void *got[RACERS];
+    CHECK_FATAL(pthread_barrier_init(&race_bar, NULL, RACERS) == 0);
+    for (int k = 0; k < RACERS; k++) CHECK_FATAL(pthread_create(&t[k], NULL, race_one, NULL) == 0);
+    for (int k = 0; k < RACERS; k++) pthread_join(t[k], &got[k]);
+    pthread_barrier_destroy(&race_bar);
+    CHECK(hak_stats_read(&s1, sizeof s1) == sizeof s1);
+    size_t grew = s1.mapped_bytes > s0.mapped_bytes ? s1.mapped_bytes - s0.mapped_bytes : 0;
+    CHECKF(grew < (size_t)1280 << 20, "round %d: %zu MiB more mapped for %d blocks of 64 KiB in one shard", round,
+           grew >> 20, RACERS);
+    for (int k = 0; k < RACERS; k++) {
+      CHECK(got[k] != NULL);
+      free(got[k]);
+    }
+  }
+}
+
 /* N. Shards (span_arena.c, "shards"), forced on by HAKMEM_SPAN_SHARDS (S >= 4):
  *  - the stats say S shards are in use;
  *  - the resident rule: a block freed (its pages written, so resident) by
@@ -911,7 +951,7 @@ int main(int argc, char **argv) {
   static const struct { const char *name; void (*run)(void); } cases[] = {
     { "spent", spent }, { "freed", freed }, { "joined", joined }, { "teardown", teardown },
     { "lend", lend }, { "shed", shed }, { "pinned", pinned }, { "shards", shards }, { "aging", aging },
-    { "holes", holes }, { "undo", undo },
+    { "holes", holes }, { "undo", undo }, { "race", race },
   };
   char done[64];
   if (argc > 1 && strcmp(argv[1], "many") == 0) {
