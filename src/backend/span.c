@@ -409,7 +409,7 @@ size_t hk_span_bytes_meta(void) {
     size_t bytes = 0;
     bool whole = true;
     /* a batch of the list at a time: arenas [from, from + n) */
-    for (unsigned from = 0, n = META_BATCH; whole && n == META_BATCH; from += n) {
+    for (unsigned from = 0, n = META_BATCH; n == META_BATCH; from += n) {
       uint8_t *seen[META_BATCH];
       if (!hk_trylock_nosys(&sh->lock)) {
         whole = false;

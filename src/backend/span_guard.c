@@ -84,9 +84,10 @@ void hk_guard_close_done(hk_arena_t *a, uint32_t i, uint32_t n, unsigned how) {
   else if (markers()) hk_bitmap_set(a->closed, i, n, true);
 }
 
+/* (a guard's close changes only `closed`, whose words are atomic: no lock) */
 bool hk_guard_close_page(hk_arena_t *a, uint32_t i) {
   if (!hk_guard_close_call(a, i, 1, CLOSE_GUARD)) return false;
-  if (markers()) hk_bitmap_set(a->closed, i, 1, true);  /* atomic words: no lock */
+  hk_guard_close_done(a, i, 1, CLOSE_GUARD);
   return true;
 }
 

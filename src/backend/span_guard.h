@@ -19,7 +19,8 @@ unsigned hk_guard_close_how(void);
 /* The call that closes pages [i, i + n) (no lock needed: the caller owns
  * them); false when it failed or `how` makes none. */
 bool hk_guard_close_call(hk_arena_t *a, uint32_t i, uint32_t n, unsigned how);
-/* The bitmaps learn that the call closed them. Under the lock. */
+/* The bitmaps learn that the call closed them. Under the lock (but for
+ * CLOSE_GUARD, which changes only `closed`, whose words are atomic). */
 void hk_guard_close_done(hk_arena_t *a, uint32_t i, uint32_t n, unsigned how);
 /* Page i closed as a guard, no lock held: the caller owns it (a block's
  * last page) or it is nobody's but as a guard. */

@@ -81,15 +81,6 @@ HK_INLINE void hk_lock(hk_lock_t *l) {
     return;
   hk_lock_wait(l);
 }
-/* hk_lock for a lock no range names (one in memory mapped later): its
- * waits count under `name` */
-HK_INLINE void hk_lock_as(hk_lock_t *l, unsigned name) {
-  hk_fork_ready();
-  if (HK_LIKELY(atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
-                atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0))
-    return;
-  hk_lock_wait_as(l, name);
-}
 /* hk_lock's common case alone (armed, uncontended), with no call: a
  * caller whose fast path is a leaf goes out of line for the rest */
 HK_INLINE bool hk_lock_quick(hk_lock_t *l) {
@@ -101,6 +92,11 @@ HK_INLINE bool hk_trylock(hk_lock_t *l) {
   hk_fork_ready();
   return atomic_load_explicit(&l->v, memory_order_relaxed) == 0 &&
          atomic_exchange_explicit(&l->v, 1, memory_order_acquire) == 0;
+}
+/* hk_lock for a lock no range names (one in memory mapped later): its
+ * waits count under `name` */
+HK_INLINE void hk_lock_as(hk_lock_t *l, unsigned name) {
+  if (HK_UNLIKELY(!hk_trylock(l))) hk_lock_wait_as(l, name);
 }
 HK_INLINE void hk_unlock(hk_lock_t *l) {
   atomic_store_explicit(&l->v, 0, memory_order_release);
