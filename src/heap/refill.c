@@ -187,6 +187,16 @@ HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
 
 HK_INLINE void *heap_alloc_lists(hk_heap_t *h, unsigned cls);
 
+/* s's carving has room on resident pages past the page it is on
+ * (hk_slab_room_past: a slab started over, a warm slab another class
+ * left). A batch carved there ends there (slab.c). */
+HK_INLINE bool slab_room_resident(hk_slab_t *s) {
+  return s->carved < s->capacity &&
+         hk_slab_room_past((size_t)s->carved * s->block_size, s->block_size,
+                           (size_t)hk_slab_ss(s)->touched[s->index] * HK_PAGE);
+}
+
+
 /* The slow path's work on the heap's lists, entered once at a time */
 HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
   hk_hook_body_enter();
@@ -236,6 +246,16 @@ HK_INLINE void *heap_alloc_lists(hk_heap_t *h, unsigned cls) {
       unsigned k = 0;
       for (hk_slab_t *t = next; t && k < HK_REUSE_SCAN; t = t->next, k++)
         if (t->free || heap_refill_lists(h, t)) { next = t; break; }
+      /* room here on pages resident already (s was started over, or is a
+       * warm slab another class left) is carved before a swap to an
+       * emptied slab, which would start over and carve one batch: a class
+       * that refilled its emptied slabs hopped from one to the next, each
+       * left with resident pages uncarved, while its last slab of the
+       * round before faulted in fresh ones, and a program that frees a
+       * structure and builds the next grew round after round
+       * (test_emptied rounds). Freed blocks among live ones are still
+       * taken first. */
+      if (next->used == 0 && slab_room_resident(s) && hk_slab_extend(s)) return slab_pop(h, s);
       /* But a handful of freed blocks is not worth a swap: with every slab
        * holding one or two, each malloc would come here (a slow call per
        * malloc). Carve

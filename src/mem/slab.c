@@ -109,7 +109,15 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
   if (n == 0) n = 1;
   if (n > left) n = left;
   size_t bs = s->block_size;
-  uint8_t *first = HK_UNHIDE(s->start) + (size_t)s->carved * bs;
+  hk_superslab_t *ss = hk_slab_ss(s);
+  /* a batch that starts where pages past the one it starts on are
+   * resident (carved before, since the slab turned warm: a slab started
+   * over) ends where they end: the heap carves fresh pages only where no
+   * slab of the class has room on resident ones (refill.c) */
+  size_t at = (size_t)s->carved * bs, res = (size_t)ss->touched[s->index] * HK_PAGE;
+  if (hk_slab_room_past(at, bs, res) && at + (size_t)n * bs > res) n = (unsigned)((res - at) / bs);
+  HK_ASSERT(n >= 1 && n <= left);  /* a batch of none would list an uncarved block */
+  uint8_t *first = HK_UNHIDE(s->start) + at;
   if (HK_M_SHUFFLE || HK_M_CANARY) {
     hk_sec_carve(s, first, n);  /* random order, trailers or free marks */
   } else {
@@ -124,7 +132,6 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
     s->free = (hk_block_t *)first;
   }
   hk_slab_set_carved(s, s->carved + n);
-  hk_superslab_t *ss = hk_slab_ss(s);
   uint16_t pages = (uint16_t)(((size_t)s->carved * bs + HK_PAGE - 1) / HK_PAGE);
   if (pages > ss->touched[s->index]) ss->touched[s->index] = pages;
   return true;

@@ -133,6 +133,15 @@ HK_INLINE bool hk_slab_take_aged(hk_slab_t *s) {
   return true;
 }
 
+/* Carving that has reached byte `at` of a slab whose first `res` bytes
+ * are resident (touched) has room there for a block of `bs` bytes, past
+ * the page it is on: the slab was carved further before (started over, or
+ * left by another class). At the end of the usual carve the rest of the
+ * last page is no such room. */
+HK_INLINE bool hk_slab_room_past(size_t at, size_t bs, size_t res) {
+  return at + bs <= res && res > ((at + HK_PAGE - 1) & ~(size_t)(HK_PAGE - 1));
+}
+
 /* Move local_free onto the empty s->free. False if there was nothing.
  * A small-class slab whose every block is back (used == 0) starts over
  * instead and carves again in address order: malloc then pops blocks whose

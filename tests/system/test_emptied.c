@@ -20,6 +20,16 @@
  *                        less than half the mid bytes (by all of them
  *                        without the swap)
  *
+ *   test_emptied rounds  the same blocks of three small classes built
+ *                        and freed six times, each round in another
+ *                        order: from the second round on, no more pages
+ *                        may be resident where the blocks lie than after
+ *                        the first (HK_ROUND_SLACK: none, measured). Each class
+ *                        refills slabs it emptied, and once it hopped
+ *                        from one to the next, carving a batch in each,
+ *                        and carved its last slab of the round before
+ *                        to its end (refill.c, slab_batch_resident)
+ *
  * 2 MiB of each. The check: at least three quarters of the new blocks lie
  * in an aligned window (the slab size) that held an old block. The purge
  * delay is a minute, so that the purge epoch cannot be what gives the
@@ -33,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "../check.h"
@@ -144,6 +155,71 @@ static int run_kind(void) {
   return 0;
 }
 
+/* rounds: one round's blocks, their sizes in a shuffled order */
+enum { ROUNDS = 6, R48 = 24000, R80 = 3000, R112 = 2000, RN = R48 + R80 + R112 };
+#define HK_ROUND_SLACK 2  /* pages (none measured) */
+static uint64_t rng = 0x2545f4914f6cdd1dull;
+static size_t rnd(size_t n) {
+  rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+  return (size_t)(rng % n);
+}
+static void shuffle_sizes(uint16_t *a, size_t n) {
+  for (size_t i = n - 1; i > 0; i--) {
+    size_t j = rnd(i + 1);
+    uint16_t t = a[i]; a[i] = a[j]; a[j] = t;
+  }
+}
+/* resident pages in [lo, hi) (page numbers) */
+static size_t resident_pages(uintptr_t lo, uintptr_t hi) {
+  static unsigned char vec[1 << 16];
+  size_t n = 0;
+  for (uintptr_t q = lo; q < hi; q += sizeof vec) {
+    size_t k = hi - q < sizeof vec ? (size_t)(hi - q) : sizeof vec;
+    CHECK(mincore((void *)(q << 12), k << 12, vec) == 0);
+    for (size_t i = 0; i < k; i++) n += vec[i] & 1;
+  }
+  return n;
+}
+static int run_rounds(void) {
+  static uint16_t sz[RN];
+  static unsigned char *p[RN];
+  for (size_t i = 0; i < RN; i++) sz[i] = i < R48 ? 48 : i < R48 + R80 ? 80 : 112;
+  uintptr_t lo = UINTPTR_MAX, hi = 0;  /* page numbers: where every round's blocks lie */
+  size_t first = 0, most = 0;
+  for (int r = 0; r < ROUNDS; r++) {
+    shuffle_sizes(sz, RN);
+    for (size_t i = 0; i < RN; i++) {
+      p[i] = malloc(sz[i]);
+      CHECK(p[i] != NULL);
+      if (!p[i]) return 1;
+      memset(p[i], (int)(r * 16 + sz[i] / 16), sz[i]);
+      /* whole 2 MiB windows (superslabs): a batch carved past the last
+       * block handed out is resident too */
+      uintptr_t a = (uintptr_t)p[i] >> 21 << 9, b = ((((uintptr_t)p[i] + sz[i] - 1) >> 21) + 1) << 9;
+      if (a < lo) lo = a;
+      if (b > hi) hi = b;
+    }
+    CHECK(hi - lo < ((size_t)64 << 8));  /* 64 MiB: one or two superslabs' blocks */
+    size_t n = resident_pages(lo, hi);
+    printf("round %d: %zu pages resident in the %zu MiB the blocks lie in\n", r, n, (size_t)(hi - lo) >> 8);
+    if (r == 0) first = n;
+    if (n > most) most = n;
+    /* freed in another order than made: each slab empties at its own time */
+    for (size_t i = RN - 1; i > 0; i--) {
+      size_t j = rnd(i + 1);
+      unsigned char *t = p[i]; p[i] = p[j]; p[j] = t;
+      uint16_t u = sz[i]; sz[i] = sz[j]; sz[j] = u;
+    }
+    for (size_t i = 0; i < RN; i++) {
+      CHECK(p[i][0] == (unsigned char)(r * 16 + sz[i] / 16) && p[i][sz[i] - 1] == p[i][0]);
+      free(p[i]);
+    }
+  }
+  printf("rounds 1-%d: at most %zu pages more than round 0\n", ROUNDS - 1, most - first);
+  CHECKF(most - first <= HK_ROUND_SLACK, "%zu pages more resident than after round 0", most - first);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "small";
   if (!getenv("TEST_EMPTIED_SET")) {
@@ -159,6 +235,7 @@ int main(int argc, char **argv) {
   }
   setvbuf(stdout, NULL, _IONBF, 0);
   if (strcmp(mode, "kind") == 0) run_kind();
+  else if (strcmp(mode, "rounds") == 0) run_rounds();
   else if (strcmp(mode, "mid") == 0) run(2048, 4096, 18);
   else run(256, 512, 16);
   return check_done("test_emptied");
