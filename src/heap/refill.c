@@ -187,16 +187,6 @@ HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
 
 HK_INLINE void *heap_alloc_lists(hk_heap_t *h, unsigned cls);
 
-/* s's carving has room on resident pages past the page it is on
- * (hk_slab_room_past: a slab started over, a warm slab another class
- * left). A batch carved there ends there (slab.c). */
-HK_INLINE bool slab_room_resident(hk_slab_t *s) {
-  return s->carved < s->capacity &&
-         hk_slab_room_past((size_t)s->carved * s->block_size, s->block_size,
-                           (size_t)hk_slab_ss(s)->touched[s->index] * HK_PAGE);
-}
-
-
 /* The slow path's work on the heap's lists, entered once at a time */
 HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
   hk_hook_body_enter();
@@ -255,7 +245,7 @@ HK_INLINE void *heap_alloc_lists(hk_heap_t *h, unsigned cls) {
        * structure and builds the next grew round after round
        * (test_emptied rounds). Freed blocks among live ones are still
        * taken first. */
-      if (next->used == 0 && slab_room_resident(s) && hk_slab_extend(s)) return slab_pop(h, s);
+      if (next->used == 0 && hk_slab_room_resident(s) && hk_slab_extend(s)) return slab_pop(h, s);
       /* But a handful of freed blocks is not worth a swap: with every slab
        * holding one or two, each malloc would come here (a slow call per
        * malloc). Carve

@@ -109,13 +109,14 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
   if (n == 0) n = 1;
   if (n > left) n = left;
   size_t bs = s->block_size;
-  hk_superslab_t *ss = hk_slab_ss(s);
-  /* a batch that starts where pages past the one it starts on are
-   * resident (carved before, since the slab turned warm: a slab started
-   * over) ends where they end: the heap carves fresh pages only where no
-   * slab of the class has room on resident ones (refill.c) */
-  size_t at = (size_t)s->carved * bs, res = (size_t)ss->touched[s->index] * HK_PAGE;
-  if (hk_slab_room_past(at, bs, res) && at + (size_t)n * bs > res) n = (unsigned)((res - at) / bs);
+  size_t at = (size_t)s->carved * bs;
+  /* a batch that starts on room a slab started over has on resident pages
+   * ends where they end: fresh pages are faulted in only once that room
+   * is carved (refill.c carves it before a swap to an emptied slab) */
+  if (hk_slab_room_resident(s)) {
+    size_t res = hk_slab_resident_bytes(s);
+    if (at + (size_t)n * bs > res) n = (unsigned)((res - at) / bs);
+  }
   HK_ASSERT(n >= 1 && n <= left);  /* a batch of none would list an uncarved block */
   uint8_t *first = HK_UNHIDE(s->start) + at;
   if (HK_M_SHUFFLE || HK_M_CANARY) {
@@ -132,6 +133,7 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
     s->free = (hk_block_t *)first;
   }
   hk_slab_set_carved(s, s->carved + n);
+  hk_superslab_t *ss = hk_slab_ss(s);
   uint16_t pages = (uint16_t)(((size_t)s->carved * bs + HK_PAGE - 1) / HK_PAGE);
   if (pages > ss->touched[s->index]) ss->touched[s->index] = pages;
   return true;

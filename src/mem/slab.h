@@ -133,13 +133,19 @@ HK_INLINE bool hk_slab_take_aged(hk_slab_t *s) {
   return true;
 }
 
-/* Carving that has reached byte `at` of a slab whose first `res` bytes
- * are resident (touched) has room there for a block of `bs` bytes, past
- * the page it is on: the slab was carved further before (started over, or
- * left by another class). At the end of the usual carve the rest of the
- * last page is no such room. */
-HK_INLINE bool hk_slab_room_past(size_t at, size_t bs, size_t res) {
-  return at + bs <= res && res > ((at + HK_PAGE - 1) & ~(size_t)(HK_PAGE - 1));
+/* Bytes from s's start that are resident: carved since its slab turned
+ * warm (superslab.h's touched). */
+HK_INLINE size_t hk_slab_resident_bytes(hk_slab_t *s) {
+  return (size_t)hk_slab_ss(s)->touched[s->index] * HK_PAGE;
+}
+
+/* s's carving has room for a block on resident pages past the page it is
+ * on: the slab was carved further before (started over, or left by
+ * another class). At the end of the usual carve the rest of the last page
+ * is no such room. A batch carved there ends there (slab_carve). */
+HK_INLINE bool hk_slab_room_resident(hk_slab_t *s) {
+  size_t at = (size_t)s->carved * s->block_size, res = hk_slab_resident_bytes(s);
+  return s->carved < s->capacity && at + s->block_size <= res && res > hk_align_up(at, HK_PAGE);
 }
 
 /* Move local_free onto the empty s->free. False if there was nothing.

@@ -24,11 +24,11 @@
  *                        and freed six times, each round in another
  *                        order: from the second round on, no more pages
  *                        may be resident where the blocks lie than after
- *                        the first (HK_ROUND_SLACK: none, measured). Each class
+ *                        the first (HK_ROUND_SLACK: 2; none measured). Each class
  *                        refills slabs it emptied, and once it hopped
  *                        from one to the next, carving a batch in each,
  *                        and carved its last slab of the round before
- *                        to its end (refill.c, slab_batch_resident)
+ *                        to its end (hk_slab_room_resident, slab.h)
  *
  * 2 MiB of each. The check: at least three quarters of the new blocks lie
  * in an aligned window (the slab size) that held an old block. The purge
