@@ -60,6 +60,7 @@ static const knob_row_t knob_table[] = {
   PATH("HAKMEM_STATS_FILE",           stats_file,         START(NONE)),
   PATH("HAKMEM_PROF_FILE",            prof_file,          START(NONE)),
   NUMBER("HAKMEM_PURGE_DELAY_MS",     purge_delay_ms,     RUN(PURGE_DELAY), 0, 3600000, 5000, 1000, 25),
+  NUMBER("HAKMEM_STOPPED_PURGE_MS",   stopped_purge_ms,   START(NONE), 0, 3600000, 0, 0, 2),
   NUMBER("HAKMEM_SS_CACHE",           ss_cache,           RUN(NONE), 0, 4096, 1024, 256, 4),
   NUMBER("HAKMEM_LARGE_CACHE_MB",     large_cache_mb,     RUN(LARGE_MB), 0, 65536, 256, 64, 8),
   NUMBER("HAKMEM_LARGE_CACHE_COUNT",  large_cache_count,  RUN(LARGE_COUNT), 0, 1024, 256, 128, 8),

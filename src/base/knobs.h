@@ -21,6 +21,7 @@ enum { HK_BG_OFF = 0, HK_BG_ON = 1, HK_BG_AUTO = 2 };
 typedef struct hk_knobs {
   long profile;            /* HAKMEM_PROFILE (HK_PROFILE_*)        */
   long purge_delay_ms;     /* HAKMEM_PURGE_DELAY_MS                */
+  long stopped_purge_ms;   /* HAKMEM_STOPPED_PURGE_MS (0: the purge clock) */
   long ss_cache;           /* HAKMEM_SS_CACHE                      */
   long large_cache_mb;     /* HAKMEM_LARGE_CACHE_MB                */
   long large_cache_count;  /* HAKMEM_LARGE_CACHE_COUNT             */

@@ -69,30 +69,33 @@ static atomic_bool purging;        /* it purges (on, or auto past its threshold)
 
 /* Emptied slabs of h (bg_lock held by us) given back while its owner is
  * provably stopped. */
-static void release_emptied(hk_heap_t *h) {
+static unsigned release_emptied(hk_heap_t *h) {
   hk_slab_t *cand[BATCH];
+  unsigned released = 0;
   for (int round = 0; round < 64; round++) {
     /* a hint first: is any partial slab empty? (no /proc reads otherwise) */
     bool any = false;
     for (unsigned c = 0; c < HK_NCLASS && !any; c++)
       for (hk_slab_t *sl = h->partial[c]; sl; sl = sl->next)
         if (HK_LOAD_RACY(sl->used) == HK_LOAD_RACY(sl->nparked)) { any = true; break; }
-    if (!any) return;
+    if (!any) return released;
     unsigned long sw1, sw2;
-    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return;
+    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return released;
     unsigned n = 0;
     for (unsigned c = 0; c < HK_NCLASS && n < BATCH; c++)
       for (hk_slab_t *sl = h->partial[c]; sl && n < BATCH; sl = sl->next)
         if (sl->used == sl->nparked && hk_slab_parked_clean(sl)) cand[n++] = sl;
     /* the owner still blocked, and it did not run meanwhile */
-    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) return;
+    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) return released;
     for (unsigned i = 0; i < n; i++) {
       hk_slab_drop_parked(cand[i]);  /* (found clean in the look) */
       hk_partial_remove(h, cand[i]);
       hk_heap_release_slab(h, cand[i], false);
     }
-    if (n < BATCH) return;
+    released += n;
+    if (n < BATCH) return released;
   }
+  return released;
 }
 
 /* Slabs of h whose blocks all came back from other threads (a thread that
@@ -100,9 +103,10 @@ static void release_emptied(hk_heap_t *h) {
  * superslabs per look: the owner must not run through a look, and one
  * that wakes every 10 ms leaves about that long. A superslab the release
  * moves from h's full list to its avail list is looked at again there. */
-static void release_returned(hk_heap_t *h) {
-  if (!hk_heap_returned_hint(h)) return;
+static unsigned release_returned(hk_heap_t *h) {
+  if (!hk_heap_returned_hint(h)) return 0;
   unsigned missed = 0;  /* looks the owner ran through: its next tick retries */
+  unsigned released = 0;
   for (unsigned k = 0; k < HK_SS_NKINDS; k++) {
     hk_ss_list_t *lists[2] = { &h->ss_full[k], &h->ss_avail[k] };
     for (int l = 0; l < 2; l++)
@@ -114,12 +118,16 @@ static void release_returned(hk_heap_t *h) {
         bool any = stopped && hk_heap_returned_look(h, &c);
         /* the owner still blocked, and it did not run meanwhile */
         if (!stopped || !hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) {
-          if (++missed == 16) return;  /* (a running owner: its own slow paths) */
+          if (++missed == 16) return released;  /* (a running owner: its own slow paths) */
           continue;
         }
-        if (any) hk_heap_returned_release(h, &c);
+        if (any) {
+          for (unsigned j = 0; j < c.n; j++) released += (unsigned)__builtin_popcount(c.back[j]);
+          hk_heap_returned_release(h, &c);
+        }
       }
   }
+  return released;
 }
 
 typedef struct { bool force; size_t bytes; } pass_t;
@@ -132,6 +140,20 @@ static void purge_heap(hk_heap_t *h, void *arg) {
   release_emptied(h);
   release_returned(h);
   pass->bytes += hk_heap_purge_unused(h, pass->force);
+  HK_TSAN_HIDE_END();
+}
+
+/* Between purge ticks (HAKMEM_STOPPED_PURGE_MS): the slabs of stopped
+ * owners that hold no block of theirs any more, purged at once; nothing
+ * else. A running owner costs one /proc read (the looks' own would retry
+ * chunk after chunk). */
+static void release_stopped(hk_heap_t *h, void *arg) {
+  unsigned *n = arg;
+  if (!hk_os_task_in_syscall(h->ktid)) return;
+  HK_TSAN_HIDE_BEGIN();
+  unsigned got = release_emptied(h) + release_returned(h);
+  if (got) hk_heap_purge_unused(h, true);
+  *n += got;
   HK_TSAN_HIDE_END();
 }
 
@@ -208,13 +230,48 @@ static void dump_if_asked(void) {
 
 static long min_ms(long a, long b) { return a < b ? a : b; }
 
+/* The short clock of stopped owners' slabs (release_stopped): every
+ * HAKMEM_STOPPED_PURGE_MS while looks give something back, each look that
+ * gives nothing back doubling the wait up to the purge delay (a program
+ * whose stopped threads hold nothing to give pays for few looks). */
+static uint64_t precise_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+static uint64_t stopped_at, stopped_gap;
+static void stopped_tick(void) {
+  long base = hk_knobs.stopped_purge_ms, most = hk_ss_purge_delay_ms();
+  uint64_t now = precise_ms();
+  if (base <= 0 || base >= most || !hk_heap_bg_on) return;
+  if (stopped_gap == 0) stopped_gap = (uint64_t)base;
+  if (now < stopped_at) return;
+  unsigned n = 0;
+  hk_heap_each_pinned(release_stopped, &n);
+  stopped_gap = n ? (uint64_t)base : stopped_gap * 2 > (uint64_t)most ? (uint64_t)most : stopped_gap * 2;
+  stopped_at = precise_ms() + stopped_gap;
+}
+/* ms to the next short look, or `delay` when that comes first */
+static long stopped_wait(long delay) {
+  long base = hk_knobs.stopped_purge_ms;
+  if (base <= 0 || !hk_heap_bg_on) return delay;
+  uint64_t now = precise_ms();
+  long left = stopped_at > now ? (long)(stopped_at - now) : 0;
+  return left < delay ? left : delay;
+}
+
 static void *bg_main(void *arg) {
   (void)arg;
-  uint64_t purge_at = hk_os_now_ms() + (uint64_t)hk_ss_purge_delay_ms();
+  uint64_t purge_at = precise_ms() + (uint64_t)hk_ss_purge_delay_ms();
+  stopped_at = precise_ms();
   pthread_mutex_lock(&mu);
   while (!stop) {
     bool purge = atomic_load_explicit(&purging, memory_order_relaxed);
-    long delay = purge ? hk_ss_purge_delay_ms() : IDLE_MS;
+    long delay = IDLE_MS;
+    if (purge) {
+      uint64_t at = precise_ms();
+      delay = stopped_wait(purge_at > at ? (long)(purge_at - at) : 0);
+    }
     if (timeline_on()) delay = min_ms(delay, hk_knobs.stats_interval_ms);
     if (hk_knobs.dump_signal) delay = min_ms(delay, DUMP_POLL_MS);
     if (delay < 1) delay = 1;
@@ -231,12 +288,14 @@ static void *bg_main(void *arg) {
     pthread_mutex_unlock(&mu);
     dump_if_asked();
     if (timeline_on() && stats_hook) stats_hook();
-    /* the purge clock: each purge delay, or at once when woken */
-    uint64_t ms = hk_os_now_ms();
-    /* (the coarse clock may lag the wait's by a tick: 20 ms of slack) */
-    if (atomic_load_explicit(&purging, memory_order_relaxed) && (now || ms + 20 >= purge_at)) {
+    /* the purge clock: each purge delay, or at once when woken (the
+     * wait's clock: a coarse one lagged it by a tick) */
+    if (atomic_load_explicit(&purging, memory_order_relaxed) && (now || precise_ms() >= purge_at)) {
       hk_bg_tick(false);
-      purge_at = hk_os_now_ms() + (uint64_t)hk_ss_purge_delay_ms();
+      stopped_at = precise_ms() + stopped_gap;
+      purge_at = precise_ms() + (uint64_t)hk_ss_purge_delay_ms();
+    } else if (atomic_load_explicit(&purging, memory_order_relaxed)) {
+      stopped_tick();
     }
     pthread_mutex_lock(&mu);
   }

@@ -35,7 +35,7 @@
  *
  * SLACK_MB (env) replaces the 32 MiB. RSS is polled every 50 ms; the wait
  * is bounded by the purge delay + 10 s (HAKMEM_PURGE_DELAY_MS as hakmem
- * reports it), a hang guard, not a speed
+ * reports it; GUARD_MS, env, replaces it), a hang guard, not a speed
  * requirement: the time it took is printed (bench/bench_idle measures it).
  * Every kept block's bytes are checked at the end. */
 #define _GNU_SOURCE
@@ -150,6 +150,7 @@ static long wait_returned(const char *who, size_t base, size_t live, bool light)
   size_t slack = (size_t)(getenv("SLACK_MB") ? atoi(getenv("SLACK_MB")) : 32) << 20;
   size_t goal = base + live + slack;
   uint64_t t0 = now_ms(), guard = (uint64_t)purge_delay_ms() + 10000;
+  if (getenv("GUARD_MS")) guard = (uint64_t)atol(getenv("GUARD_MS"));
   for (;;) {
     size_t rss = rss_bytes();
     uint64_t t = now_ms() - t0;
