@@ -130,15 +130,15 @@ static unsigned release_returned(hk_heap_t *h) {
   return released;
 }
 
-typedef struct { bool force; size_t bytes; } pass_t;
+typedef struct { bool force; size_t bytes; unsigned released; } pass_t;
 
 /* h's bg_lock held (hk_heap_each_pinned took it; an owner in a slow path
  * holds it, and purges on its own clock) */
 static void purge_heap(hk_heap_t *h, void *arg) {
   pass_t *pass = arg;
   HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
-  release_emptied(h);
-  release_returned(h);
+  pass->released += release_emptied(h);
+  pass->released += release_returned(h);
   pass->bytes += hk_heap_purge_unused(h, pass->force);
   HK_TSAN_HIDE_END();
 }
@@ -158,10 +158,14 @@ static void release_stopped(hk_heap_t *h, void *arg) {
 }
 
 /* Other threads' heaps: bytes purged (force: all due now). */
+/* the last pass's emptied and returned slabs, for the short clock (a
+ * trim's pass may write it from another thread) */
+static unsigned tick_released;
 static size_t purge_heaps(bool force) {
   if (!hk_heap_bg_on) return 0;  /* owners take no lock: nothing may be touched */
-  pass_t pass = { force, 0 };
+  pass_t pass = { force, 0, 0 };
   hk_heap_each_pinned(purge_heap, &pass);
+  HK_STORE_RELAXED(tick_released, pass.released);
   return pass.bytes;
 }
 
@@ -230,31 +234,43 @@ static void dump_if_asked(void) {
 
 static long min_ms(long a, long b) { return a < b ? a : b; }
 
-/* The short clock of stopped owners' slabs (release_stopped): every
- * HAKMEM_STOPPED_PURGE_MS while looks give something back, each look that
- * gives nothing back doubling the wait up to the purge delay (a program
- * whose stopped threads hold nothing to give pays for few looks). */
+/* The short clock of stopped owners' slabs (release_stopped): a look
+ * every HAKMEM_STOPPED_PURGE_MS while looks give something back; each
+ * look that gives nothing back doubles the wait, and at the purge delay
+ * the looks stop (a program whose stopped threads hold nothing to give
+ * pays for few), until a purge tick releases such slabs again. Read on
+ * CLOCK_MONOTONIC, the clock of the thread's wait. */
 static uint64_t precise_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
-static uint64_t stopped_at, stopped_gap;
-static void stopped_tick(void) {
+static uint64_t stopped_at, stopped_gap;  /* the next look; the wait before it (0: the knob's) */
+/* the knob, or 0 while the short clock is off (a wait as long as the purge delay's) */
+static uint64_t stopped_base(void) {
   long base = hk_knobs.stopped_purge_ms, most = hk_ss_purge_delay_ms();
-  uint64_t now = precise_ms();
-  if (base <= 0 || base >= most || !hk_heap_bg_on) return;
-  if (stopped_gap == 0) stopped_gap = (uint64_t)base;
-  if (now < stopped_at) return;
+  if (base <= 0 || base >= most || !hk_heap_bg_on || stopped_gap >= (uint64_t)most) return 0;
+  return (uint64_t)base;
+}
+static void stopped_tick(void) {
+  uint64_t base = stopped_base();
+  if (!base || precise_ms() < stopped_at) return;
   unsigned n = 0;
   hk_heap_each_pinned(release_stopped, &n);
-  stopped_gap = n ? (uint64_t)base : stopped_gap * 2 > (uint64_t)most ? (uint64_t)most : stopped_gap * 2;
-  stopped_at = precise_ms() + stopped_gap;
+  uint64_t gap = stopped_gap ? stopped_gap : base;
+  stopped_gap = n ? 0 : gap * 2;
+  stopped_at = precise_ms() + (stopped_gap ? stopped_gap : base);
+}
+/* after a purge tick: one that released slabs of stopped owners starts
+ * the short clock again */
+static void stopped_after_tick(void) {
+  if (HK_LOAD_RELAXED(tick_released)) stopped_gap = 0;
+  uint64_t base = stopped_base();
+  if (base) stopped_at = precise_ms() + (stopped_gap ? stopped_gap : base);
 }
 /* ms to the next short look, or `delay` when that comes first */
 static long stopped_wait(long delay) {
-  long base = hk_knobs.stopped_purge_ms;
-  if (base <= 0 || !hk_heap_bg_on) return delay;
+  if (!stopped_base()) return delay;
   uint64_t now = precise_ms();
   long left = stopped_at > now ? (long)(stopped_at - now) : 0;
   return left < delay ? left : delay;
@@ -292,7 +308,7 @@ static void *bg_main(void *arg) {
      * wait's clock: a coarse one lagged it by a tick) */
     if (atomic_load_explicit(&purging, memory_order_relaxed) && (now || precise_ms() >= purge_at)) {
       hk_bg_tick(false);
-      stopped_at = precise_ms() + stopped_gap;
+      stopped_after_tick();
       purge_at = precise_ms() + (uint64_t)hk_ss_purge_delay_ms();
     } else if (atomic_load_explicit(&purging, memory_order_relaxed)) {
       stopped_tick();

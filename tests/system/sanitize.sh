@@ -8,7 +8,8 @@
 #        own malloc) and -fsanitize=thread, runs test_stress_hakapi, the
 #        threaded stress calling only hak_*, and test_ctl_race (knobs
 #        changed through the control API while threads allocate, with the
-#        background purge thread on a 1 ms clock). Any race report -> FAIL.
+#        background purge thread on a 1 ms clock, then on 20 ms ticks with
+#        the stopped owners' 1 ms clock between). Any race report -> FAIL.
 # Each runs twice: on the default build and on the secure one (build-*-secure,
 # -DHK_SECURE: the hardening measures, whose trailer swaps and collections
 # are cross-thread code of their own).
@@ -88,6 +89,10 @@ if [ "$what" = tsan ] || [ "$what" = all ]; then
       # background purge thread on a 1 ms clock working on their heaps
       HAKMEM_BACKGROUND_PURGE=1 HAKMEM_PURGE_DELAY_MS=1 \
         tsan_run test_ctl_race "$B/tsan-ctl.log" norandom "$B/tests/test_ctl_race" 4 100
+      # the same with the stopped owners' short clock between 20 ms ticks
+      # (HAKMEM_STOPPED_PURGE_MS: a trim's pass beside the thread's)
+      HAKMEM_BACKGROUND_PURGE=1 HAKMEM_PURGE_DELAY_MS=20 HAKMEM_STOPPED_PURGE_MS=1 \
+        tsan_run test_ctl_race "$B/tsan-ctl-stopped.log" norandom "$B/tests/test_ctl_race" 4 100
       tsan_run test_stress_hakapi "$B/tsan-stress.log" norandom "$B/tests/test_stress_hakapi" 8 2 4000
     fi
   done
