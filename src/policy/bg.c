@@ -246,10 +246,15 @@ static uint64_t precise_ms(void) {
   return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
 static uint64_t stopped_at, stopped_gap;  /* the next look; the wait before it (0: the knob's) */
-/* the knob, or 0 while the short clock is off (a wait as long as the purge delay's) */
+/* the knob, or 0 while the short clock is off (a wait as long as the purge
+ * delay's). Off too with the purge windows learned (HAKMEM_LEARN_PURGE):
+ * a thread that sleeps between bursts is stopped, and takes its slabs
+ * again when it wakes; the learner, which saw that reuse, sets how long
+ * they wait (test_reuse learn: the pauses' purges faulted in again) */
 static uint64_t stopped_base(void) {
   long base = hk_knobs.stopped_purge_ms, most = hk_ss_purge_delay_ms();
   if (base <= 0 || base >= most || !hk_heap_bg_on || stopped_gap >= (uint64_t)most) return 0;
+  if (hk_knobs.learn_purge) return 0;
   return (uint64_t)base;
 }
 static void stopped_tick(void) {
