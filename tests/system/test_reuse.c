@@ -14,12 +14,19 @@
  *                      must go back (RSS within start + 32 MiB).
  *   test_reuse fixed   the same under HAKMEM_LEARN_PURGE=0: every pause
  *                      purges the burst (the check above can fail).
+ *   test_reuse handoff learn's, with each burst freed by another thread
+ *                      while main waits: main's slabs come back whole
+ *                      while it is stopped, which the purge thread's
+ *                      short clock (HAKMEM_STOPPED_PURGE_MS) gives back
+ *                      at once; under the learned windows it must not
+ *                      (the next burst takes them again)
  *
  * The figures are counts (bytes madvised per pause, from hak_stats_read)
  * and RSS; the RSS wait is bounded by the window in force + 10 s, a hang
  * guard, not a speed requirement. Run with a short purge delay
  * (HAKMEM_PURGE_DELAY_MS=100, tests/CMakeLists.txt). */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,10 +75,48 @@ static long delay_ms(void) {
   return v;
 }
 
+/* handoff: the helper frees the burst main hands it */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static unsigned char **hand;
+static size_t hand_n;
+static int hand_state;  /* 0 idle, 1 handed over, 2 freed, 3 corrupted, 4 stop */
+
+static void *helper(void *arg) {
+  (void)arg;
+  pthread_mutex_lock(&mu);
+  for (;;) {
+    while (hand_state != 1 && hand_state != 4) pthread_cond_wait(&cv, &mu);
+    if (hand_state == 4) break;
+    int st = 2;
+    for (size_t i = 0; i < hand_n; i++) {
+      if (hand[i][0] != (unsigned char)(i & 0xff)) st = 3;
+      free(hand[i]);
+    }
+    hand_state = st;
+    pthread_cond_broadcast(&cv);
+  }
+  pthread_mutex_unlock(&mu);
+  return NULL;
+}
+
+static bool free_by_helper(unsigned char **obj, size_t n) {
+  pthread_mutex_lock(&mu);
+  hand = obj, hand_n = n, hand_state = 1;
+  pthread_cond_broadcast(&cv);
+  while (hand_state == 1) pthread_cond_wait(&cv, &mu);
+  bool ok = hand_state == 2;
+  hand_state = 0;
+  pthread_mutex_unlock(&mu);
+  return ok;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "learn";
-  bool learn = strcmp(mode, "fixed") != 0;
+  bool learn = strcmp(mode, "fixed") != 0, handoff = strcmp(mode, "handoff") == 0;
   setvbuf(stdout, NULL, _IONBF, 0);
+  pthread_t th;
+  if (handoff && pthread_create(&th, NULL, helper, NULL) != 0) { printf("FAIL: pthread_create\n"); return 1; }
   hak_stats_read(NULL, 0);
   long floor = delay_ms();  /* the knob's delay, before any window moved it */
   size_t base = rss_bytes();
@@ -89,9 +134,13 @@ int main(int argc, char **argv) {
       if (!obj[i]) { printf("FAIL: malloc(%zu)\n", sz); return 1; }
       memset(obj[i], (int)(i & 0xff), sz);
     }
-    for (size_t i = 0; i < n; i++) {
-      if (obj[i][0] != (unsigned char)(i & 0xff)) { printf("FAIL: block %zu corrupted\n", i); return 1; }
-      free(obj[i]);
+    if (handoff) {
+      if (!free_by_helper(obj, n)) { printf("FAIL: a block corrupted\n"); return 1; }
+    } else {
+      for (size_t i = 0; i < n; i++) {
+        if (obj[i][0] != (unsigned char)(i & 0xff)) { printf("FAIL: block %zu corrupted\n", i); return 1; }
+        free(obj[i]);
+      }
     }
     /* the pause: three of the knob's delays, a little work every 5 ms */
     size_t before = madvised();
@@ -107,6 +156,13 @@ int main(int argc, char **argv) {
     if (b >= BURSTS - CHECKED) late += purged;
   }
   free(obj);
+  if (handoff) {
+    pthread_mutex_lock(&mu);
+    hand_state = 4;
+    pthread_cond_broadcast(&cv);
+    pthread_mutex_unlock(&mu);
+    pthread_join(th, NULL);
+  }
   size_t bound = burst / 8 * CHECKED;
   printf("%s: the last %d pauses purged %zu KiB (bound %zu KiB)\n", mode, CHECKED, late >> 10, bound >> 10);
   int failed = 0;
