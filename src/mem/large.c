@@ -373,10 +373,20 @@ hk_large_t *hk_large_cache_take_nearest(size_t need) {
   return e;
 }
 
+/* The cache's two caps, read once per change, and the one rule both the
+ * put and the purge's recache keep: at most max_count mappings and
+ * cap_bytes bytes (under cache_lock). */
+typedef struct { long max_count; size_t cap_bytes; } caps_t;
+static caps_t cache_caps(void) { return (caps_t){ cache_cap_count(), (size_t)cache_cap_mb() << 20 }; }
+static bool cache_within(caps_t c, size_t count, size_t bytes) {
+  return (long)count <= c.max_count && bytes <= c.cap_bytes;
+}
+
 void hk_large_cache_put(hk_large_t *h, unsigned ck) {
   HK_ASSERT(h->magic == HK_LARGE_MAGIC && h->state == HK_LARGE_LIVE);
-  long max_count = cache_cap_count();
-  size_t cap_bytes = (size_t)cache_cap_mb() << 20;
+  caps_t caps = cache_caps();
+  long max_count = caps.max_count;
+  size_t cap_bytes = caps.cap_bytes;
   if (ck != HK_CHUNK_LARGE || h->rw_size > cap_bytes / 2 || max_count == 0) {
     h->state = 0;
     hk_large_unmap(h);
@@ -389,7 +399,7 @@ void hk_large_cache_put(hk_large_t *h, unsigned ck) {
   HK_DLT_PUSH_HEAD(cache_head, cache_tail, h, next, prev);
   cache_count++;
   HK_ADD_RELAXED(cache_bytes, h->rw_size);
-  while ((long)cache_count > max_count || HK_LOAD_RELAXED(cache_bytes) > cap_bytes) {
+  while (!cache_within(caps, cache_count, HK_LOAD_RELAXED(cache_bytes))) {
     hk_large_t *v = cache_tail;
     hk_large_note((long)cache_count > max_count ? HK_LARGE_EVICT_COUNT : HK_LARGE_EVICT_BYTES);
     ghost[ghost_pos++ % HK_LARGE_GHOSTS] = v->rw_size;
@@ -473,14 +483,13 @@ static void purge_and_recache(collect_t *c) {
     hk_large_note(HK_LARGE_PURGES);
     note_n(HK_LARGE_CACHE_PURGED_PAGES, (e->rw_size - HK_PAGE) / HK_PAGE);
   }
-  long max_count = cache_cap_count();
-  size_t cap_bytes = (size_t)cache_cap_mb() << 20;
+  caps_t caps = cache_caps();
   hk_large_t *victims = NULL;
   hk_lock_nosys(&cache_lock);
   for (hk_large_t *e = c->purge, *next; e; e = next) {
     next = e->next;
     e->next = NULL;
-    if ((long)cache_count >= max_count || HK_LOAD_RELAXED(cache_bytes) + e->rw_size > cap_bytes) {
+    if (!cache_within(caps, cache_count + 1, HK_LOAD_RELAXED(cache_bytes) + e->rw_size)) {
       e->next = victims;
       victims = e;
       continue;
