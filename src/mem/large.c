@@ -385,9 +385,7 @@ static bool cache_within(caps_t c, size_t count, size_t bytes) {
 void hk_large_cache_put(hk_large_t *h, unsigned ck) {
   HK_ASSERT(h->magic == HK_LARGE_MAGIC && h->state == HK_LARGE_LIVE);
   caps_t caps = cache_caps();
-  long max_count = caps.max_count;
-  size_t cap_bytes = caps.cap_bytes;
-  if (ck != HK_CHUNK_LARGE || h->rw_size > cap_bytes / 2 || max_count == 0) {
+  if (ck != HK_CHUNK_LARGE || h->rw_size > caps.cap_bytes / 2 || caps.max_count == 0) {
     h->state = 0;
     hk_large_unmap(h);
     return;
@@ -401,7 +399,7 @@ void hk_large_cache_put(hk_large_t *h, unsigned ck) {
   HK_ADD_RELAXED(cache_bytes, h->rw_size);
   while (!cache_within(caps, cache_count, HK_LOAD_RELAXED(cache_bytes))) {
     hk_large_t *v = cache_tail;
-    hk_large_note((long)cache_count > max_count ? HK_LARGE_EVICT_COUNT : HK_LARGE_EVICT_BYTES);
+    hk_large_note((long)cache_count > caps.max_count ? HK_LARGE_EVICT_COUNT : HK_LARGE_EVICT_BYTES);
     ghost[ghost_pos++ % HK_LARGE_GHOSTS] = v->rw_size;
     cache_unlink(v);
     v->next = victims;

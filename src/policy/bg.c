@@ -69,33 +69,30 @@ static atomic_bool purging;        /* it purges (on, or auto past its threshold)
 
 /* Emptied slabs of h (bg_lock held by us) given back while its owner is
  * provably stopped. */
-static unsigned release_emptied(hk_heap_t *h) {
+static void release_emptied(hk_heap_t *h) {
   hk_slab_t *cand[BATCH];
-  unsigned released = 0;
   for (int round = 0; round < 64; round++) {
     /* a hint first: is any partial slab empty? (no /proc reads otherwise) */
     bool any = false;
     for (unsigned c = 0; c < HK_NCLASS && !any; c++)
       for (hk_slab_t *sl = h->partial[c]; sl; sl = sl->next)
         if (HK_LOAD_RACY(sl->used) == HK_LOAD_RACY(sl->nparked)) { any = true; break; }
-    if (!any) return released;
+    if (!any) return;
     unsigned long sw1, sw2;
-    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return released;
+    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return;
     unsigned n = 0;
     for (unsigned c = 0; c < HK_NCLASS && n < BATCH; c++)
       for (hk_slab_t *sl = h->partial[c]; sl && n < BATCH; sl = sl->next)
         if (sl->used == sl->nparked && hk_slab_parked_clean(sl)) cand[n++] = sl;
     /* the owner still blocked, and it did not run meanwhile */
-    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) return released;
+    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) return;
     for (unsigned i = 0; i < n; i++) {
       hk_slab_drop_parked(cand[i]);  /* (found clean in the look) */
       hk_partial_remove(h, cand[i]);
       hk_heap_release_slab(h, cand[i], false);
     }
-    released += n;
-    if (n < BATCH) return released;
+    if (n < BATCH) return;
   }
-  return released;
 }
 
 /* Slabs of h whose blocks all came back from other threads (a thread that
@@ -130,15 +127,15 @@ static unsigned release_returned(hk_heap_t *h) {
   return released;
 }
 
-typedef struct { bool force; size_t bytes; unsigned released; } pass_t;
+typedef struct { bool force; size_t bytes; unsigned returned; } pass_t;
 
 /* h's bg_lock held (hk_heap_each_pinned took it; an owner in a slow path
  * holds it, and purges on its own clock) */
 static void purge_heap(hk_heap_t *h, void *arg) {
   pass_t *pass = arg;
   HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
-  pass->released += release_emptied(h);
-  pass->released += release_returned(h);
+  release_emptied(h);
+  pass->returned += release_returned(h);
   pass->bytes += hk_heap_purge_unused(h, pass->force);
   HK_TSAN_HIDE_END();
 }
@@ -161,15 +158,16 @@ static void release_stopped(hk_heap_t *h, void *arg) {
   HK_TSAN_HIDE_END();
 }
 
+/* the last pass's returned slabs, for the short clock (a trim's pass may
+ * write it from another thread) */
+static unsigned tick_returned;
+
 /* Other threads' heaps: bytes purged (force: all due now). */
-/* the last pass's emptied and returned slabs, for the short clock (a
- * trim's pass may write it from another thread) */
-static unsigned tick_released;
 static size_t purge_heaps(bool force) {
   if (!hk_heap_bg_on) return 0;  /* owners take no lock: nothing may be touched */
   pass_t pass = { force, 0, 0 };
   hk_heap_each_pinned(purge_heap, &pass);
-  HK_STORE_RELAXED(tick_released, pass.released);
+  HK_STORE_RELAXED(tick_returned, pass.returned);
   return pass.bytes;
 }
 
@@ -249,7 +247,7 @@ static uint64_t precise_ms(void) {
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
 }
-static uint64_t stopped_at, stopped_gap;  /* the next look; the wait before it (0: the knob's) */
+static uint64_t stopped_at, stopped_gap;  /* the next look; the wait before it */
 /* the knob, or 0 while the short clock is off (a wait as long as the purge
  * delay's). Off too with the purge windows learned (HAKMEM_LEARN_PURGE):
  * a thread that sleeps between bursts is stopped, and takes its slabs
@@ -266,16 +264,14 @@ static void stopped_tick(void) {
   if (!base || precise_ms() < stopped_at) return;
   unsigned n = 0;
   hk_heap_each_pinned(release_stopped, &n);
-  uint64_t gap = stopped_gap ? stopped_gap : base;
-  stopped_gap = n ? 0 : gap * 2;
-  stopped_at = precise_ms() + (stopped_gap ? stopped_gap : base);
+  stopped_gap = n ? base : stopped_gap * 2;
+  stopped_at = precise_ms() + stopped_gap;
 }
-/* after a purge tick: one that released slabs of stopped owners starts
+/* after a purge tick: one that released stopped owners' returned slabs starts
  * the short clock again */
 static void stopped_after_tick(void) {
-  if (HK_LOAD_RELAXED(tick_released)) stopped_gap = 0;
-  uint64_t base = stopped_base();
-  if (base) stopped_at = precise_ms() + (stopped_gap ? stopped_gap : base);
+  if (HK_LOAD_RELAXED(tick_returned)) stopped_gap = (uint64_t)hk_knobs.stopped_purge_ms;
+  if (stopped_base()) stopped_at = precise_ms() + stopped_gap;
 }
 /* ms to the next short look, or `delay` when that comes first */
 static long stopped_wait(long delay) {
@@ -289,6 +285,7 @@ static void *bg_main(void *arg) {
   (void)arg;
   uint64_t purge_at = precise_ms() + (uint64_t)hk_ss_purge_delay_ms();
   stopped_at = precise_ms();
+  stopped_gap = (uint64_t)hk_knobs.stopped_purge_ms;
   pthread_mutex_lock(&mu);
   while (!stop) {
     bool purge = atomic_load_explicit(&purging, memory_order_relaxed);
