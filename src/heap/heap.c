@@ -115,15 +115,27 @@ static void stats_retire(hk_heap_t *h) {
 /* A heap struct off the free list, zeroed but for what the registry's
  * walkers (stats, the purge thread) may read meanwhile: next_all, which
  * they follow, and live, which says to pass over it (false since its
- * release, until hk_heap_new sets it). */
+ * release, until hk_heap_new sets it). Not the mid cache's stacks: a
+ * slot is read only below its class's count (midc_n, zeroed), and
+ * zeroing them touched three pages a thread that allocates no mid block
+ * never would. */
+_Static_assert(offsetof(hk_heap_t, midc) + sizeof(((hk_heap_t *)0)->midc) == sizeof(hk_heap_t),
+               "the mid cache's stacks are last");
 static void heap_zero(hk_heap_t *h) {
   uint8_t *b = (uint8_t *)h;
   size_t live = offsetof(hk_heap_t, live), all = offsetof(hk_heap_t, next_all),
-         rest = offsetof(hk_heap_t, next_free);
+         rest = offsetof(hk_heap_t, next_free), end = offsetof(hk_heap_t, midc);
   memset(b, 0, live);
   memset(b + live + sizeof h->live, 0, all - live - sizeof h->live);
-  memset(b + rest, 0, sizeof *h - rest);
+  memset(b + rest, 0, end - rest);
 }
+
+/* Heap structs start on a page: the fields a thread touches first (up to
+ * the mid cache's stacks, under 12 KiB) then lie on three pages, where a
+ * struct that straddled one more boundary touched four. A 64 KiB chunk
+ * holds two either way. */
+#define HEAP_SLOT hk_align_up(sizeof(hk_heap_t), HK_PAGE)
+_Static_assert(offsetof(hk_heap_t, midc) <= 3 * HK_PAGE, "a heap's first fields fit in three pages");
 
 /* A released heap struct, or the next never-used slot of the mapped chunk
  * (a slot is touched only when handed out: linking all of a fresh 64 KiB
@@ -135,7 +147,7 @@ static void heap_zero(hk_heap_t *h) {
  * call under a lock others wait on"). */
 static hk_heap_t *registry_alloc(void) {
   static uint8_t *chunk_next, *chunk_end;
-  const size_t size = sizeof(hk_heap_t);
+  const size_t size = HEAP_SLOT;
   hk_lock_nosys(&registry_lock);
   hk_heap_t *h = registry_free;
   if (h) {
