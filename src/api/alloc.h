@@ -365,9 +365,7 @@ HK_INLINE void hk_free_checked(void *p, unsigned kind, size_t size) {
    * fails (p is 2^47 k away from any block start), or, with one of the few
    * k for which p * div_m wraps onto a block start, its free-mark read
    * faults, a non-canonical address, as the descriptor read did before. */
-  hk_superslab_t *ss = (hk_superslab_t *)(chunk << HK_SS_SHIFT);
-  hk_free_in_slab(p, &ss->slabs[((uintptr_t)p & HK_SS_MASK) >> hk_chunk_slab_shift(HK_CHUNK_SS_SMALL)],
-                  kind, size);
+  hk_free_in_slab(p, hk_slab_in_chunk(chunk, p, hk_chunk_slab_shift(HK_CHUNK_SS_SMALL)), kind, size);
 }
 HK_INLINE void hk_free_inline(void *p) { hk_free_checked(p, HK_KIND_ANY, 0); }
 

@@ -86,6 +86,15 @@ void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss) {
   ss->list = LIST_NONE;
 }
 
+/* What ss_init would write to a descriptor it holds already (its index
+ * aside, which only a slab taken reads). */
+static bool desc_unused(const hk_slab_t *s) {
+  return s->free == NULL && s->local_free == NULL && HK_LOAD_RELAXED(s->owner) == 0 && s->used == 0 &&
+         s->capacity == 0 && HK_LOAD_RELAXED(s->carved) == 0 && HK_LOAD_RELAXED(s->lim) == 0 &&
+         HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED &&
+         atomic_load_explicit(&((hk_slab_t *)s)->xfree, memory_order_relaxed) == 0;
+}
+
 static void ss_init(hk_superslab_t *ss, unsigned kind) {
   ss->kind = (uint8_t)kind;
   ss->slab_shift = kind == HK_SS_KIND_SMALL ? 16 : 18;
@@ -97,9 +106,14 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
   HK_STORE_RELAXED(ss->heap, NULL);
   ss->next = ss->prev = NULL;
   /* every descriptor, not only nslabs: a pointer into the guard's half
-   * (measure guard) finds an unused slab */
+   * (measure guard) finds an unused slab. Those past the header's first
+   * page only when they need it: a fresh superslab's read zero already
+   * (a read maps no memory), and a write there would make every
+   * superslab keep a second page that a program of a few slabs never
+   * uses. hk_slab_init sets the index of a slab taken. */
   for (unsigned i = 0; i < HK_SS_MAX_SLABS; i++) {
     hk_slab_t *s = &ss->slabs[i];
+    if (i >= HK_SS_DESC_PAGE1 && desc_unused(s)) continue;
     s->free = s->local_free = NULL;
     HK_STORE_RELAXED(s->owner, 0);
     s->used = s->capacity = 0;
@@ -157,6 +171,17 @@ static hk_superslab_t *cache_take(unsigned kind, int cls, unsigned *slot) {
 
 static hk_superslab_t *take_abandoned_empty(unsigned kind);
 
+/* A chunk the span tier lends may hold an old block's bytes: its header
+ * reads as a fresh mapping's, zero. The first page whole; a descriptor
+ * past it only where it is not zero already (a purged page reads zero
+ * and stays out of memory). */
+static void span_header_zero(hk_superslab_t *ss) {
+  static const hk_slab_t zero;
+  memset(ss, 0, HK_PAGE);
+  for (unsigned i = HK_SS_DESC_PAGE1; i < HK_SS_MAX_SLABS; i++)
+    if (memcmp(&ss->slabs[i], &zero, sizeof zero) != 0) memset(&ss->slabs[i], 0, sizeof zero);
+}
+
 hk_superslab_t *hk_ss_acquire(unsigned kind) { return hk_ss_acquire_warm(kind, -1, NULL); }
 
 hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
@@ -169,7 +194,7 @@ hk_superslab_t *hk_ss_acquire_warm(unsigned kind, int cls, unsigned *slot) {
   if (ss) hk_ss_note(HK_SS_CACHE_HITS);
   bool fresh = !ss;  /* new to the lists: lent by the span tier or mapped */
   if (fresh && (ss = hk_span_take_ss()) != NULL) {  /* a free chunk of the span tier's */
-    memset(ss, 0, sizeof *ss);  /* as fresh from the OS */
+    span_header_zero(ss);  /* as fresh from the OS */
     ss->from_span = true;
     hk_ss_note(HK_SS_SPAN_TAKES);
   } else if (fresh) {

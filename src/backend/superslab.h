@@ -14,6 +14,7 @@
 #define HK_SUPERSLAB_H
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include "base/config.h"
 #include "base/knobs.h"
 #include "base/measures.h"
@@ -41,8 +42,6 @@ enum { HK_SS_KIND_SMALL = 0, HK_SS_KIND_MID = 1, HK_SS_NKINDS = 2 };
 struct hk_heap;
 
 typedef struct hk_superslab {
-  /* first, so that &slabs[i] is the superslab address plus i * 128 */
-  hk_slab_t slabs[HK_SS_MAX_SLABS];
   uint8_t kind, slab_shift, nslabs, list;  /* list: which list it is on   */
   uint32_t free_mask;       /* bit i: slab i unused                        */
   uint32_t dirty_new, dirty_old;  /* unused slabs not yet purged (2 epochs) */
@@ -76,9 +75,18 @@ typedef struct hk_superslab {
   uint32_t freed_ms[HK_SS_MAX_SLABS];  /* when each slab was last released
                                (hk_os_now_ms, mod 2^32): a purged slab taken
                                again was unused this long (hk_ss_note_reuse) */
+  /* last, after the fields above: the fields and the first
+   * HK_SS_DESC_PAGE1 descriptors share the header's first page, and the
+   * second is written only once a slab past them is taken (ss_init). With
+   * the fields after the 32 descriptors every superslab wrote two pages. */
+  hk_slab_t slabs[HK_SS_MAX_SLABS] __attribute__((aligned(128)));
 } hk_superslab_t;
 
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
+/* the descriptors wholly on the header's first page */
+#define HK_SS_DESC_PAGE1 ((unsigned)((HK_PAGE - offsetof(hk_superslab_t, slabs)) / sizeof(hk_slab_t)))
+_Static_assert((HK_PAGE - offsetof(hk_superslab_t, slabs)) / sizeof(hk_slab_t) >= 16,
+               "the first page holds the descriptors of a half-guarded or mid superslab");
 _Static_assert(HK_NCLASS <= 128, "warm_cls holds a bit a class");
 
 HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {
@@ -97,9 +105,30 @@ HK_INLINE int hk_ss_warm_slab(const hk_superslab_t *ss, unsigned cls) {
   }
   return -1;
 }
+/* The descriptor at byte offset `off` of the descriptors of the superslab
+ * at address ss: the two and the descriptors' offset summed by one lea,
+ * held as one pointer. (Written in C, the compiler kept the descriptor
+ * less that offset for the loads and built the descriptor itself apart
+ * for the slow calls: two to four instructions more on the free paths.) */
+HK_INLINE hk_slab_t *hk_slab_sum(uintptr_t ss, uintptr_t off) {
+#if defined(__x86_64__)
+  __asm__("lea %c2(%0,%1), %0" : "+r"(ss) : "r"(off), "i"(offsetof(hk_superslab_t, slabs)));
+  return (hk_slab_t *)ss;
+#else
+  return (hk_slab_t *)(ss + offsetof(hk_superslab_t, slabs) + off);
+#endif
+}
+HK_INLINE uintptr_t hk_slab_off(const void *p, unsigned shift) {
+  return (((uintptr_t)p & HK_SS_MASK) >> shift) * sizeof(hk_slab_t);
+}
 /* Slab of p given its slab shift (from the chunk map): no header read. */
 HK_INLINE hk_slab_t *hk_slab_at(const void *p, unsigned shift) {
-  return &hk_ss_of(p)->slabs[((uintptr_t)p & HK_SS_MASK) >> shift];
+  return hk_slab_sum((uintptr_t)p & ~(uintptr_t)HK_SS_MASK, hk_slab_off(p, shift));
+}
+/* The same from the superslab's chunk index (the free fast path has it:
+ * one instruction less than masking p again). */
+HK_INLINE hk_slab_t *hk_slab_in_chunk(uintptr_t chunk, const void *p, unsigned shift) {
+  return hk_slab_sum(chunk << HK_SS_SHIFT, hk_slab_off(p, shift));
 }
 
 HK_INLINE unsigned hk_kind_of_class(unsigned cls) {

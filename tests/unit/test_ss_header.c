@@ -1,0 +1,95 @@
+/* test_ss_header — what a superslab keeps resident of its 8 KiB header
+ * (src/backend/superslab.h: the fields, then the descriptors;
+ * superslab.c, ss_init).
+ *
+ * The superslab's fields and its first HK_SS_DESC_PAGE1 descriptors share
+ * the header's first page, and ss_init leaves a descriptor past them
+ * unwritten while it reads as an unused one does. So a thread's fresh
+ * superslab, with a few slabs in use, has the first page of its header
+ * resident and not the second (with the fields after 32 descriptors both
+ * were written at once); once a slab past the first page's descriptors is
+ * taken, the second is written too (the count sees it: the first check
+ * can fail). Written pages are read from /proc/self/pagemap. Run with HAKMEM_THP=never; where the system backs every mapping
+ * with huge pages (THP `always`), exit 77. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "backend/superslab.h"
+
+/* The header's pages this process wrote: present and mapped by it alone
+ * (/proc/self/pagemap bits 63 and 56). A page only read maps the shared
+ * zero page, which mincore counts and the resident set does not: ss_init
+ * reads the descriptors past the first page. */
+static unsigned char header_pages(const hk_superslab_t *ss) {
+  int fd = open("/proc/self/pagemap", O_RDONLY);
+  CHECK_FATAL(fd >= 0);
+  unsigned char r = 0;
+  for (unsigned i = 0; i < 2; i++) {
+    uint64_t e = 0;
+    off_t at = (off_t)(((uintptr_t)ss / 4096 + i) * 8);
+    CHECK_FATAL(pread(fd, &e, 8, at) == 8);
+    if ((e >> 63 & 1) && (e >> 56 & 1)) r |= (unsigned char)(1u << i);
+  }
+  close(fd);
+  return r;
+}
+
+static unsigned slab_index(const void *p) {
+  return (unsigned)(((uintptr_t)p & HK_SS_MASK) >> hk_ss_of(p)->slab_shift);
+}
+
+static void *run(void *arg) {
+  (void)arg;
+  char *first = malloc(16);
+  CHECK_FATAL(first != NULL);
+  memset(first, 1, 16);
+  hk_superslab_t *ss = hk_ss_of(first);
+  CHECKF(slab_index(first) < HK_SS_DESC_PAGE1, "the first block's slab %u", slab_index(first));
+  unsigned char few = header_pages(ss);
+  CHECKF(few == 1, "a superslab with one slab in use: header pages resident %s %s", few & 1 ? "yes" : "no",
+         few & 2 ? "yes" : "no");
+  /* 1 KiB blocks until one lies in a slab past the first page's descriptors */
+  enum { MAX = 8192 };
+  static void *kept[MAX];
+  unsigned n = 0, past = 0;
+  while (n < MAX && !past) {
+    char *b = malloc(1000);
+    CHECK_FATAL(b != NULL);
+    memset(b, 2, 1000);
+    kept[n++] = b;
+    if (hk_ss_of(b) == ss && slab_index(b) >= HK_SS_DESC_PAGE1) past = 1;
+  }
+  CHECKF(past, "no block of %u in a slab past %u of the first superslab", n, HK_SS_DESC_PAGE1);
+  unsigned char many = header_pages(ss);
+  CHECKF(many == 3, "slab %u taken: header pages resident %s %s", HK_SS_DESC_PAGE1, many & 1 ? "yes" : "no",
+         many & 2 ? "yes" : "no");
+  printf("descriptors on the first page: %u; header pages resident: %u with one slab, %u with %u blocks more\n",
+         (unsigned)HK_SS_DESC_PAGE1, few == 1 ? 1u : 2u, many == 3 ? 2u : 1u, n);
+  for (unsigned i = 0; i < n; i++) free(kept[i]);
+  free(first);
+  return NULL;
+}
+
+int main(void) {
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  if (f) {
+    char mode[128] = "";
+    if (fgets(mode, sizeof mode, f) && strstr(mode, "[always]")) {
+      printf("THP always: every superslab may be a huge page; nothing to count\n");
+      fclose(f);
+      return 77;
+    }
+    fclose(f);
+  }
+  pthread_t t;
+  CHECK_FATAL(pthread_create(&t, NULL, run, NULL) == 0);  /* a fresh heap, a fresh superslab */
+  pthread_join(t, NULL);
+  return check_done("ss_header");
+}
