@@ -88,11 +88,10 @@ void hk_ss_list_remove(hk_ss_list_t *l, hk_superslab_t *ss) {
 
 /* What ss_init would write to a descriptor it holds already (its index
  * aside, which only a slab taken reads). */
-static bool desc_unused(const hk_slab_t *s) {
+static bool desc_unused(hk_slab_t *s) {
   return s->free == NULL && s->local_free == NULL && HK_LOAD_RELAXED(s->owner) == 0 && s->used == 0 &&
          s->capacity == 0 && HK_LOAD_RELAXED(s->carved) == 0 && HK_LOAD_RELAXED(s->lim) == 0 &&
-         HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED &&
-         atomic_load_explicit(&((hk_slab_t *)s)->xfree, memory_order_relaxed) == 0;
+         HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED && atomic_load_explicit(&s->xfree, memory_order_relaxed) == 0;
 }
 
 static void ss_init(hk_superslab_t *ss, unsigned kind) {

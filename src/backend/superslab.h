@@ -85,8 +85,7 @@ typedef struct hk_superslab {
 _Static_assert(sizeof(hk_superslab_t) <= HK_SS_META_SIZE, "header fits");
 /* the descriptors wholly on the header's first page */
 #define HK_SS_DESC_PAGE1 ((unsigned)((HK_PAGE - offsetof(hk_superslab_t, slabs)) / sizeof(hk_slab_t)))
-_Static_assert((HK_PAGE - offsetof(hk_superslab_t, slabs)) / sizeof(hk_slab_t) >= 16,
-               "the first page holds the descriptors of a half-guarded or mid superslab");
+_Static_assert(HK_SS_DESC_PAGE1 >= 16, "the first page holds the descriptors of a half-guarded or mid superslab");
 _Static_assert(HK_NCLASS <= 128, "warm_cls holds a bit a class");
 
 HK_INLINE hk_superslab_t *hk_ss_of(const void *p) {

@@ -29,18 +29,12 @@
 #include "heap/heap.h"
 
 #define PAGE 4096u
-#define SLOT_PAGES ((sizeof(hk_heap_t) + PAGE - 1) / PAGE)
 
+/* pages of the slot h's struct lies on that are resident */
 static unsigned resident_pages(const void *h) {
   uintptr_t start = (uintptr_t)h & ~(uintptr_t)(PAGE - 1);
   uintptr_t end = ((uintptr_t)h + sizeof(hk_heap_t) + PAGE - 1) & ~(uintptr_t)(PAGE - 1);
-  size_t n = (end - start) / PAGE;
-  CHECK_FATAL(n <= SLOT_PAGES + 1);
-  unsigned char w[SLOT_PAGES + 1];
-  CHECK_FATAL(mincore((void *)start, end - start, w) == 0);
-  unsigned r = 0;
-  for (size_t i = 0; i < n; i++) r += w[i] & 1;
-  return r;
+  return (unsigned)check_resident_pages((const void *)start, end - start);
 }
 
 typedef struct { size_t mid; unsigned pages; uintptr_t heap; } job_t;
