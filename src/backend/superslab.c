@@ -267,7 +267,8 @@ static uint32_t ss_all_mask(const hk_superslab_t *ss) {
 static void cache_put(hk_superslab_t *ss) {
   HK_ASSERT(ss->nused == 0);
   HK_STORE_RELAXED(ss->heap, NULL);
-  for (unsigned i = 0; i < ss->nslabs; i++) HK_STORE_RELAXED(ss->slabs[i].state, HK_SLAB_UNUSED);
+  for (unsigned i = 0; i < ss->nslabs; i++)  /* (a write only where it changes: HK_SS_DESC_PAGE1) */
+    if (HK_LOAD_RELAXED(ss->slabs[i].state) != HK_SLAB_UNUSED) HK_STORE_RELAXED(ss->slabs[i].state, HK_SLAB_UNUSED);
   ss->warm_cls[0] = ss->warm_cls[1] = 0;  /* what cache_take looks at first */
   for (uint32_t m = ss->warm; m; m &= m - 1) {
     unsigned c = ss->slabs[__builtin_ctz(m)].cls;
@@ -799,11 +800,11 @@ void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_hea
     /* Its owner's lists may have been caught mid-update by fork(): touch
      * nothing but the slabs' ownership; the adopter rebuilds the rest. */
     ss->forked = true;
-    for (unsigned i = 0; i < ss->nslabs; i++) {
+    for (unsigned i = 0; i < ss->nslabs; i++) {  /* (written where it changes: a copy-on-write page each) */
       hk_slab_t *s = &ss->slabs[i];
-      HK_STORE_RELAXED(s->owner, 0);
+      if (HK_LOAD_RELAXED(s->owner) != 0) HK_STORE_RELAXED(s->owner, 0);
       uintptr_t v = atomic_load_explicit(&s->xfree, memory_order_relaxed);
-      atomic_store_explicit(&s->xfree, v & ~(uintptr_t)3, memory_order_relaxed);
+      if (v & 3) atomic_store_explicit(&s->xfree, v & ~(uintptr_t)3, memory_order_relaxed);
     }
     if (ss->list == LIST_CACHE || ss->list == LIST_ABANDONED) continue;
     hk_ss_abandon(ss);

@@ -779,10 +779,12 @@ void hk_heap_abandon(hk_heap_t *h) {
       hk_superslab_t *ss;
       while ((ss = lists[l]->head) != NULL) {
         hk_ss_list_remove(lists[l], ss);
+        /* written only where it changes: an unused slab's descriptor
+         * past the header's first page stays unbacked (HK_SS_DESC_PAGE1) */
         for (unsigned i = 0; i < ss->nslabs; i++) {
           hk_slab_t *s = &ss->slabs[i];
-          HK_STORE_RELAXED(s->owner, 0);
-          s->next = s->prev = NULL;
+          if (HK_LOAD_RELAXED(s->owner) != 0) HK_STORE_RELAXED(s->owner, 0);
+          if (s->next || s->prev) s->next = s->prev = NULL;
         }
         ss->bundle = bundle;
         if (ss->nused == 0 && !hk_ss_bundle_room(k)) hk_ss_release(ss);

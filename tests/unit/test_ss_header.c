@@ -9,7 +9,9 @@
  * resident and not the second (with the fields after 32 descriptors both
  * were written at once); once a slab past the first page's descriptors is
  * taken, the second is written too (the count sees it: the first check
- * can fail). Written pages are read from /proc/self/pagemap. Run with HAKMEM_THP=never; where the system backs every mapping
+ * can fail). A thread's exit, and a fork child's taking over of a thread
+ * it lost, leave the second page as they found it. Written pages are read
+ * from /proc/self/pagemap. Run with HAKMEM_THP=never; where the system backs every mapping
  * with huge pages (THP `always`), exit 77. */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <fcntl.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "check.h"
 #include "backend/superslab.h"
@@ -77,6 +80,73 @@ static void *run(void *arg) {
   return NULL;
 }
 
+/* A thread's exit hands its superslabs over (hk_heap_abandon), with a
+ * block still live in one or with none: neither writes the descriptors
+ * past the first page, which the abandon and the cache once reset for all
+ * 32 slabs (a fifth page a thread, kept after it exited). */
+static hk_superslab_t *exited_ss[2];
+static unsigned char exited_before[2];
+static void *exited_live;
+static void *exiting(void *arg) {
+  unsigned keep = (unsigned)(uintptr_t)arg;
+  char *b = malloc(16);
+  CHECK_FATAL(b != NULL);
+  memset(b, 3, 16);
+  exited_ss[keep] = hk_ss_of(b);
+  exited_before[keep] = header_pages(hk_ss_of(b));
+  if (keep) exited_live = b;
+  else free(b);
+  return NULL;
+}
+
+/* fork(): the child takes over the superslabs of threads it lost
+ * (hk_ss_orphan_foreign) and writes only the descriptors of slabs in
+ * use; a write to another would copy a page the parent never backed. */
+static pthread_mutex_t hold_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cv = PTHREAD_COND_INITIALIZER;
+static int hold_state;  /* 1: the block is taken; 2: the parent forked */
+static void *holding(void *arg) {
+  char *b = malloc(16);
+  CHECK_FATAL(b != NULL);
+  memset(b, 4, 16);
+  *(hk_superslab_t **)arg = hk_ss_of(b);
+  pthread_mutex_lock(&hold_mu);
+  hold_state = 1;
+  pthread_cond_broadcast(&hold_cv);
+  while (hold_state != 2) pthread_cond_wait(&hold_cv, &hold_mu);
+  pthread_mutex_unlock(&hold_mu);
+  free(b);
+  return NULL;
+}
+
+static void fork_check(void) {
+  hk_superslab_t *ss = NULL;
+  pthread_t t;
+  CHECK_FATAL(pthread_create(&t, NULL, holding, &ss) == 0);
+  pthread_mutex_lock(&hold_mu);
+  while (hold_state != 1) pthread_cond_wait(&hold_cv, &hold_mu);
+  pthread_mutex_unlock(&hold_mu);
+  unsigned char before = header_pages(ss);
+  CHECKF(!(before & 2), "the held superslab's second header page written before the fork");
+  fflush(stdout);
+  pid_t pid = fork();
+  CHECK_FATAL(pid >= 0);
+  if (pid == 0) {
+    void *p = malloc(24);
+    free(p);
+    _exit((header_pages(ss) & 2) ? 1 : 0);
+  }
+  int st = 0;
+  CHECK_FATAL(waitpid(pid, &st, 0) == pid);
+  CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+         "fork child: the lost thread's superslab's second header page written (before: %u)", before);
+  pthread_mutex_lock(&hold_mu);
+  hold_state = 2;
+  pthread_cond_broadcast(&hold_cv);
+  pthread_mutex_unlock(&hold_mu);
+  pthread_join(t, NULL);
+}
+
 int main(void) {
   FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
   if (f) {
@@ -88,7 +158,19 @@ int main(void) {
     }
     fclose(f);
   }
+  /* the exits first: a later thread may take over the superslab an exit
+   * left, whose second page must still be unwritten then */
   pthread_t t;
+  for (uintptr_t keep = 0; keep < 2; keep++) {
+    CHECK_FATAL(pthread_create(&t, NULL, exiting, (void *)keep) == 0);
+    pthread_join(t, NULL);
+    unsigned char after = header_pages(exited_ss[keep]);
+    CHECKF(!(exited_before[keep] & 2), "a thread's superslab (it may be one an exit left): second header page written");
+    CHECKF(!(after & 2), "a thread exited with %s: its superslab's second header page written",
+           keep ? "a block live" : "no block");
+  }
+  free(exited_live);
+  fork_check();
   CHECK_FATAL(pthread_create(&t, NULL, run, NULL) == 0);  /* a fresh heap, a fresh superslab */
   pthread_join(t, NULL);
   return check_done("ss_header");
