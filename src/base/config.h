@@ -186,6 +186,15 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
  * made a program replacing big zeroed buffers slower at the same peak RSS:
  * docs/history/src-comment-figures.md */
 #define HK_SPAN_LIVE_DIV 1
+/* lowmem: the free resident span bytes a free leaves are the live span
+ * bytes / HK_SPAN_LOWMEM_DIV, at least HK_SPAN_LOWMEM_KEEP and at most the
+ * cache cap. glibc unmaps a freed block of 128 KiB or more at once; a
+ * fixed cap kept the last big blocks a program dropped, and a smaller
+ * fixed one purged the blocks a program that churns big buffers reuses
+ * next (a divisor of 8 did too): docs/BENCHMARKS.md, "Big blocks a program
+ * drops" */
+#define HK_SPAN_LOWMEM_DIV 4
+#define HK_SPAN_LOWMEM_KEEP ((size_t)256 << 10)
 /* The large tier counts as quiet (span_lend.c, hk_span_idle: superslabs may be
  * lent from it and shed its pages) after this many superslabs asked for in
  * a row with no big block carved between: 1 lent a program's pages while

@@ -50,6 +50,9 @@
  *   M. (`test_span shed`) the tier swap while big blocks stay live: shed().
  *   O. (`test_span holes`, HAKMEM_PROFILE=lowmem) a heap of 1 MiB buffers
  *      keeps the holes its frees leave under lowmem's cap: holes() below.
+ *   Q. (`test_span dropped`, HAKMEM_PROFILE=lowmem) a program that frees
+ *      its last big blocks keeps no more than 256 KiB of their pages:
+ *      dropped() below.
  *   N. (`test_span shards`, with HAKMEM_SPAN_SHARDS of 4 or more) span
  *      shards: shards() below. (`test_span pinned`) their default count
  *      comes from the process's CPUs, not from those of the thread that
@@ -434,6 +437,49 @@ static void holes(void) {
     if (i % 10 != 0 || i / 10 >= F) free(b[i]);
 }
 
+/* Q: lowmem's span cap is a share of the big blocks still live (a
+ * quarter, at least 256 KiB): the last frees of a program that drops its
+ * big blocks leave next to nothing resident, as glibc's unmapping does
+ * (the fixed 8 MiB cap kept them: bench large_realloc's peak). 8 written
+ * blocks of 2 MiB, freed with the purge clock far off: at most twice the
+ * cap of their 16 MiB stay (512 KiB); with one 8 MiB block still live,
+ * twice its share (4 MiB). */
+static void dropped(void) {
+  const char *prof = getenv("HAKMEM_PROFILE");
+  CHECKF(prof && strcmp(prof, "lowmem") == 0, "test_span dropped wants HAKMEM_PROFILE=lowmem");
+  if (!purge_delay_in("dropped", 1000, 10000)) return;
+  enum { N = 8 };
+  for (int live = 0; live < 2; live++) {
+    unsigned char *keep = NULL, *b[N];
+    if (live) {
+      keep = malloc(8 * MiB);
+      CHECK_FATAL(keep != NULL);
+      memset(keep, 0x5a, 8 * MiB);
+    }
+    for (int i = 0; i < N; i++) {
+      b[i] = malloc(2 * MiB);
+      CHECK_FATAL(b[i] != NULL);
+      memset(b[i], i + 1, 2 * MiB);
+    }
+    size_t before = 0, after = 0;
+    for (int i = 0; i < N; i++) before += resident_pages(b[i], 2 * MiB);
+    for (int i = 0; i < N; i++) free(b[i]);
+    for (int i = 0; i < N; i++) after += resident_pages(b[i], 2 * MiB);
+    /* a free purges at once only past twice the cap (large_span.c) */
+    size_t allowed = 2 * (live ? 8 * MiB / 4 : 256 * KiB) / 4096;
+    printf("  Q: %s: %zu of %zu pages of 8 freed 2 MiB blocks resident (%zu allowed)\n",
+           live ? "an 8 MiB block live" : "none live", after, before, allowed);
+    CHECKF(before == N * 512, "the written blocks read %zu resident pages of %d: the count cannot see them", before,
+           N * 512);
+    CHECKF(after <= allowed, "lowmem kept %zu pages of the big blocks a program dropped (%s), %zu allowed", after,
+           live ? "one 8 MiB block live" : "none live", allowed);
+    if (live) {
+      CHECK(keep[0] == 0x5a && keep[8 * MiB - 1] == 0x5a);
+      free(keep);
+    }
+  }
+}
+
 /* L. (`test_span lend`, HAKMEM_PURGE_DELAY_MS of 200-5000) the unified
  * backend (span_lend.c, "superslabs"): big blocks written and freed, then small
  * blocks (16-256 B, 24 MiB of them, each filled with a pattern of its own,
@@ -444,7 +490,9 @@ static void holes(void) {
  * the pages back with big blocks of its own; then, in the parent, big
  * blocks again: the pages come back
  * (superslabs_lent falls: the tier swap, large.c) and every byte of the
- * new big blocks holds. malloc_trim leaves nothing live. */
+ * new big blocks holds. malloc_trim leaves nothing live. Under lowmem two
+ * big blocks stay live throughout (its cap keeps freed pages in
+ * proportion to them), and the lent superslabs need not come back. */
 enum { LEND_BIG = 16, LEND_SMALL = 24 * 1024 * 1024 / 136 };
 static unsigned char *lend_obj[LEND_SMALL];
 static size_t lend_size(size_t k) { return 16 + (k * 2654435761u) % 241; }
@@ -489,6 +537,17 @@ static void lend_big(unsigned char **big, unsigned char v) {
 }
 static void lend(void) {
   if (!purge_delay_in("lend", 200, 5000)) return;
+  /* lowmem's span cap is a quarter of the big blocks still live: two of
+   * 128 MiB (one page of each written) keep the freed ones resident to be
+   * lent, as a program with big blocks live does; with none its frees
+   * purge them (test_span dropped) */
+  const char *prof = getenv("HAKMEM_PROFILE");
+  unsigned char *anchor[2] = { NULL, NULL };
+  for (int i = 0; prof && strcmp(prof, "lowmem") == 0 && i < 2; i++) {
+    anchor[i] = malloc(128 * MiB);
+    CHECK_FATAL(anchor[i] != NULL);
+    anchor[i][0] = 1;
+  }
   unsigned char *big[LEND_BIG];
   lend_big(big, 1);
   for (int i = 0; i < LEND_BIG; i++) free(big[i]);
@@ -509,7 +568,7 @@ static void lend(void) {
     unsigned char *cb[LEND_BIG];
     lend_big(cb, 51);
     for (int i = 0; i < LEND_BIG; i++) free(cb[i]);
-    _exit(cbad == 0 && check_failures() == 0 && lent_now() < lent ? 0 : 1);
+    _exit(cbad == 0 && check_failures() == 0 && (anchor[0] || lent_now() < lent) ? 0 : 1);
   }
   int st = 0;
   CHECK_FATAL(waitpid(pid, &st, 0) == pid);
@@ -519,8 +578,13 @@ static void lend(void) {
   lend_big(big, 101);
   size_t back = lent_now();
   printf("  L: %zu lent after the second phase of big blocks\n", back);
-  CHECKF(back < lent, "%zu superslabs still lent of %zu: the big blocks faulted in fresh pages instead", back, lent);
+  /* (with the anchors the span tier is not idle and keeps free resident
+   * pages of its own, where the next big blocks go first: the lent ones
+   * stay lent, empty, in the superslab cache that lowmem purges soon) */
+  CHECKF(anchor[0] || back < lent, "%zu superslabs still lent of %zu: the big blocks faulted in fresh pages instead",
+         back, lent);
   for (int i = 0; i < LEND_BIG; i++) free(big[i]);
+  for (int i = 0; i < 2; i++) free(anchor[i]);
   malloc_trim(0);
   struct hak_stats s;
   CHECK(hak_stats_read(&s, sizeof s) == sizeof s);
@@ -951,7 +1015,7 @@ int main(int argc, char **argv) {
   static const struct { const char *name; void (*run)(void); } cases[] = {
     { "spent", spent }, { "freed", freed }, { "joined", joined }, { "teardown", teardown },
     { "lend", lend }, { "shed", shed }, { "pinned", pinned }, { "shards", shards }, { "aging", aging },
-    { "holes", holes }, { "undo", undo }, { "race", race },
+    { "holes", holes }, { "undo", undo }, { "race", race }, { "dropped", dropped },
   };
   char done[64];
   if (argc > 1 && strcmp(argv[1], "many") == 0) {
