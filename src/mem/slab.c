@@ -119,12 +119,17 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
   }
   HK_ASSERT(n >= 1 && n <= left);  /* a batch of none would list an uncarved block */
   uint8_t *first = HK_UNHIDE(s->start) + at;
-  /* a batch ends on a page's end where one block still fits before it:
-   * one that ran a few blocks past wrote their links on the next page, a
-   * page more for a class with a few live blocks (slab 0's blocks start
-   * after the superslab's header, mid-page) */
-  uintptr_t page_end = ((uintptr_t)first + (size_t)n * bs) & ~(uintptr_t)(HK_PAGE - 1);
-  if (page_end >= (uintptr_t)first + bs) n = (unsigned)((page_end - (uintptr_t)first) / bs);
+  /* a batch of a page (HAKMEM_CARVE_KB=4, lowmem) ends on its page's end
+   * where one block still fits before it: one that started mid-page ran a
+   * few blocks onto the next page and wrote their links there, a page more
+   * for a class at its high-water mark. Bigger batches are cut at their
+   * byte count: cut at a page's end too, they lost up to a page of blocks
+   * each, and a producer whose blocks another thread frees carved more
+   * often (docs/BENCHMARKS.md, "A thread's exit, a carve's last page") */
+  if (want <= HK_PAGE) {
+    uintptr_t page_end = ((uintptr_t)first + (size_t)n * bs) & ~(uintptr_t)(HK_PAGE - 1);
+    if (page_end >= (uintptr_t)first + bs) n = (unsigned)((page_end - (uintptr_t)first) / bs);
+  }
   if (HK_M_SHUFFLE || HK_M_CANARY) {
     hk_sec_carve(s, first, n);  /* random order, trailers or free marks */
   } else {

@@ -1,16 +1,16 @@
-/* test_carve_pages — a slab's carve writes no page past the batch it
- * needs (src/mem/slab.c, slab_carve).
+/* test_carve_pages — a slab's one-page carve batches write no page past
+ * the one they fill (src/mem/slab.c, slab_carve).
  *
- * A carve writes a link into each block it lists. A batch that started
- * mid-page and was cut at its byte count ended a few blocks into the next
- * page: a class that took one block more than its first batch held wrote
- * three pages of its slab where two hold what it carved. The batch now
- * ends on the last page end that a block still fits before. A fresh
- * thread takes blocks of a class whose size does not divide the page (so
- * its second batch starts mid-page) until its slab carves a second batch,
- * then reads from /proc/self/pagemap which pages of the slab it wrote:
- * two, the first batch's and the next. Run with HAKMEM_CARVE_KB=64 (the
- * batches double from 4 KiB), HAKMEM_THP=never and
+ * A carve writes a link into each block it lists. Under
+ * HAKMEM_CARVE_KB=4 (lowmem) every batch asks for a page of blocks; cut at
+ * its byte count, one that started mid-page (a class whose size does not
+ * divide 4 KiB: 704-byte blocks, five a batch) ran a few blocks onto the
+ * next page and wrote their links there. It now ends on the page's end. A
+ * fresh thread takes 704-byte blocks until its slab carves a third batch
+ * (the first ends at 3,520 bytes, the second at 7,040, past the first
+ * page's end, as its blocks need), then reads from /proc/self/pagemap
+ * which pages of the slab it wrote: two (three before: the third batch ran
+ * to 10,560). Run with HAKMEM_CARVE_KB=4, HAKMEM_THP=never and
  * HAKMEM_POPULATE_SLABS=0 (a populate writes a filling class's whole slab
  * at once); exit 77 under THP `always`. */
 #define _GNU_SOURCE
@@ -25,7 +25,7 @@
 #include "check.h"
 #include "backend/superslab.h"
 
-enum { REQUEST = 560, MAX_KEPT = 256 };
+enum { REQUEST = 700, MAX_KEPT = 256 };
 
 /* the page at p, written by this process: present and mapped by it alone */
 static int written(int fd, const uint8_t *p) {
@@ -46,28 +46,31 @@ static void *run(void *arg) {
   uint8_t *start = HK_UNHIDE(s->start);
   CHECKF(4096 % bs != 0, "block size %zu divides the page: the test needs one that does not", bs);
   CHECKF(first == start, "the first block is not the slab's first (a fresh slab was expected)");
-  unsigned batch1 = s->carved, n = 1;
-  /* one block more than the first batch: the second batch starts mid-page */
-  while (n < MAX_KEPT && s->carved == batch1) {
+  unsigned batch1 = s->carved, batch2 = 0, n = 1;
+  /* blocks until a third batch is carved */
+  while (n < MAX_KEPT) {
+    unsigned before = s->carved;
     kept[n] = malloc(REQUEST);
     CHECK_FATAL(kept[n] != NULL);
     n++;
+    if (s->carved == before) continue;
+    if (batch2) break;
+    batch2 = s->carved;
   }
   unsigned carved = s->carved;
-  CHECKF(carved > batch1, "no second batch in %u blocks", n);
-  /* the slab's pages written: the first batch's page and the next, which
-   * holds the block more; the second batch (8 KiB: the first's 4 doubled)
-   * starts on the first page and reaches past the second only if it was
-   * cut at its byte count */
+  CHECKF(batch2 > batch1 && carved > batch2, "no third batch in %u blocks", n);
+  /* the slab's pages written: the two the first batches reached; the
+   * third fills the second page (one block) and writes no third */
   int fd = open("/proc/self/pagemap", O_RDONLY);
   CHECK_FATAL(fd >= 0);
   unsigned pages = 0, last = 0;
   for (unsigned k = 0; k < 16; k++)
     if (written(fd, start + (size_t)k * 4096)) pages++, last = k;
   close(fd);
-  CHECKF(pages == 2 && last == 1, "block %zu B: first batch %u blocks, %u carved after one more: %u pages written (the last page %u), 2 expected",
-         bs, batch1, carved, pages, last);
-  printf("block %zu B: first batch %u blocks, %u carved after one more, %u pages written\n", bs, batch1, carved, pages);
+  CHECKF(pages == 2 && last == 1,
+         "block %zu B: batches ended at blocks %u, %u and %u: %u pages written (the last page %u), 2 expected", bs,
+         batch1, batch2, carved, pages, last);
+  printf("block %zu B: batches ended at blocks %u, %u and %u; %u pages written\n", bs, batch1, batch2, carved, pages);
   for (unsigned i = 0; i < n; i++) free(kept[i]);
   return NULL;
 }
