@@ -12,6 +12,20 @@ import settings
 LIBDIRS = ["/usr/lib/x86_64-linux-gnu", "/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"]
 
 
+def real_path(lib):
+    """A library path with its symlinks resolved (a bare name, which the
+    dynamic loader looks up itself, unchanged). The programs prove their
+    allocator by realpath() of the file malloc lives in; through a symlink
+    (build/libhakmem.so, Debian's libmimalloc.so.2, libtcmalloc_minimal.so.4)
+    that walk ran libc code that no other call of a small row runs: 64 KiB
+    more peak RSS on bench_tiny, paid by those allocators and not by glibc
+    or jemalloc, whose files are no symlinks (docs/BENCHMARKS.md, "The
+    allocator's proof, through a symlink")."""
+    if lib and "/" in lib and os.path.exists(lib):
+        return os.path.realpath(lib)
+    return lib
+
+
 class Allocator:
     """How one allocator is realised for a run, and what the run must print."""
 
@@ -19,7 +33,7 @@ class Allocator:
                  expect_file=None, base=None, build=None, expect_path=None):
         self.label = label        # name in the reports
         self.expect = expect      # name the program must print
-        self.preload = preload    # library to LD_PRELOAD (None: none)
+        self.preload = real_path(preload)  # library to LD_PRELOAD (None: none)
         self.static = static      # use the *_hakmem_static binaries
         self.package = package
         self.note = note

@@ -28,7 +28,8 @@
 #      within noise on either does not; lowmem within or over 1.10x the
 #      leanest peer's peak RSS, n/a without its runs;
 #  12. a real glibc,hakmem run writes the verdicts (JSON, report, log), and
-#      --render adds them to a results file that has none.
+#      --render adds them to a results file that has none; it preloads
+#      hakmem by its file's own path, not by a symlink.
 #  13. two hakmem builds in one run (--build A=DIR --build B=COPY): both
 #      labels, each run proved by its own library, a "Builds compared" table;
 #      hakmem:B served by A's library is rejected.
@@ -377,6 +378,18 @@ if [ $rc -eq 0 ] && [ "$vp" = glibc ] && [[ "$vw" =~ ^(ahead|tie|behind)$ ]] && 
     pass "a 3-run glibc,hakmem harness run writes verdicts: throughput $vw vs $vp, RSS $vr (JSON, report, log)"
 else
     bad "harness run without verdicts (exit $rc): $vt"; tail -20 "$TMP/t12.log"
+fi
+# the preload is the library's own file, not a symlink to it (allocators.py,
+# real_path): the programs' realpath() of a symlink ran libc code that no
+# other call of a small row runs, 64 KiB of bench_tiny's peak RSS
+pl=$(json "[a['how'] for a in r['allocators'] if a['label']=='hakmem'][0]" "$TMP/t12.json" 2>/dev/null \
+     | sed -n 's/^LD_PRELOAD=\([^ ]*\).*/\1/p')
+if [ -n "$pl" ] && [ -f "$pl" ] && [ ! -L "$pl" ] && [ -L "$BUILD/libhakmem.so" ]; then
+    pass "hakmem is preloaded by its file's own path ($pl), not by the symlink $BUILD/libhakmem.so"
+elif [ -n "$pl" ] && [ -f "$pl" ] && [ ! -L "$pl" ]; then
+    pass "hakmem is preloaded by its file's own path ($pl)"
+else
+    bad "the harness preloads hakmem as '$pl': a symlink (or nothing)"
 fi
 cp "$TMP/t12.json" "$TMP/t12r.json"
 "$PY" -c 'import json,sys; r=json.load(open(sys.argv[1])); [b.pop("verdicts",None) for b in r["benchmarks"]]; r.pop("verdict_counts",None); json.dump(r,open(sys.argv[1],"w"))' "$TMP/t12r.json"
