@@ -182,7 +182,7 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
 /* A realloc shrinking a large block gives its tail back (a syscall) from this many bytes on: not measured */
 #define HK_LARGE_SHRINK_MIN ((size_t)1 << 20)
 /* Free resident span bytes may reach live span bytes / this (or the cache
- * cap, when more; lowmem: the cap only): the cap alone, or a divisor of 2,
+ * cap, when more; lowmem: HK_SPAN_LOWMEM_DIV below): the cap alone, or a divisor of 2,
  * made a program replacing big zeroed buffers slower at the same peak RSS:
  * docs/history/src-comment-figures.md */
 #define HK_SPAN_LIVE_DIV 1

@@ -187,13 +187,14 @@ static size_t span_live_held(void) {
  * of big buffers reuses next: a fixed cap far below the heap purged them
  * at every free and faulted them back in at the next malloc. */
 static size_t span_cap(void) {
-  size_t cap = (size_t)cache_cap_mb() << 20, share = span_live_held() / HK_SPAN_LIVE_DIV;
-  share = (size_t)hk_mem_scale_cap((long)share);  /* memory pressure: release (page layer) */
-  if (hk_knobs.profile == HK_PROFILE_LOWMEM) {
+  size_t cap = (size_t)cache_cap_mb() << 20;
+  if (hk_knobs.profile == HK_PROFILE_LOWMEM) {  /* (the live bytes now: not the high-water) */
     size_t keep = hk_span_bytes_live() / HK_SPAN_LOWMEM_DIV;
     if (keep < HK_SPAN_LOWMEM_KEEP) keep = HK_SPAN_LOWMEM_KEEP;
     return cap < keep ? cap : keep;
   }
+  size_t share = span_live_held() / HK_SPAN_LIVE_DIV;
+  share = (size_t)hk_mem_scale_cap((long)share);  /* memory pressure: release (page layer) */
   return cap > share || cache_cap_mb() == 0 ? cap : share;
 }
 size_t hk_large_span_cap(void) { return span_cap(); }

@@ -36,12 +36,14 @@ void *hk_large_span_alloc(size_t size, size_t align, bool zero, unsigned kind) {
  * malloc faulted them back in. */
 static void span_release(void *p, unsigned kind, size_t size) {
   unsigned bk;
-  size_t cap = hk_large_span_cap();  /* the block still counts as live (the high-water the cap reads) */
+  /* the default cap reads the live high-water with the block still
+   * counted; lowmem's, a share of the blocks still live after it: the
+   * last big block a program frees leaves the least */
+  bool lowmem = hk_knobs.profile == HK_PROFILE_LOWMEM;
+  size_t cap = lowmem ? 0 : hk_large_span_cap();
   size_t req, bytes = hk_span_free("free", p, &bk, &req);
   if (!bytes) return;
-  /* lowmem's cap is a share of the blocks still live: the last big block
-   * a program frees leaves the least */
-  if (hk_knobs.profile == HK_PROFILE_LOWMEM) cap = hk_large_span_cap();
+  if (lowmem) cap = hk_large_span_cap();
   hk_large_check_free(p, kind, size, bk, req);
   hk_large_count_free(bytes);
   if (hk_span_bytes_dirty() > 2 * cap) hk_large_span_purge((uint64_t)hk_large_cap(HK_LARGE_CAP_DELAY), cap);
