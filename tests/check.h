@@ -12,8 +12,11 @@
 #define HAKMEM_TESTS_CHECK_H
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,6 +102,29 @@ static inline size_t check_resident_pages(const void *p, size_t n) {
     for (size_t i = 0; i < (len + 4095) / 4096; i++) r += vec[i] & 1;
   }
   return r;
+}
+
+/* Whether this process wrote the page at p: present and mapped by it
+ * alone (/proc/self/pagemap bits 63 and 56). A page only read maps the
+ * shared zero page, which mincore counts and the resident set does not. */
+static inline int check_page_written(const void *p) {
+  int fd = open("/proc/self/pagemap", O_RDONLY);
+  CHECK_FATAL(fd >= 0);
+  uint64_t e = 0;
+  CHECK_FATAL(pread(fd, &e, 8, (off_t)((uintptr_t)p / 4096 * 8)) == 8);
+  close(fd);
+  return (e >> 63 & 1) && (e >> 56 & 1);
+}
+
+/* Whether the system backs every mapping with huge pages (THP `always`):
+ * a test that counts 4 KiB pages then has nothing to count (exit 77). */
+static inline int check_thp_always(void) {
+  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+  char mode[128] = "";
+  if (!f) return 0;
+  int always = fgets(mode, sizeof mode, f) && strstr(mode, "[always]");
+  fclose(f);
+  return always;
 }
 
 /* Resident set size of this process in KiB (-1 if /proc is unreadable). */

@@ -19,20 +19,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "check.h"
 #include "backend/superslab.h"
 
 enum { REQUEST = 700, MAX_KEPT = 256 };
-
-/* the page at p, written by this process: present and mapped by it alone */
-static int written(int fd, const uint8_t *p) {
-  uint64_t e = 0;
-  CHECK_FATAL(pread(fd, &e, 8, (off_t)((uintptr_t)p / 4096 * 8)) == 8);
-  return (e >> 63 & 1) && (e >> 56 & 1);
-}
 
 static void *run(void *arg) {
   (void)arg;
@@ -61,12 +53,9 @@ static void *run(void *arg) {
   CHECKF(batch2 > batch1 && carved > batch2, "no third batch in %u blocks", n);
   /* the slab's pages written: the two the first batches reached; the
    * third fills the second page (one block) and writes no third */
-  int fd = open("/proc/self/pagemap", O_RDONLY);
-  CHECK_FATAL(fd >= 0);
   unsigned pages = 0, last = 0;
   for (unsigned k = 0; k < 16; k++)
-    if (written(fd, start + (size_t)k * 4096)) pages++, last = k;
-  close(fd);
+    if (check_page_written(start + (size_t)k * 4096)) pages++, last = k;
   CHECKF(pages == 2 && last == 1,
          "block %zu B: batches ended at blocks %u, %u and %u: %u pages written (the last page %u), 2 expected", bs,
          batch1, batch2, carved, pages, last);
@@ -76,15 +65,9 @@ static void *run(void *arg) {
 }
 
 int main(void) {
-  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-  if (f) {
-    char mode[128] = "";
-    if (fgets(mode, sizeof mode, f) && strstr(mode, "[always]")) {
-      printf("THP always: every slab may be a huge page; nothing to count\n");
-      fclose(f);
-      return 77;
-    }
-    fclose(f);
+  if (check_thp_always()) {
+    printf("THP always: every slab may be a huge page; nothing to count\n");
+    return 77;
   }
   pthread_t t;
   CHECK_FATAL(pthread_create(&t, NULL, run, NULL) == 0);  /* a fresh heap: the class's slab is fresh */

@@ -19,28 +19,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
 #include <unistd.h>
 #include <sys/wait.h>
 
 #include "check.h"
 #include "backend/superslab.h"
 
-/* The header's pages this process wrote: present and mapped by it alone
- * (/proc/self/pagemap bits 63 and 56). A page only read maps the shared
- * zero page, which mincore counts and the resident set does not: ss_init
- * reads the descriptors past the first page. */
+/* The header's pages this process wrote (check_page_written): ss_init
+ * reads the descriptors past the first page, which maps the zero page. */
 static unsigned char header_pages(const hk_superslab_t *ss) {
-  int fd = open("/proc/self/pagemap", O_RDONLY);
-  CHECK_FATAL(fd >= 0);
   unsigned char r = 0;
-  for (unsigned i = 0; i < 2; i++) {
-    uint64_t e = 0;
-    off_t at = (off_t)(((uintptr_t)ss / 4096 + i) * 8);
-    CHECK_FATAL(pread(fd, &e, 8, at) == 8);
-    if ((e >> 63 & 1) && (e >> 56 & 1)) r |= (unsigned char)(1u << i);
-  }
-  close(fd);
+  for (unsigned i = 0; i < 2; i++)
+    if (check_page_written((const char *)ss + (size_t)i * 4096)) r |= (unsigned char)(1u << i);
   return r;
 }
 
@@ -148,15 +138,9 @@ static void fork_check(void) {
 }
 
 int main(void) {
-  FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
-  if (f) {
-    char mode[128] = "";
-    if (fgets(mode, sizeof mode, f) && strstr(mode, "[always]")) {
-      printf("THP always: every superslab may be a huge page; nothing to count\n");
-      fclose(f);
-      return 77;
-    }
-    fclose(f);
+  if (check_thp_always()) {
+    printf("THP always: every superslab may be a huge page; nothing to count\n");
+    return 77;
   }
   /* the exits first: a later thread may take over the superslab an exit
    * left, whose second page must still be unwritten then */
