@@ -120,6 +120,8 @@ HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1)
 #define HK_PARK_DELAYS 4u
 /* How many partial slabs a swap looks at for freed blocks before carving: not measured */
 #define HK_REUSE_SCAN 4
+/* ... and with parked pages, the fullest of this many (fewer left sparse slabs undrained, more cost speed): docs/BENCHMARKS.md#the-fullest-slab-first */
+#define HK_REUSE_SCAN_FULLEST 16
 /* The stats hook (it reads the clock) runs every 32nd counted refill: not measured */
 #define HK_STATS_TICK_EVERY 32
 /* Guarded samples (guarded.c): the first this many at HAKMEM_GUARDED_RATE, then at most HAKMEM_GUARDED_PER_SEC a second. A sample and its free cost two system calls, a page fault and a TLB shootdown, so a program whose slow path hands out blocks fast (threads freeing each other's) is sampled by time, not by count: docs/SECURITY.md#sampled-guarded-allocations */

@@ -14,6 +14,7 @@
 #include "mem/prof.h"
 #include "mem/remote.h"
 #include "mem/secure.h"
+#include "mem/slab_park.h"
 #include "heap/thread.h"
 
 #ifdef HK_DEBUG
@@ -187,6 +188,32 @@ HK_INLINE bool heap_refill_lists(hk_heap_t *h, hk_slab_t *s) {
 
 HK_INLINE void *heap_alloc_lists(hk_heap_t *h, unsigned cls);
 
+/* The partial slab a swap goes to, from the list's head: the oldest with
+ * freed blocks among the first few, so that fresh blocks are carved only
+ * when none of them has any; the head when none has. With parked pages
+ * (HAKMEM_PARK_PAGES, lowmem), a small class takes the one with the most
+ * live blocks among more of them, of those with a batch of freed blocks:
+ * blocks go back where most are live, so that the sparse slabs drain, to
+ * be given back whole, and their free pages stay parked (an LRU cache
+ * refilled with larger values: docs/BENCHMARKS.md, "The fullest slab
+ * first"). Not by default (smaller batches, more slow calls), nor for mid
+ * classes (a mid-size churn's peak rose). */
+HK_INLINE hk_slab_t *heap_pick_partial(hk_heap_t *h, hk_slab_t *head, unsigned batch) {
+  bool fullest = HK_PARK_BUILD && HK_LOAD_RELAXED(hk_knobs.park_pages) && head->cls < HK_NCLASS_SMALL;
+  unsigned scan = fullest ? HK_REUSE_SCAN_FULLEST : HK_REUSE_SCAN, k = 0;
+  hk_slab_t *first = NULL, *best = NULL;
+  for (hk_slab_t *t = head; t && k < scan; t = t->next, k++) {
+    if (!t->free && !heap_refill_lists(h, t)) continue;
+    if (!fullest) return t;
+    if (!first) first = t;
+    /* (one with fewer freed blocks than a batch would be passed over
+     * for fresh ones, below) */
+    if ((unsigned)(t->carved - t->used) >= batch && (!best || hk_slab_live(t) > hk_slab_live(best)))
+      best = t;
+  }
+  return best ? best : first ? first : head;
+}
+
 /* The slow path's work on the heap's lists, entered once at a time */
 HK_INLINE void *heap_alloc_body(hk_heap_t *h, unsigned cls) {
   hk_hook_body_enter();
@@ -231,11 +258,7 @@ HK_INLINE void *heap_alloc_lists(hk_heap_t *h, unsigned cls) {
      * refill in turn. */
     hk_slab_t *next = h->partial[cls];
     if (next) {
-      /* the oldest partial slab with freed blocks among the first few, so
-       * that fresh blocks are carved only when none of them has any */
-      unsigned k = 0;
-      for (hk_slab_t *t = next; t && k < HK_REUSE_SCAN; t = t->next, k++)
-        if (t->free || heap_refill_lists(h, t)) { next = t; break; }
+      next = heap_pick_partial(h, next, heap_min_batch(s));
       /* room here on pages resident already (s was started over, or is a
        * warm slab another class left) is carved before a swap to an
        * emptied slab, which would start over and carve one batch: a class

@@ -1,0 +1,116 @@
+/* test_reuse_fullest MODE — which partial slab a class goes to when its
+ * current slab runs dry (src/heap/refill.c, heap_pick_partial).
+ *
+ * A fresh thread takes 240-byte blocks until a fourth slab of the class is
+ * current. It then frees all but 4 blocks of the first slab (sparse) and
+ * 48 blocks of the second (dense), in that order, so that the sparse one
+ * heads the class's partial list. It takes blocks again until one comes
+ * from either slab.
+ *   fullest  (HAKMEM_PARK_PAGES=1) the dense slab must serve it: blocks go
+ *            back where most are live, so that the sparse slab drains
+ *   oldest   (the default) the sparse one, at the head of the list
+ * Every block still held is checked for its fill at the end. */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+#include "backend/superslab.h"
+
+enum { REQUEST = 240, MAX_BLOCKS = 8192, SPARSE_KEEP = 4, DENSE_FREE = 48 };
+
+static const char *mode;
+
+static hk_slab_t *slab_of(void *p) {
+  hk_superslab_t *ss = hk_ss_of(p);
+  return &ss->slabs[((uintptr_t)p & HK_SS_MASK) >> ss->slab_shift];
+}
+
+static void *run(void *arg) {
+  (void)arg;
+  static unsigned char *blk[MAX_BLOCKS];
+  static hk_slab_t *of[MAX_BLOCKS];
+  hk_slab_t *seen[4] = { 0 };
+  unsigned nseen = 0, n = 0;
+  /* blocks until a fourth slab is current: the first three are carved to their end */
+  while (n < MAX_BLOCKS) {
+    unsigned char *p = malloc(REQUEST);
+    CHECK_FATAL(p != NULL);
+    memset(p, (int)(n & 0xff), REQUEST);
+    blk[n] = p;
+    of[n] = slab_of(p);
+    n++;
+    if (nseen == 0 || seen[nseen - 1] != of[n - 1]) {
+      if (nseen == 4) break;
+      seen[nseen++] = of[n - 1];
+    }
+  }
+  CHECKF(nseen == 4, "only %u slabs in %u blocks", nseen, n);
+  hk_slab_t *sparse = seen[0], *dense = seen[1];
+  unsigned in_sparse = 0, in_dense = 0, freed_dense = 0, kept_sparse = 0;
+  for (unsigned i = 0; i < n; i++) in_sparse += of[i] == sparse, in_dense += of[i] == dense;
+  CHECKF(in_sparse > 2 * SPARSE_KEEP && in_dense > 2 * DENSE_FREE, "slabs of %u and %u blocks: too few", in_sparse,
+         in_dense);
+  for (unsigned i = 0; i < n; i++) {
+    if (of[i] != sparse) continue;
+    if (kept_sparse < SPARSE_KEEP && i % 8 == 0) { kept_sparse++; continue; }
+    free(blk[i]);
+    blk[i] = NULL;
+  }
+  for (unsigned i = 0; i < n && freed_dense < DENSE_FREE; i++) {
+    if (of[i] != dense || i % 2) continue;
+    free(blk[i]);
+    blk[i] = NULL;
+    freed_dense++;
+  }
+  CHECKF(freed_dense == DENSE_FREE, "freed %u blocks of the dense slab", freed_dense);
+  /* blocks again, until one comes from the sparse or the dense slab */
+  hk_slab_t *got = NULL;
+  unsigned taken = 0;
+  static unsigned char *more[MAX_BLOCKS];
+  while (taken < MAX_BLOCKS) {
+    unsigned char *p = malloc(REQUEST);
+    CHECK_FATAL(p != NULL);
+    memset(p, 0x5a, REQUEST);
+    more[taken++] = p;
+    hk_slab_t *s = slab_of(p);
+    if (s == sparse || s == dense) {
+      got = s;
+      break;
+    }
+  }
+  const char *which = got == dense ? "the dense slab" : got == sparse ? "the sparse slab" : "neither";
+  printf("%s: slabs of %u and %u blocks; %u left live in the first, %u freed in the second; after %u mallocs, "
+         "%s served\n", mode, in_sparse, in_dense, kept_sparse, freed_dense,
+         taken, which);
+  if (strcmp(mode, "fullest") == 0)
+    CHECKF(got == dense, "the class went to %s, not the one with the most live blocks", which);
+  else
+    CHECKF(got == sparse, "the class went to %s, not the oldest partial slab", which);
+  for (unsigned i = 0; i < n; i++) {
+    if (!blk[i]) continue;
+    for (unsigned k = 0; k < REQUEST; k++)
+      if (blk[i][k] != (unsigned char)(i & 0xff)) {
+        CHECKF(0, "block %u changed at byte %u", i, k);
+        break;
+      }
+    free(blk[i]);
+  }
+  for (unsigned i = 0; i < taken; i++) free(more[i]);
+  return NULL;
+}
+
+int main(int argc, char **argv) {
+  mode = argc > 1 ? argv[1] : "";
+  if (strcmp(mode, "fullest") != 0 && strcmp(mode, "oldest") != 0) {
+    fprintf(stderr, "usage: test_reuse_fullest fullest|oldest\n");
+    return 2;
+  }
+  pthread_t t;
+  CHECK_FATAL(pthread_create(&t, NULL, run, NULL) == 0);  /* a fresh heap: the class's slabs are its own */
+  pthread_join(t, NULL);
+  return check_done("reuse_fullest");
+}
