@@ -4,21 +4,33 @@
  * next allocation of its size. Exits 0 when both hold, or the one asked
  * for: `alloc_order order` (measure shuffle), `alloc_order reuse` (measure
  * delay). `alloc_order reuse_mid`: the reuse check alone, for 4000-byte
- * blocks (the mid cache's queue, src/heap/heap.h). */
+ * blocks (the mid cache's queue, src/heap/heap.h). `alloc_order reuse SIZE
+ * COUNT`: the reuse check for COUNT live blocks of SIZE bytes (a known gap
+ * where a slab holds few free blocks at a time: docs/SECURITY.md, "Known
+ * gaps"). */
 #include "common.h"
 
-#define N 256
+#define MAX_N 4096
 
 int main(int argc, char **argv) {
+  int N = 256;
   require_hakmem();
   int fails = 0;
   int mid = argc > 1 && strcmp(argv[1], "reuse_mid") == 0;
   int order = argc < 2 || strcmp(argv[1], "order") == 0;
   int reuse = argc < 2 || strcmp(argv[1], "reuse") == 0 || mid;
   size_t size = mid ? 4000 : 40;
+  if (argc > 3 && strcmp(argv[1], "reuse") == 0) {
+    size = (size_t)atol(argv[2]);
+    N = atoi(argv[3]);
+    if (size == 0 || N < 2 || N > MAX_N) {
+      fprintf(stderr, "usage: alloc_order reuse SIZE COUNT (COUNT 2 to %d)\n", MAX_N);
+      return 2;
+    }
+  }
   /* 1. consecutive mallocs of one size: how often is the next one the
    * neighbouring block? Sequential carving gives ~N; shuffled, a few. */
-  char *p[N];
+  static char *p[MAX_N];
   for (int i = 0; i < N; i++) p[i] = malloc(size);
   size_t step = 0;  /* most common positive distance = the block size */
   int adjacent = 0;
