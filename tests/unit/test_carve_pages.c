@@ -32,8 +32,7 @@ static void *run(void *arg) {
   uint8_t *first = malloc(REQUEST);
   CHECK_FATAL(first != NULL);
   kept[0] = first;
-  hk_superslab_t *ss = hk_ss_of(first);
-  hk_slab_t *s = &ss->slabs[((uintptr_t)first & HK_SS_MASK) >> ss->slab_shift];
+  hk_slab_t *s = hk_slab_of(hk_ss_of(first), first);
   size_t bs = s->block_size;
   uint8_t *start = HK_UNHIDE(s->start);
   CHECKF(4096 % bs != 0, "block size %zu divides the page: the test needs one that does not", bs);

@@ -24,11 +24,6 @@ enum { REQUEST = 240, MAX_BLOCKS = 8192, SPARSE_KEEP = 4, DENSE_FREE = 48 };
 
 static const char *mode;
 
-static hk_slab_t *slab_of(void *p) {
-  hk_superslab_t *ss = hk_ss_of(p);
-  return &ss->slabs[((uintptr_t)p & HK_SS_MASK) >> ss->slab_shift];
-}
-
 static void *run(void *arg) {
   (void)arg;
   static unsigned char *blk[MAX_BLOCKS];
@@ -41,7 +36,7 @@ static void *run(void *arg) {
     CHECK_FATAL(p != NULL);
     memset(p, (int)(n & 0xff), REQUEST);
     blk[n] = p;
-    of[n] = slab_of(p);
+    of[n] = hk_slab_of(hk_ss_of(p), p);
     n++;
     if (nseen == 0 || seen[nseen - 1] != of[n - 1]) {
       if (nseen == 4) break;
@@ -76,7 +71,7 @@ static void *run(void *arg) {
     CHECK_FATAL(p != NULL);
     memset(p, 0x5a, REQUEST);
     more[taken++] = p;
-    hk_slab_t *s = slab_of(p);
+    hk_slab_t *s = hk_slab_of(hk_ss_of(p), p);
     if (s == sparse || s == dense) {
       got = s;
       break;
