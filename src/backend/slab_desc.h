@@ -33,6 +33,12 @@ enum { HK_SLAB_UNUSED = 0, HK_SLAB_CUR, HK_SLAB_PARTIAL, HK_SLAB_FULL };
  * (prof.c), so that the blocks malloc's fast path hands out are the ones
  * it counted. Any change of state clears it. */
 #define HK_OWNER_ASIDE ((uintptr_t)4)
+/* The purge thread holds this partial slab of a stopped owner (bg.c,
+ * park_idle): with the bit set the field matches no thread, the owner's
+ * included (hk_slab_owner keeps it), so every free into the slab goes to
+ * its remote list, and the purge thread alone writes its lists until it
+ * clears the bit. Thread ids (thread control blocks) are 64-byte aligned. */
+#define HK_OWNER_HELD ((uintptr_t)8)
 
 /* Low bits of hk_slab.xfree (the remote-free list head): whether the owner
  * wants to hear about the next remote free (the slab is full). */

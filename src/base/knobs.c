@@ -67,6 +67,7 @@ static const knob_row_t knob_table[] = {
   NUMBER("HAKMEM_CARVE_KB",           carve_kb,           START(NONE), 4, 64, 64, 16, 4),
   NUMBER("HAKMEM_POPULATE_SLABS",     populate_slabs,     START(NONE), 0, 1, 1, 1, 0),
   NUMBER("HAKMEM_PARK_PAGES",         park_pages,         START(NONE), 0, 1, 0, 0, 1),
+  NUMBER("HAKMEM_PARK_IDLE",          park_idle,          START(NONE), 0, 1, 1, 1, 1),
   NUMBER("HAKMEM_HEAP_SPARE",         heap_spare,         RUN(NONE), 0, 16, 2, 1, 0),
   NUMBER("HAKMEM_MID_CACHE_KB",       mid_cache_kb,       START(NONE), 0, 1024, 256, 128, 32),
   NUMBER("HAKMEM_VERBOSE",            verbose,            START(NONE), 0, 2, 0, 0, 0),

@@ -28,6 +28,7 @@ typedef struct hk_knobs {
   long carve_kb;           /* HAKMEM_CARVE_KB                      */
   long populate_slabs;     /* HAKMEM_POPULATE_SLABS                */
   long park_pages;         /* HAKMEM_PARK_PAGES                    */
+  long park_idle;          /* HAKMEM_PARK_IDLE                     */
   long heap_spare;         /* HAKMEM_HEAP_SPARE                    */
   long mid_cache_kb;       /* HAKMEM_MID_CACHE_KB                  */
   long verbose;            /* HAKMEM_VERBOSE                       */

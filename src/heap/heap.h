@@ -102,6 +102,8 @@ typedef struct hk_heap {
   uint32_t bg_depth;                    /* the owner's nesting (hooks re-enter) */
   int ktid;                             /* kernel thread id: /proc/self/task/N */
   uint32_t park_ticks;                  /* purge ticks since the last park pass */
+  uint32_t idle_slow_seen;              /* the purge thread's: slow_count at its last
+                                           tick (bg.c, park_idle) */
   /* the mid cache's stacks, last: a page is touched only by a class used */
   hk_block_t *midc[HK_NCLASS_MID][HK_MIDC_SLOTS];
 } hk_heap_t;

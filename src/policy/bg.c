@@ -127,6 +127,61 @@ static unsigned release_returned(hk_heap_t *h) {
   return released;
 }
 
+/* HAKMEM_PARK_IDLE: the free pages of an idle owner's partial slabs
+ * (slab_park.h), parked by the purge thread. Idle: the owner took no slow
+ * path over a whole tick (a program asleep, or one that only mallocs and
+ * frees from its current slabs), and is stopped now. The owner's fast
+ * free may push onto a partial slab's lists at any moment, so each slab is
+ * held first (HK_OWNER_HELD: its frees go to the remote list instead); the
+ * holds are set while the owner is provably stopped (in a system call
+ * before and after, the same context switches), so no free that read the
+ * old field is still under way, and the owner's next free reads the new
+ * one (the fence, then the kernel's exit). The park itself may then take
+ * as long as it takes; the owner's slow paths wait for the bg_lock. A
+ * chunk at a time, stopping once the owner runs. Small classes only: a
+ * held mid slab would send its owner's frees through the mid cache's
+ * foreign path. Returns bytes purged. */
+#define IDLE_CHUNK 64
+
+static size_t park_idle(hk_heap_t *h) {
+  uint32_t slow = HK_LOAD_RACY(h->slow_count);
+  bool idle = slow == h->idle_slow_seen;
+  h->idle_slow_seen = slow;
+  if (!HK_PARK_BUILD || !hk_knobs.park_idle || h->api || !idle) return 0;
+  size_t bytes = 0;
+  uintptr_t tid = h->tid;
+  unsigned least = HK_PARK_MIN_PAGES * (unsigned)HK_PAGE;
+  unsigned c = 0;  /* the walk: class c's partial list, from next */
+  hk_slab_t *next = h->partial[0];
+  for (;;) {
+    hk_slab_t *cand[IDLE_CHUNK];
+    unsigned n = 0;
+    while (n < IDLE_CHUNK) {
+      if (next == NULL) {
+        if (c + 1 >= HK_NCLASS_SMALL) break;
+        next = h->partial[++c];
+        continue;
+      }
+      if (HK_LOAD_RELAXED(next->owner) == tid && (unsigned)(next->carved - next->used) * next->block_size >= least)
+        cand[n++] = next;
+      next = next->next;
+    }
+    if (n == 0) return bytes;
+    unsigned long sw1, sw2;
+    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return bytes;
+    for (unsigned i = 0; i < n; i++) HK_STORE_RELAXED(cand[i]->owner, tid | HK_OWNER_HELD);
+    atomic_thread_fence(memory_order_seq_cst);
+    bool held = hk_os_task_in_syscall(h->ktid) && hk_os_task_switches(h->ktid, &sw2) && sw1 == sw2;
+    for (unsigned i = 0; i < n && held; i++) {
+      hk_heap_collect_remote(h, cand[i]);
+      bytes += hk_slab_park(cand[i], false);
+    }
+    atomic_thread_fence(memory_order_release);  /* the lists before the field */
+    for (unsigned i = 0; i < n; i++) HK_STORE_RELAXED(cand[i]->owner, tid);
+    if (!held || !hk_os_task_in_syscall(h->ktid)) return bytes;
+  }
+}
+
 typedef struct { bool force; size_t bytes; unsigned returned; } pass_t;
 
 /* h's bg_lock held (hk_heap_each_pinned took it; an owner in a slow path
@@ -136,6 +191,7 @@ static void purge_heap(hk_heap_t *h, void *arg) {
   HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
   release_emptied(h);
   pass->returned += release_returned(h);
+  if (!pass->force) pass->bytes += park_idle(h);
   pass->bytes += hk_heap_purge_unused(h, pass->force);
   HK_TSAN_HIDE_END();
 }

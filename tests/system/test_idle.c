@@ -32,6 +32,12 @@
  *                           touches a page of each: no purge thread either
  *   test_idle off SIZE      HAKMEM_BACKGROUND_PURGE=off: no thread, and the
  *                           memory stays (the check can fail)
+ *   test_idle scatter SIZE  sleep's, keeping one block in a hundred (most
+ *                           slabs keep some): RSS must come down to its
+ *                           start + the table + the pages the kept blocks
+ *                           touch + 32 MiB (HAKMEM_PARK_IDLE)
+ *   test_idle scatter_light SIZE  the same, making light's mallocs
+ *   test_idle scatter_off SIZE    HAKMEM_PARK_IDLE=0: the memory stays
  *
  * SLACK_MB (env) replaces the 32 MiB. RSS is polled every 50 ms; the wait
  * is bounded by the purge delay + 10 s (HAKMEM_PURGE_DELAY_MS as hakmem
@@ -91,6 +97,7 @@ static long purge_delay_ms(void) {
 
 typedef struct {
   bool late;  /* written after all were allocated */
+  bool scatter;  /* keep one block in a hundred, spread over the heap */
   size_t size, n, kept;
   unsigned char **blocks;
   size_t live;
@@ -115,14 +122,40 @@ static void fill(fill_t *f) {
     for (size_t i = 0; i < f->n; i++) memset(f->blocks[i], (int)(i & 0xff), f->size);
 }
 
+static int cmp_page(const void *a, const void *b) {
+  uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* scatter: the pages the kept blocks touch, in bytes: what no allocator
+ * that keeps blocks where they are can give back */
+static size_t kept_pages(const fill_t *f) {
+  uintptr_t *pg = malloc(2 * f->kept * sizeof *pg);
+  if (!pg) { printf("FAIL: no memory for the page table\n"); exit(1); }
+  size_t n = 0;
+  for (size_t i = 0; i < f->n; i++) {
+    if (!f->blocks[i]) continue;
+    uintptr_t a = (uintptr_t)f->blocks[i];
+    pg[n++] = a >> 12;
+    if ((a + f->size - 1) >> 12 != a >> 12) pg[n++] = (a + f->size - 1) >> 12;
+  }
+  qsort(pg, n, sizeof *pg, cmp_page);
+  size_t distinct = 0;
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || pg[i] != pg[i - 1]) distinct++;
+  free(pg);
+  return distinct << 12;
+}
+
 static void free_most(fill_t *f) {
   f->kept = 0;
   f->live = f->n * sizeof *f->blocks;
   for (size_t i = 0; i < f->n; i++) {
-    if (i < f->n / 1000) { f->kept++; f->live += f->size; continue; }
+    if (f->scatter ? i % 100 == 0 : i < f->n / 1000) { f->kept++; f->live += f->size; continue; }
     free(f->blocks[i]);
     f->blocks[i] = NULL;
   }
+  if (f->scatter) f->live = f->n * sizeof *f->blocks + kept_pages(f);
 }
 
 static void fill_and_free(fill_t *f) {
@@ -257,6 +290,12 @@ int main(int argc, char **argv) {
   }
   f.late = strcmp(mode, "late") == 0;
   if (f.late) mode = "sleep";
+  /* scatter: one block in a hundred kept, so that most slabs keep a
+   * block or more; the goal counts the pages they touch as live: the free
+   * pages among them must go back (parked by the purge thread) */
+  f.scatter = strncmp(mode, "scatter", 7) == 0;
+  if (strcmp(mode, "scatter") == 0) mode = "sleep";
+  if (strcmp(mode, "scatter_light") == 0) mode = "light";
   if (strcmp(mode, "fork_first") == 0) {
     /* a fork while the program has one thread: no fork handler runs
      * (src/base/lock.h). The child then goes on as sleep does; its purge
@@ -317,16 +356,17 @@ int main(int argc, char **argv) {
   printf("%s %zu: %zu blocks, %zu kept, peak about %zu KiB\n", mode, size, f.n, f.kept,
          (f.n * size) >> 10);
 
-  if (strcmp(mode, "off") == 0) {
-    sleep_ms((unsigned)purge_delay_ms() + 2000);
+  if (strcmp(mode, "off") == 0 || strcmp(mode, "scatter_off") == 0) {
+    sleep_ms((unsigned)purge_delay_ms() * 2 + 2000);
     size_t rss = rss_bytes(), goal = base + f.live + ((size_t)32 << 20);
     int n = purge_threads();
-    printf("off: RSS %zu KiB (goal %zu KiB), %d purge threads\n", rss >> 10, goal >> 10, n);
-    if (n != 0 || rss <= goal) {
-      printf("FAIL: with HAKMEM_BACKGROUND_PURGE=off the memory went back while idle, or a thread ran\n");
+    printf("%s: RSS %zu KiB (goal %zu KiB), %d purge threads\n", mode, rss >> 10, goal >> 10, n);
+    if (f.scatter ? rss <= goal : n != 0 || rss <= goal) {
+      printf("FAIL: with %s the memory went back while idle, or a thread ran\n",
+             f.scatter ? "HAKMEM_PARK_IDLE=0" : "HAKMEM_BACKGROUND_PURGE=off");
       return 1;
     }
-    printf("test_idle off: 1 passed, 0 failed\n");
+    printf("test_idle %s: 1 passed, 0 failed\n", mode);
     return check_kept(&f);
   }
   if (strcmp(mode, "fork") == 0) {
@@ -349,7 +389,7 @@ int main(int argc, char **argv) {
   bool light = strcmp(mode, "light") == 0 || strcmp(mode, "loader_light") == 0;
   if (!light && strcmp(mode, "sleep") != 0 && strcmp(mode, "thread") != 0 && strcmp(mode, "handoff") != 0 &&
       strncmp(mode, "loader", 6) != 0) {
-    fprintf(stderr, "usage: test_idle sleep|light|late|thread|handoff|loader|fork|fork_first|off SIZE | small | sparse\n");
+    fprintf(stderr, "usage: test_idle sleep|light|late|thread|handoff|loader|fork|fork_first|off|scatter|scatter_light|scatter_off SIZE | small | sparse\n");
     return 2;
   }
   long t = wait_returned(mode, base, f.live, light);

@@ -1,0 +1,183 @@
+/* The purge thread parks the free pages of an idle owner's partial slabs
+ * (HAKMEM_PARK_IDLE, src/policy/bg.c): it holds each slab (its frees go to
+ * the remote list) and rewrites its lists while the owner may wake at any
+ * moment. This test wakes it all the time: main keeps blocks of every
+ * small size scattered over its slabs, then, round after round, sleeps a
+ * few ms (the purge thread, on a 1 ms purge delay, finds it idle and
+ * stopped), wakes and frees some kept blocks straight into those slabs,
+ * mallocs new ones (taking parked pages back), and checks the contents of
+ * a slice of what it keeps; a second thread frees main's blocks meanwhile
+ * (remote frees into held slabs). Every kept block's bytes are checked at
+ * the end. Run with HAKMEM_BACKGROUND_PURGE=on HAKMEM_PURGE_DELAY_MS=1;
+ * the debug build checks the heap's lists at its slow paths too.
+ * It also checks that parking happened: with one block in thirty kept at
+ * the end, RSS asleep comes down to 80% or less. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NBLOCKS 200000
+#define ROUNDS 600
+#define RANGE 3000
+
+static unsigned char *blk[NBLOCKS];
+static size_t len[NBLOCKS];
+static unsigned seed_of[NBLOCKS];
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static void *handed[4096];
+static unsigned nhanded;
+static int done;
+
+static uint64_t rng = 0x9e3779b97f4a7c15ull;
+static uint64_t next_rand(void) {
+  rng ^= rng << 13;
+  rng ^= rng >> 7;
+  rng ^= rng << 17;
+  return rng;
+}
+
+static void sleep_us(long us) {
+  struct timespec t = { us / 1000000, (us % 1000000) * 1000 };
+  while (nanosleep(&t, &t) != 0) {
+  }
+}
+
+static size_t rss_kib(void) {
+  char buf[128];
+  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
+  if (fd >= 0) close(fd);
+  unsigned long size = 0, res = 0;
+  if (n <= 0) return 0;
+  buf[n] = 0;
+  if (sscanf(buf, "%lu %lu", &size, &res) != 2) res = 0;
+  return res * (size_t)(sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void fill(size_t i) {
+  len[i] = 16 + (size_t)(next_rand() % 1000);
+  blk[i] = malloc(len[i]);
+  if (!blk[i]) { printf("FAIL: malloc(%zu)\n", len[i]); exit(1); }
+  seed_of[i] = (unsigned)next_rand();
+  for (size_t k = 0; k < len[i]; k++) blk[i][k] = (unsigned char)(seed_of[i] + k * 7);
+}
+
+static int check(size_t i) {
+  if (!blk[i]) return 0;
+  for (size_t k = 0; k < len[i]; k++)
+    if (blk[i][k] != (unsigned char)(seed_of[i] + k * 7)) {
+      printf("FAIL: block %zu (%zu bytes) corrupted at byte %zu\n", i, len[i], k);
+      return 1;
+    }
+  return 0;
+}
+
+/* frees what main hands it, from another thread: remote frees into main's
+ * slabs, held or not */
+static void *remote_freer(void *arg) {
+  (void)arg;
+  for (;;) {
+    void *batch[4096];
+    unsigned n;
+    pthread_mutex_lock(&mu);
+    n = nhanded;
+    memcpy(batch, handed, n * sizeof *batch);
+    nhanded = 0;
+    int stop = done;
+    pthread_mutex_unlock(&mu);
+    for (unsigned i = 0; i < n; i++) free(batch[i]);
+    if (stop && n == 0) return NULL;
+    sleep_us(300);
+  }
+}
+
+int main(void) {
+  setvbuf(stdout, NULL, _IONBF, 0);
+  for (size_t i = 0; i < NBLOCKS; i++) fill(i);
+  /* keep one in three, scattered: every slab keeps some */
+  for (size_t i = 0; i < NBLOCKS; i++)
+    if (i % 3 != 0) {
+      free(blk[i]);
+      blk[i] = NULL;
+    }
+  size_t rss_kept = rss_kib();
+  pthread_t t;
+  if (pthread_create(&t, NULL, remote_freer, NULL) != 0) return 1;
+  int bad = 0;
+  size_t prev = 0;
+  for (int r = 0; r < ROUNDS && !bad; r++) {
+    sleep_us(1000 + (long)(next_rand() % 2000));
+    /* the moment it wakes, a burst of frees: first into the slabs of the
+     * last round's range, which the purge thread may be parking right now
+     * (the owner's free races the park: the hold sends it to the remote
+     * list), then most of a new range's blocks, whose pages the next
+     * sleep's park takes (a quarter of the frees handed to the other
+     * thread: remote frees into held slabs) */
+    size_t from = (size_t)(next_rand() % (NBLOCKS - RANGE));
+    for (int wave = 0; wave < 2; wave++) {
+      size_t lo = wave == 0 ? prev : from;
+      for (size_t i = lo; i < lo + RANGE; i++) {
+        if (!blk[i] || (wave == 0 ? i % 14 == 0 : i % 7 == 0)) continue;
+        if (i % 4 == 0) {
+          pthread_mutex_lock(&mu);
+          if (nhanded < 4096) {
+            handed[nhanded++] = blk[i];
+            blk[i] = NULL;
+          }
+          pthread_mutex_unlock(&mu);
+        } else {
+          free(blk[i]);
+          blk[i] = NULL;
+        }
+      }
+    }
+    prev = from;
+    /* every third round, new blocks (a slow path: parked pages come back) */
+    if (r % 3 == 0)
+      for (int j = 0; j < 3000; j++) {
+        size_t i = (size_t)(next_rand() % NBLOCKS);
+        if (!blk[i]) fill(i);
+      }
+    /* a slice of everything kept, checked each round */
+    size_t slice = (size_t)(r % 20) * (NBLOCKS / 20);
+    for (size_t i = slice; i < slice + NBLOCKS / 20 && !bad; i++) bad = check(i);
+  }
+  pthread_mutex_lock(&mu);
+  done = 1;
+  pthread_mutex_unlock(&mu);
+  pthread_join(t, NULL);
+  if (bad) return 1;
+  /* all but one in thirty freed, then asleep: the free pages among the
+   * kept blocks go back */
+  for (size_t i = 0; i < NBLOCKS; i++)
+    if (i % 30 != 0 && blk[i]) {
+      if (check(i)) return 1;
+      free(blk[i]);
+      blk[i] = NULL;
+    }
+  rss_kept = rss_kib();
+  size_t low = rss_kept;
+  for (int k = 0; k < 60 && low * 10 > rss_kept * 8; k++) {
+    sleep_us(50000);
+    size_t now = rss_kib();
+    if (now < low) low = now;
+  }
+  printf("RSS with one block in thirty kept %zu KiB, asleep %zu KiB\n", rss_kept, low);
+  for (size_t i = 0; i < NBLOCKS; i++) {
+    if (check(i)) return 1;
+    free(blk[i]);
+  }
+  if (low * 10 > rss_kept * 8) {
+    printf("FAIL: the free pages among the kept blocks did not go back while the program slept\n");
+    return 1;
+  }
+  printf("test_park_race: 1 passed, 0 failed\n");
+  return 0;
+}
