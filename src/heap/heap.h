@@ -87,6 +87,8 @@ typedef struct hk_heap {
   bool live;
   bool keep_empty;                      /* exiting or adopting a bundle: an emptied
                                            superslab stays (heap_ss_empty) */
+  uint16_t idle_slow_seen;              /* the purge thread's: slow_count's low bits at
+                                           its last tick (bg.c, park_idle); in a hole */
   uint32_t bundle[HK_SS_NKINDS];        /* the exited heap whose superslab this
                                            heap adopted first (hk_heap_fresh_slab) */
   /* a first-class heap (heap_api.c): tid is its own address, no thread
@@ -102,8 +104,6 @@ typedef struct hk_heap {
   uint32_t bg_depth;                    /* the owner's nesting (hooks re-enter) */
   int ktid;                             /* kernel thread id: /proc/self/task/N */
   uint32_t park_ticks;                  /* purge ticks since the last park pass */
-  uint32_t idle_slow_seen;              /* the purge thread's: slow_count at its last
-                                           tick (bg.c, park_idle) */
   /* the mid cache's stacks, last: a page is touched only by a class used */
   hk_block_t *midc[HK_NCLASS_MID][HK_MIDC_SLOTS];
 } hk_heap_t;

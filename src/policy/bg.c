@@ -144,7 +144,9 @@ static unsigned release_returned(hk_heap_t *h) {
 #define IDLE_CHUNK 64
 
 static size_t park_idle(hk_heap_t *h) {
-  uint32_t slow = HK_LOAD_RACY(h->slow_count);
+  /* (16 bits: a tick of exactly 65,536k slow paths reads as idle, and
+   * costs a pass that finds the owner running or parks for nothing) */
+  uint16_t slow = (uint16_t)HK_LOAD_RACY(h->slow_count);
   bool idle = slow == h->idle_slow_seen;
   h->idle_slow_seen = slow;
   if (!HK_PARK_BUILD || !hk_knobs.park_idle || h->api || !idle) return 0;
