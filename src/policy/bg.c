@@ -138,10 +138,14 @@ static unsigned release_returned(hk_heap_t *h) {
  * old field is still under way, and the owner's next free reads the new
  * one (the fence, then the kernel's exit). The park itself may then take
  * as long as it takes; the owner's slow paths wait for the bg_lock. A
- * chunk at a time, stopping once the owner runs. Small classes only: a
- * held mid slab would send its owner's frees through the mid cache's
- * foreign path. Returns bytes purged. */
+ * chunk at a time, stopping once the owner runs. The owner's free of a
+ * mid block into a held slab takes the mid cache's foreign path (onto its
+ * own stack, the pool or the remote list: none writes the slab); the
+ * queue's eviction, which frees into the evicted block's slab without the
+ * owner test, exists only with delayed reuse, which parks nothing.
+ * Returns bytes purged. */
 #define IDLE_CHUNK 64
+_Static_assert(!(HK_PARK_BUILD && HK_MIDC_FIFO), "a queue's eviction would write a held slab");
 
 static size_t park_idle(hk_heap_t *h) {
   /* (16 bits: a tick of exactly 65,536k slow paths reads as idle, and
@@ -160,7 +164,7 @@ static size_t park_idle(hk_heap_t *h) {
     unsigned n = 0;
     while (n < IDLE_CHUNK) {
       if (next == NULL) {
-        if (c + 1 >= HK_NCLASS_SMALL) break;
+        if (c + 1 >= HK_NCLASS) break;
         next = h->partial[++c];
         continue;
       }

@@ -62,7 +62,8 @@ static size_t rss_kib(void) {
 }
 
 static void fill(size_t i) {
-  len[i] = 16 + (size_t)(next_rand() % 1000);
+  /* small classes mostly, mid ones (over 1 KiB) one time in eight */
+  len[i] = next_rand() % 8 ? 16 + (size_t)(next_rand() % 1000) : 1100 + (size_t)(next_rand() % 7000);
   blk[i] = malloc(len[i]);
   if (!blk[i]) { printf("FAIL: malloc(%zu)\n", len[i]); exit(1); }
   seed_of[i] = (unsigned)next_rand();
