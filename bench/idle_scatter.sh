@@ -6,6 +6,16 @@
 # allocator: docs/BENCHMARKS.md, "Idle owners' pages".
 #   bash bench/idle_scatter.sh new=build/libhakmem.so new_lowmem=build/libhakmem.so:lowmem \
 #        glibc=/usr/lib/x86_64-linux-gnu/libc.so.6
+usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+for arg in "$@"; do
+  case $arg in
+    -h|--help) usage; exit 0 ;;
+    -*) echo "idle_scatter.sh: unknown option $arg" >&2; usage >&2; exit 2 ;;
+    *=*) ;;
+    *) echo "idle_scatter.sh: not NAME=LIB[:PROFILE]: $arg" >&2; exit 2 ;;
+  esac
+done
+[ $# -gt 0 ] || { usage >&2; exit 2; }
 B=${BENCHBIN:-build/bench}/bench_idle
 for sz in ${SIZES:-120 400 1500 4000}; do
   for arg in "$@"; do
