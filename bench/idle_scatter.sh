@@ -6,7 +6,7 @@
 # allocator: docs/BENCHMARKS.md, "Idle owners' pages".
 #   bash bench/idle_scatter.sh new=build/libhakmem.so new_lowmem=build/libhakmem.so:lowmem \
 #        glibc=/usr/lib/x86_64-linux-gnu/libc.so.6
-usage() { sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { echo "usage: bash bench/idle_scatter.sh NAME=LIB[:PROFILE] ..."; sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; }
 for arg in "$@"; do
   case $arg in
     -h|--help) usage; exit 0 ;;
