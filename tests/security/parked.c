@@ -9,6 +9,11 @@
  *   write:  written to (a write after free), then as many blocks allocated
  *           again: the slab takes its parked pages back and finds one
  *           written;
+ *   idle:   no malloc_trim: the program sleeps, and the purge thread parks
+ *           the pages of its idle heap (HAKMEM_PARK_IDLE: run with the
+ *           thread on and a short purge delay); then freed again, and as
+ *           many blocks allocated again: the slab takes its parked pages
+ *           back and finds the page written, bearing the free mark;
  *   last:   every survivor freed but the one before it, then freed again
  *           by this thread: its slab's count now reads as holding nothing
  *           but parked blocks, and the next park would give the slab back
@@ -20,6 +25,7 @@
 #include "common.h"
 #include <malloc.h>
 #include <pthread.h>
+#include <time.h>
 
 static void *second_free(void *p) {
   free(launder(p));
@@ -40,6 +46,14 @@ int main(int argc, char **argv) {
   char *p = v[stride + stride / 2];  /* between two survivors */
   for (size_t i = 0; i < keep; i++)
     if (i % stride) free(v[i]);
+  if (strcmp(how, "idle") == 0) {
+    struct timespec t = { 0, 300 * 1000000L };  /* a dozen purge ticks of 20 ms */
+    while (nanosleep(&t, &t) != 0) {
+    }
+    free(launder(p));
+    for (size_t i = 0; i < count; i++) memset(malloc(launder_size(n)), 1, n);
+    return not_caught("double free of a block on a page parked while its thread idled");
+  }
   malloc_trim(0);
   if (strcmp(how, "write") == 0) {
     memset(launder(p), 0x77, 16);
