@@ -23,6 +23,7 @@
 #include "mem/guarded.h"
 #include "mem/prof.h"
 #include "mem/remote.h"
+#include "mem/slab_park.h"
 #include "base/report.h"
 #include "policy/stats.h"
 #include "backend/superslab.h"
@@ -174,6 +175,7 @@ __attribute__((constructor(101))) static void hk_init(void) {
   hk_mem_set_purge_hook(budget_purge);
   hk_ss_set_grow_hook(tier_swap_small);  /* the tier swap, both ways */
   hk_ss_set_orphan_hook(hk_slab_collect_orphan);  /* exited threads' remote frees */
+  hk_ss_set_park_hook(hk_slab_park_orphan);       /* and their free pages (HAKMEM_PARK_IDLE) */
   hk_large_set_grow_hook(tier_swap_large);
   hk_large_set_free_hook(note_held);  /* a program that wrote its blocks after its mallocs */
   if (hk_knobs.verbose || hk_knobs.stats) {

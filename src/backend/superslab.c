@@ -39,6 +39,7 @@ static size_t cache_unpurged;
 /* the tier swap's other half (hk_ss_set_grow_hook) */
 static void (*grow_hook)(size_t bytes);
 static void (*orphan_hook)(hk_superslab_t *ss);  /* hk_ss_set_orphan_hook */
+static size_t (*park_hook)(hk_superslab_t *ss);  /* hk_ss_set_park_hook */
 
 /* OUT_*: off that list while it is purged without the lock; a fork child,
  * where no thread is purging it, puts it back (hk_ss_orphan_foreign). */
@@ -621,6 +622,7 @@ size_t hk_ss_shed(size_t bytes) {
 
 void hk_ss_set_grow_hook(void (*fn)(size_t bytes)) { HK_STORE_RELAXED(grow_hook, fn); }
 void hk_ss_set_orphan_hook(void (*fn)(hk_superslab_t *ss)) { HK_STORE_RELAXED(orphan_hook, fn); }
+void hk_ss_set_park_hook(size_t (*fn)(hk_superslab_t *ss)) { HK_STORE_RELAXED(park_hook, fn); }
 
 void hk_ss_slab_unuse(hk_superslab_t *ss, hk_slab_t *s) {
   HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
@@ -652,6 +654,7 @@ size_t hk_ss_purge_abandoned(bool force) {
   hk_superslab_t *batch = NULL, *to_cache = NULL;
   uint64_t now = hk_os_now_ms(), delay = (uint64_t)hk_ss_purge_delay_ms();
   void (*orphan)(hk_superslab_t *) = HK_LOAD_RELAXED(orphan_hook);
+  size_t (*park)(hk_superslab_t *) = HK_LOAD_RELAXED(park_hook);
   hk_lock_nosys(&abandoned_lock);
   for (unsigned k = 0; k < HK_SS_NKINDS; k++)
     for (hk_superslab_t *ss = abandoned[k].head, *next; ss; ss = next) {
@@ -668,7 +671,11 @@ size_t hk_ss_purge_abandoned(bool force) {
         ss->list = OUT_ABANDONED;  /* (a fork child puts it back) */
         ss->next = to_cache;
         to_cache = ss;
-      } else if (force || (ss->dirty_old | ss->dirty_new)) {
+      } else if (force || (ss->dirty_old | ss->dirty_new) ||
+                 /* blocks still out a delay after the abandon: the free
+                  * pages among them are parked (the hook looks again only
+                  * where more blocks came back since) */
+                 (park && ss->nused && !ss->forked && now - ss->stamp_ms >= delay)) {
         hk_ss_list_remove(&abandoned[k], ss);
         OUT(out_abandoned, 1);
         ss->list = OUT_ABANDONED;
@@ -677,7 +684,10 @@ size_t hk_ss_purge_abandoned(bool force) {
       }
     }
   hk_unlock_nosys(&abandoned_lock);
-  for (hk_superslab_t *ss = batch; ss; ss = ss->next) bytes += hk_ss_purge_unused(ss, force);
+  for (hk_superslab_t *ss = batch; ss; ss = ss->next) {
+    if (park && ss->nused && !ss->forked && (force || now - ss->stamp_ms >= delay)) bytes += park(ss);
+    bytes += hk_ss_purge_unused(ss, force);
+  }
   list_put_back(&abandoned_lock, abandoned, batch, LIST_ABANDONED);
   for (hk_superslab_t *ss = to_cache, *next; ss; ss = next) {
     next = ss->next;

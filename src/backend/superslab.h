@@ -199,6 +199,11 @@ size_t hk_ss_purge_abandoned(bool force);
 /* Set once by init.c: the slab layer's collection of an abandoned
  * superslab's remote frees (hk_slab_collect_orphan). */
 void hk_ss_set_orphan_hook(void (*fn)(hk_superslab_t *ss));
+/* Set once by init.c: the slab layer's park of an abandoned superslab's
+ * partial slabs (hk_slab_park_orphan, HAKMEM_PARK_IDLE), called by the
+ * same pass a purge delay after the abandon, with ss off the lists (no
+ * adopter, no orphan collection meanwhile) and no lock held. Bytes. */
+void hk_ss_set_park_hook(size_t (*fn)(hk_superslab_t *ss));
 /* Slab s of ss holds no block: it becomes unused (free_mask; its pages are
  * purged on ss's clock unless a slab is taken first). The caller holds ss
  * (its owner, or the abandoned lists' lock). */

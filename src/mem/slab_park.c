@@ -3,8 +3,10 @@
 #include "mem/slab_park.h"
 
 #include "base/bitmap.h"
+#include "base/knobs.h"
 #include "base/bits.h"
 #include "pal/os.h"
+#include "mem/remote.h"
 
 /* Slabs hold at most this many blocks (64 KiB of 16-byte blocks): the
  * free map below has a bit a block. */
@@ -268,4 +270,20 @@ void hk_slab_drop_parked(hk_slab_t *s) {
   s->used = (uint16_t)(s->used - s->nparked);
   s->nparked = 0;
   s->parked = 0;
+}
+
+size_t hk_slab_park_orphan(hk_superslab_t *ss) {
+  if (!HK_PARK_BUILD || !HK_LOAD_RELAXED(hk_knobs.park_idle)) return 0;
+  size_t bytes = 0;
+  for (unsigned i = 0; i < ss->nslabs; i++) {
+    hk_slab_t *s = &ss->slabs[i];
+    if (ss->free_mask >> i & 1 || HK_LOAD_RELAXED(s->state) != HK_SLAB_PARTIAL) continue;
+    hk_slab_collect_remote(s);
+    if (s->used == 0) {
+      hk_ss_slab_unuse(ss, s);
+      continue;
+    }
+    bytes += hk_slab_park(s, false);
+  }
+  return bytes;
 }

@@ -59,4 +59,10 @@ bool hk_slab_parked_clean(const hk_slab_t *s);
  * purge thread, while the owner is stopped. */
 void hk_slab_drop_parked(hk_slab_t *s);
 
+/* An abandoned superslab's partial slabs parked (HAKMEM_PARK_IDLE): their
+ * remote frees collected first (a slab left with none live becomes
+ * unused), then hk_slab_park. The caller holds ss off the abandoned lists
+ * (superslab.c's park hook). Bytes purged. */
+size_t hk_slab_park_orphan(hk_superslab_t *ss);
+
 #endif

@@ -38,6 +38,9 @@
  *                           touch + 32 MiB (HAKMEM_PARK_IDLE)
  *   test_idle scatter_light SIZE  the same, making light's mallocs
  *   test_idle scatter_off SIZE    HAKMEM_PARK_IDLE=0: the memory stays
+ *   test_idle scatter_thread SIZE thread's, keeping one block in a hundred:
+ *                           the exited thread's abandoned superslabs are
+ *                           parked by the purge thread
  *
  * SLACK_MB (env) replaces the 32 MiB. RSS is polled every 50 ms; the wait
  * is bounded by the purge delay + 10 s (HAKMEM_PURGE_DELAY_MS as hakmem
@@ -296,6 +299,7 @@ int main(int argc, char **argv) {
   f.scatter = strncmp(mode, "scatter", 7) == 0;
   if (strcmp(mode, "scatter") == 0) mode = "sleep";
   if (strcmp(mode, "scatter_light") == 0) mode = "light";
+  if (strcmp(mode, "scatter_thread") == 0) mode = "thread";
   if (strcmp(mode, "fork_first") == 0) {
     /* a fork while the program has one thread: no fork handler runs
      * (src/base/lock.h). The child then goes on as sleep does; its purge
@@ -389,7 +393,7 @@ int main(int argc, char **argv) {
   bool light = strcmp(mode, "light") == 0 || strcmp(mode, "loader_light") == 0;
   if (!light && strcmp(mode, "sleep") != 0 && strcmp(mode, "thread") != 0 && strcmp(mode, "handoff") != 0 &&
       strncmp(mode, "loader", 6) != 0) {
-    fprintf(stderr, "usage: test_idle sleep|light|late|thread|handoff|loader|fork|fork_first|off|scatter|scatter_light|scatter_off SIZE | small | sparse\n");
+    fprintf(stderr, "usage: test_idle sleep|light|late|thread|handoff|loader|fork|fork_first|off|scatter|scatter_light|scatter_off|scatter_thread SIZE | small | sparse\n");
     return 2;
   }
   long t = wait_returned(mode, base, f.live, light);

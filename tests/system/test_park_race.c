@@ -119,8 +119,75 @@ static size_t kept_pages_kib(void) {
   return distinct * 4;
 }
 
-int main(void) {
+/* exit: the blocks' thread fills, keeps one in three and exits; its
+ * superslabs are abandoned, and the purge thread parks their free pages a
+ * purge delay later (superslab.c's park hook) while main frees kept
+ * blocks into them (remote frees, no owner) between short sleeps; then
+ * a new thread adopts them, takes blocks of every size (parked pages come
+ * back) and writes and checks them; every kept block is checked all along */
+static void *exit_filler(void *arg) {
+  (void)arg;
+  for (size_t i = 0; i < NBLOCKS; i++) fill(i);
+  for (size_t i = 0; i < NBLOCKS; i++)
+    if (i % 3 != 0) {
+      free(blk[i]);
+      blk[i] = NULL;
+    }
+  return NULL;
+}
+
+static void *exit_adopter(void *arg) {
+  int *bad = arg;
+  static unsigned char *mine[60000];
+  static size_t mlen[60000];
+  for (size_t i = 0; i < 60000; i++) {
+    mlen[i] = 16 + (size_t)(i * 2654435761u % 3000);
+    mine[i] = malloc(mlen[i]);
+    if (!mine[i]) { *bad = 1; return NULL; }
+    memset(mine[i], (int)(i & 0xff), mlen[i]);
+  }
+  for (size_t i = 0; i < 60000; i++) {
+    for (size_t k = 0; k < mlen[i]; k += 7)
+      if (mine[i][k] != (unsigned char)(i & 0xff)) {
+        printf("FAIL: the adopter's block %zu corrupted at byte %zu\n", i, k);
+        *bad = 1;
+        break;
+      }
+    free(mine[i]);
+  }
+  return NULL;
+}
+
+static int exit_mode(void) {
+  pthread_t t;
+  if (pthread_create(&t, NULL, exit_filler, NULL) != 0 || pthread_join(t, NULL) != 0) return 1;
+  int bad = 0;
+  for (int r = 0; r < 150 && !bad; r++) {
+    sleep_us(2000 + (long)(next_rand() % 3000));
+    for (int j = 0; j < 300; j++) {
+      size_t i = (size_t)(next_rand() % (NBLOCKS / 3)) * 3;
+      if (!blk[i] || i % 27 == 0) continue;
+      if (check(i)) { bad = 1; break; }
+      free(blk[i]);
+      blk[i] = NULL;
+    }
+    size_t slice = (size_t)(r % 20) * (NBLOCKS / 20);
+    for (size_t i = slice; i < slice + NBLOCKS / 20 && !bad; i++) bad = check(i);
+  }
+  printf("exit: RSS %zu KiB before the adopter\n", rss_kib());
+  if (!bad && (pthread_create(&t, NULL, exit_adopter, &bad) != 0 || pthread_join(t, NULL) != 0)) return 1;
+  for (size_t i = 0; i < NBLOCKS && !bad; i++) {
+    bad = check(i);
+    free(blk[i]);
+  }
+  if (bad) return 1;
+  printf("test_park_race exit: 1 passed, 0 failed\n");
+  return 0;
+}
+
+int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
+  if (argc > 1 && strcmp(argv[1], "exit") == 0) return exit_mode();
   size_t rss_start = rss_kib();
   for (size_t i = 0; i < NBLOCKS; i++) fill(i);
   /* keep one in three, scattered: every slab keeps some */
