@@ -5,6 +5,7 @@
  * CHECK_FATAL(cond)      count, print and exit(1) at once
  * check_done(name)       print a summary line; returns the process exit code
  * check_exec_self, check_run_self: this program again, with knobs set
+ * (and waiting.h: rss_kib, now_ms, sleep_ms, pages_kib)
  *
  * Counters are atomic: CHECK may be used from any thread. Only the first
  * CHECK_MAX_PRINT failures are printed so a broken heap cannot flood the log. */
@@ -20,6 +21,8 @@
 #include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include "waiting.h"
 
 #define CHECK_MAX_PRINT 50
 
@@ -125,16 +128,6 @@ static inline int check_thp_always(void) {
   int always = fgets(mode, sizeof mode, f) && strstr(mode, "[always]");
   fclose(f);
   return always;
-}
-
-/* Resident set size of this process in KiB (-1 if /proc is unreadable). */
-static inline long check_rss_kib(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long size = 0, res = 0;
-  if (!f) return -1;
-  if (fscanf(f, "%ld %ld", &size, &res) != 2) res = -1;
-  fclose(f);
-  return res * (sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static inline int check_done(const char *name) {

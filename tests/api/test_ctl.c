@@ -26,16 +26,6 @@
 #define KiB ((size_t)1024)
 #define MiB (KiB * 1024)
 
-static size_t rss_kib(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  long pages = 0, res = 0;
-  if (f) {
-    if (fscanf(f, "%ld %ld", &pages, &res) != 2) res = 0;
-    fclose(f);
-  }
-  return (size_t)res * (size_t)sysconf(_SC_PAGESIZE) / 1024;
-}
-
 /* cell c (0: the name) of a table row "| `NAME` | a | b |", into out */
 static bool cell(const char *line, int c, char *out, size_t size) {
   const char *p = line;

@@ -37,27 +37,6 @@
 
 #define SLACK_KIB (24 * 1024)   /* of the 100 MiB touched, at most this may stay */
 
-/* RSS from /proc/self/statm, read without malloc: the test's own calls
- * must not run the allocator's slow paths (they purge on their clock) */
-static size_t rss_kib(void) {
-  char buf[128];
-  int fd = open("/proc/self/statm", O_RDONLY);
-  if (fd < 0) return 0;
-  ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  char *p = buf;
-  strtol(p, &p, 10);
-  long res = strtol(p, NULL, 10);
-  return (size_t)res * (size_t)sysconf(_SC_PAGESIZE) / 1024;
-}
-
-static void sleep_ms(long ms) {
-  struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&t, NULL);
-}
-
 
 /* mib in all: a third each of 1 MiB, 8 KiB and 100 B blocks */
 static set_t alloc_thirds(size_t mib) { return alloc_set(mib / 3, mib / 3, mib - 2 * (mib / 3)); }
@@ -88,19 +67,19 @@ static void mode_rss(const char *mode) {
   CHECKF(full > base + 90 * 1024, "the 100 MiB were not touched? %zu -> %zu KiB", base, full);
   if (strcmp(mode, "trace") == 0) {
     for (long ms = 0; ms <= 5000; ms += 100) {
-      printf("t=%ld ms rss=%zu KiB\n", ms, rss_kib());
+      printf("t=%ld ms rss=%zu KiB\n", ms, (size_t)rss_kib());
       sleep_ms(100);
     }
     return;
   }
   if (!knob_on()) {
     sleep_ms(3000);
-    printf("%s: knob off, RSS after 3 s asleep: %zu KiB\n", mode, rss_kib());
+    printf("%s: knob off, RSS after 3 s asleep: %zu KiB\n", mode, (size_t)rss_kib());
     return;
   }
   long ms = wait_rss_below(base + SLACK_KIB);
-  printf("%s: RSS %zu KiB after %ld ms asleep\n", mode, rss_kib(), ms);
-  CHECKF(ms >= 0, "RSS never fell below %zu KiB (now %zu KiB)", base + SLACK_KIB, rss_kib());
+  printf("%s: RSS %zu KiB after %ld ms asleep\n", mode, (size_t)rss_kib(), ms);
+  CHECKF(ms >= 0, "RSS never fell below %zu KiB (now %zu KiB)", base + SLACK_KIB, (size_t)rss_kib());
 }
 
 static pthread_barrier_t bar;
@@ -118,11 +97,11 @@ static void mode_threads(void) {
   pthread_barrier_init(&bar, NULL, 5);
   for (int i = 0; i < 4; i++) CHECK_FATAL(pthread_create(&t[i], NULL, worker, NULL) == 0);
   pthread_barrier_wait(&bar);
-  printf("threads: baseline %zu KiB, after the frees %zu KiB\n", base, rss_kib());
+  printf("threads: baseline %zu KiB, after the frees %zu KiB\n", base, (size_t)rss_kib());
   if (knob_on()) {
     long ms = wait_rss_below(base + SLACK_KIB);
-    printf("threads: RSS %zu KiB after %ld ms asleep\n", rss_kib(), ms);
-    CHECKF(ms >= 0, "RSS never fell below %zu KiB (now %zu KiB)", base + SLACK_KIB, rss_kib());
+    printf("threads: RSS %zu KiB after %ld ms asleep\n", (size_t)rss_kib(), ms);
+    CHECKF(ms >= 0, "RSS never fell below %zu KiB (now %zu KiB)", base + SLACK_KIB, (size_t)rss_kib());
   }
   pthread_barrier_wait(&bar);
   for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
@@ -146,7 +125,7 @@ static void mode_fork(void) {
       set_t s = alloc_thirds(60);
       free_set(&s);
       if (wait_rss_below(base + SLACK_KIB) < 0) {
-        fprintf(stderr, "child: RSS never fell below %zu KiB (now %zu)\n", base + SLACK_KIB, rss_kib());
+        fprintf(stderr, "child: RSS never fell below %zu KiB (now %zu)\n", base + SLACK_KIB, (size_t)rss_kib());
         _exit(4);
       }
     }

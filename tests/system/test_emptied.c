@@ -129,14 +129,14 @@ static int run_kind(void) {
   struct timespec t = { 0, 30 * 1000000L };
   while (nanosleep(&t, &t) != 0) {
   }
-  long before = check_rss_kib();
+  long before = rss_kib();
   for (size_t i = 0; i < n_new; i++) {
     young[i] = malloc(new_size);
     CHECK(young[i] != NULL);
     if (!young[i]) return 1;
     memset(young[i], 0x5a, new_size);
   }
-  long after = check_rss_kib();
+  long after = rss_kib();
   printf("%zu superslabs kept by one 256-byte block each; RSS %ld KiB, then %ld KiB after %zu KiB "
          "of 2048-byte blocks\n", nkept, before, after, bytes >> 10);
   CHECKF(after - before < (long)(bytes >> 10) / 2, "RSS grew %ld KiB for %zu KiB of mid blocks",

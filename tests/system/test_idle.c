@@ -63,34 +63,7 @@
 
 #include "../include/hakmem.h"
 #include "purge_threads.h"
-
-/* read(2), not stdio: a program that sleeps after its frees calls no
- * malloc at all, and fopen's would be one (a slow path that could start
- * what the test waits for) */
-static size_t rss_bytes(void) {
-  char buf[128];
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-  if (fd >= 0) close(fd);
-  unsigned long size = 0, res = 0;
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  if (sscanf(buf, "%lu %lu", &size, &res) != 2) res = 0;
-  return res * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-static uint64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned ms) {
-  struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
-  while (nanosleep(&t, &t) != 0) {
-  }
-}
-
+#include "waiting.h"
 
 static long purge_delay_ms(void) {
   long v = 1000;
@@ -125,29 +98,17 @@ static void fill(fill_t *f) {
     for (size_t i = 0; i < f->n; i++) memset(f->blocks[i], (int)(i & 0xff), f->size);
 }
 
-static int cmp_page(const void *a, const void *b) {
-  uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* scatter: the pages the kept blocks touch, in bytes: what no allocator
  * that keeps blocks where they are can give back */
 static size_t kept_pages(const fill_t *f) {
-  uintptr_t *pg = malloc(2 * f->kept * sizeof *pg);
+  size_t cap = f->kept * (f->size / 4096 + 2), n = 0;
+  uintptr_t *pg = malloc(cap * sizeof *pg);
   if (!pg) { printf("FAIL: no memory for the page table\n"); exit(1); }
-  size_t n = 0;
-  for (size_t i = 0; i < f->n; i++) {
-    if (!f->blocks[i]) continue;
-    uintptr_t a = (uintptr_t)f->blocks[i];
-    pg[n++] = a >> 12;
-    if ((a + f->size - 1) >> 12 != a >> 12) pg[n++] = (a + f->size - 1) >> 12;
-  }
-  qsort(pg, n, sizeof *pg, cmp_page);
-  size_t distinct = 0;
-  for (size_t i = 0; i < n; i++)
-    if (i == 0 || pg[i] != pg[i - 1]) distinct++;
+  for (size_t i = 0; i < f->n; i++)
+    if (f->blocks[i]) pages_add(pg, &n, cap, f->blocks[i], f->size);
+  size_t kib = pages_kib(pg, n);
   free(pg);
-  return distinct << 12;
+  return kib << 10;
 }
 
 static void free_most(fill_t *f) {
@@ -188,7 +149,7 @@ static long wait_returned(const char *who, size_t base, size_t live, bool light)
   uint64_t t0 = now_ms(), guard = (uint64_t)purge_delay_ms() + 10000;
   if (getenv("GUARD_MS")) guard = (uint64_t)atol(getenv("GUARD_MS"));
   for (;;) {
-    size_t rss = rss_bytes();
+    size_t rss = ((size_t)rss_kib() << 10);
     uint64_t t = now_ms() - t0;
     if (rss <= goal) {
       printf("%s: RSS %zu KiB within %zu KiB (start %zu + live %zu + %zu MiB) after %llu ms\n", who,
@@ -256,7 +217,7 @@ int main(int argc, char **argv) {
   if (size == 0) size = 1;
   setvbuf(stdout, NULL, _IONBF, 0);
   hak_stats_read(NULL, 0);  /* hakmem started (its knobs read) before the base reading */
-  size_t base = rss_bytes();
+  size_t base = ((size_t)rss_kib() << 10);
   fill_t f = { .size = size };
 
   if (strcmp(mode, "small") == 0) {
@@ -286,7 +247,7 @@ int main(int argc, char **argv) {
     }
     sleep_ms(200);
     int n = purge_threads();
-    printf("sparse: %d purge threads, RSS %zu KiB\n", n, rss_bytes() >> 10);
+    printf("sparse: %d purge threads, RSS %ld KiB\n", n, rss_kib());
     if (n != 0) { printf("FAIL: a program that touched a few MiB of big blocks has a purge thread\n"); return 1; }
     printf("test_idle sparse: 1 passed, 0 failed\n");
     return 0;
@@ -362,7 +323,7 @@ int main(int argc, char **argv) {
 
   if (strcmp(mode, "off") == 0 || strcmp(mode, "scatter_off") == 0) {
     sleep_ms((unsigned)purge_delay_ms() * 2 + 2000);
-    size_t rss = rss_bytes(), goal = base + f.live + ((size_t)32 << 20);
+    size_t rss = ((size_t)rss_kib() << 10), goal = base + f.live + ((size_t)32 << 20);
     int n = purge_threads();
     printf("%s: RSS %zu KiB (goal %zu KiB), %d purge threads\n", mode, rss >> 10, goal >> 10, n);
     if (f.scatter ? rss <= goal : n != 0 || rss <= goal) {

@@ -511,7 +511,7 @@ static void *churner(void *arg) {
  * varies the rest), about 1.0 under the torture configurations' purges;
  * the bar, 3.5, sits between. */
 static void test_churn(void) {
-  long base = check_rss_kib(), first = 0, last = 0;
+  long base = rss_kib(), first = 0, last = 0;
   for (int round = 0; round < CHURN_ROUNDS; round++) {
     pthread_t t[CHURN_THREADS];
     pthread_barrier_init(&churn_bar, NULL, CHURN_THREADS);
@@ -519,7 +519,7 @@ static void test_churn(void) {
       pthread_create(&t[i], NULL, churner, (void *)(uintptr_t)(round * CHURN_THREADS + i + 1));
     for (int i = 0; i < CHURN_THREADS; i++) pthread_join(t[i], NULL);
     pthread_barrier_destroy(&churn_bar);
-    last = check_rss_kib() - base;
+    last = rss_kib() - base;
     if (round == 0) first = last;
   }
   CHECKF(churn_bad == 0, "%d blocks lost or overwritten", churn_bad);
@@ -536,12 +536,6 @@ static void *bundle_kept;
 static uintptr_t bundle_slab[BUNDLE_CLASSES];
 static unsigned bundle_same;
 static struct hak_stats bundle_taken;
-
-static long now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
 
 static size_t bundle_size(unsigned k) { return churn_size(8 + 2 * k); }  /* 2-32 KiB */
 

@@ -22,6 +22,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "waiting.h"
+
 #define NBLOCKS 200000
 #define ROUNDS 600
 #define RANGE 3000
@@ -41,24 +43,6 @@ static uint64_t next_rand(void) {
   rng ^= rng >> 7;
   rng ^= rng << 17;
   return rng;
-}
-
-static void sleep_us(long us) {
-  struct timespec t = { us / 1000000, (us % 1000000) * 1000 };
-  while (nanosleep(&t, &t) != 0) {
-  }
-}
-
-static size_t rss_kib(void) {
-  char buf[128];
-  int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, buf, sizeof buf - 1) : -1;
-  if (fd >= 0) close(fd);
-  unsigned long size = 0, res = 0;
-  if (n <= 0) return 0;
-  buf[n] = 0;
-  if (sscanf(buf, "%lu %lu", &size, &res) != 2) res = 0;
-  return res * (size_t)(sysconf(_SC_PAGESIZE) / 1024);
 }
 
 static void fill(size_t i) {
@@ -99,24 +83,13 @@ static void *remote_freer(void *arg) {
   }
 }
 
-static int cmp_page(const void *a, const void *b) {
-  uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* the pages the blocks still held touch, in KiB */
 static size_t kept_pages_kib(void) {
-  static uintptr_t pg[2 * NBLOCKS];
-  size_t n = 0, distinct = 0;
-  for (size_t i = 0; i < NBLOCKS; i++) {
-    if (!blk[i]) continue;
-    uintptr_t a = (uintptr_t)blk[i], z = a + len[i] - 1;
-    for (uintptr_t p = a >> 12; p <= z >> 12 && n < 2 * NBLOCKS; p++) pg[n++] = p;
-  }
-  qsort(pg, n, sizeof *pg, cmp_page);
-  for (size_t i = 0; i < n; i++)
-    if (i == 0 || pg[i] != pg[i - 1]) distinct++;
-  return distinct * 4;
+  static uintptr_t pg[3 * NBLOCKS];
+  size_t n = 0;
+  for (size_t i = 0; i < NBLOCKS; i++)
+    if (blk[i]) pages_add(pg, &n, 3 * NBLOCKS, blk[i], len[i]);
+  return pages_kib(pg, n);
 }
 
 /* exit: the blocks' thread fills, keeps one in three and exits; its
@@ -174,7 +147,7 @@ static int exit_mode(void) {
     size_t slice = (size_t)(r % 20) * (NBLOCKS / 20);
     for (size_t i = slice; i < slice + NBLOCKS / 20 && !bad; i++) bad = check(i);
   }
-  printf("exit: RSS %zu KiB before the adopter\n", rss_kib());
+  printf("exit: RSS %ld KiB before the adopter\n", rss_kib());
   if (!bad && (pthread_create(&t, NULL, exit_adopter, &bad) != 0 || pthread_join(t, NULL) != 0)) return 1;
   for (size_t i = 0; i < NBLOCKS && !bad; i++) {
     bad = check(i);

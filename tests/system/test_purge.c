@@ -79,7 +79,7 @@ static void mapcache(void) {
   pthread_t t;
   CHECK_FATAL(pthread_create(&t, NULL, taker, NULL) == 0);
   while (taker_rounds < 2) usleep(1000);
-  long full = check_rss_kib();
+  long full = rss_kib();
   free(a);
   free(b);
   CHECK(hak_stats_get(&st) == 0);
@@ -91,7 +91,7 @@ static void mapcache(void) {
   for (int tries = 0; tries < 300 && now > full - 200 * 1024; tries++) {
     usleep(10000);
     free(malloc(64 << 10));
-    now = check_rss_kib();
+    now = rss_kib();
   }
   taker_stop = 1;
   pthread_join(t, NULL);
@@ -130,14 +130,14 @@ int main(int argc, char **argv) {
   if (!d || strcmp(d, "0") != 0)
     fprintf(stderr, "note: HAKMEM_PURGE_DELAY_MS is not 0; phase C may see a delay\n");
   churn();
-  long base = check_rss_kib();
+  long base = rss_kib();
 
   set_t s = alloc_set(256, 128, 32);
-  long peak = check_rss_kib();
+  long peak = rss_kib();
   free_set(&s);
   int t = malloc_trim(0);
   CHECKF(t == 0 || t == 1, "malloc_trim(0) = %d", t);
-  long after_a = check_rss_kib();
+  long after_a = rss_kib();
   fprintf(stderr, "A: base %ld KiB, peak %ld KiB, after free+trim %ld KiB\n", base, peak, after_a);
   CHECKF(peak > base + 300 * 1024, "the allocations did not raise RSS (%ld -> %ld KiB)", base, peak);
   CHECKF(after_a <= base + SLACK, "after free + malloc_trim RSS %ld KiB, baseline %ld KiB", after_a, base);
@@ -145,15 +145,15 @@ int main(int argc, char **argv) {
   pthread_t th[4];
   for (int i = 0; i < 4; i++) CHECK_FATAL(pthread_create(&th[i], NULL, thread_main, NULL) == 0);
   for (int i = 0; i < 4; i++) pthread_join(th[i], NULL);
-  long peak_b = check_rss_kib();
+  long peak_b = rss_kib();
   churn();
   malloc_trim(0);
-  long after_b = check_rss_kib();
+  long after_b = rss_kib();
   fprintf(stderr, "B: after 4 threads (256 MiB touched) %ld KiB, after trim %ld KiB\n", peak_b, after_b);
   CHECKF(after_b <= base + SLACK, "memory of exited threads stays resident: %ld KiB, baseline %ld KiB", after_b, base);
 
   s = alloc_set(256, 128, 32);
-  long peak_c = check_rss_kib();
+  long peak_c = rss_kib();
   free_set(&s);
   /* with the purge thread running (HAKMEM_BACKGROUND_PURGE=auto starts it
    * here), a slow path's pass skips while the thread's pass runs, which
@@ -161,7 +161,7 @@ int main(int argc, char **argv) {
   long after_c = 0;
   for (int tries = 0; tries < 200; tries++) {
     churn();
-    after_c = check_rss_kib();
+    after_c = rss_kib();
     if (after_c <= base + SLACK) break;
     usleep(10000);
   }

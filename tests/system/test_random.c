@@ -57,6 +57,7 @@
 #include <unistd.h>
 
 #include "hakmem.h"
+#include "waiting.h"
 
 #define NSLOTS 512
 #define FULL_LIMIT 4096                     /* blocks up to this: every byte */
@@ -517,12 +518,6 @@ static void *worker(void *arg) {
 }
 
 /* ---------- main ---------- */
-
-static void sleep_ms(long ms) {
-  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
 
 static void format_replay(int argc, char **argv) {
   size_t n = 0, cap = sizeof g_replay;

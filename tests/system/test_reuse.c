@@ -36,31 +36,10 @@
 #include <unistd.h>
 
 #include "../include/hakmem.h"
+#include "waiting.h"
 
 #define BURSTS 10
 #define CHECKED 3   /* the last pauses, judged */
-
-static size_t rss_bytes(void) {
-  FILE *f = fopen("/proc/self/statm", "r");
-  unsigned long size = 0, res = 0;
-  if (f) {
-    if (fscanf(f, "%lu %lu", &size, &res) != 2) res = 0;
-    fclose(f);
-  }
-  return res * (size_t)sysconf(_SC_PAGESIZE);
-}
-
-static uint64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
-static void sleep_ms(unsigned ms) {
-  struct timespec t = { ms / 1000, (long)(ms % 1000) * 1000000L };
-  while (nanosleep(&t, &t) != 0) {
-  }
-}
 
 static size_t madvised(void) {
   struct hak_stats s;
@@ -119,7 +98,7 @@ int main(int argc, char **argv) {
   if (handoff && pthread_create(&th, NULL, helper, NULL) != 0) { printf("FAIL: pthread_create\n"); return 1; }
   hak_stats_read(NULL, 0);
   long floor = delay_ms();  /* the knob's delay, before any window moved it */
-  size_t base = rss_bytes();
+  size_t base = ((size_t)rss_kib() << 10);
   size_t burst = (size_t)(getenv("BURST_MB") ? atoi(getenv("BURST_MB")) : 48) << 20;
   size_t n = burst / 280;  /* 272 B on average */
   unsigned char **obj = calloc(n, sizeof *obj);
@@ -178,7 +157,7 @@ int main(int argc, char **argv) {
   size_t goal = base + ((size_t)32 << 20);
   uint64_t t0 = now_ms(), guard = (uint64_t)delay_ms() * 2 + 10000;
   for (;;) {
-    size_t rss = rss_bytes();
+    size_t rss = ((size_t)rss_kib() << 10);
     if (rss <= goal) {
       printf("idle: RSS %zu KiB within %zu KiB after %llu ms\n", rss >> 10, goal >> 10,
              (unsigned long long)(now_ms() - t0));

@@ -48,18 +48,6 @@ static size_t na;  /* blocks[0..na) are A's */
 
 static uintptr_t ss_of(const void *p) { return (uintptr_t)p & ~(SS - 1); }
 
-static void sleep_ms(long ms) {
-  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-  while (nanosleep(&ts, &ts) != 0) {
-  }
-}
-
-static long now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1000 + t.tv_nsec / 1000000;
-}
-
 /* Slow paths of a mid class for ms. */
 static void spin_slow_paths(long ms) {
   static void *v[256];

@@ -107,11 +107,11 @@ int main(int argc, char **argv) {
       CHECK_FATAL(rc == 0);
     }
     for (int i = 0; i < k; i++) pthread_join(tid[i], NULL);
-    if (rss_warm < 0 && made >= warm) rss_warm = check_rss_kib();
+    if (rss_warm < 0 && made >= warm) rss_warm = rss_kib();
     if (trace && made % 1000 < (unsigned)k)
-      fprintf(stderr, "  %6d threads: RSS %ld KiB\n", made, check_rss_kib());
+      fprintf(stderr, "  %6d threads: RSS %ld KiB\n", made, rss_kib());
   }
-  long rss_end = check_rss_kib();
+  long rss_end = rss_kib();
   long bound = rss_warm + 64 * 1024;
   if (bound < 2 * rss_warm) bound = 2 * rss_warm;
   fprintf(stderr, "test_thread_churn: %d threads, RSS after warm-up %ld KiB, at end %ld KiB, bound %ld KiB\n",
