@@ -30,6 +30,7 @@
 #include "base/lock.h"
 #include "pal/os.h"
 #include "mem/zero.h"
+#include "policy/bg.h"
 
 struct hak_heap {
   hk_heap_t *heap;
@@ -144,6 +145,22 @@ static void fork_child(void) {  /* heap.c's fork handler kept the heaps */
   hk_lock_reset(&heaps_lock);
 }
 
+/* HAKMEM_PARK_IDLE (the purge thread's tick, bg.c): each first-class
+ * heap whose lock is free, the pages of its idle slabs parked under the
+ * lock (hk_heap_park_api). A heap in a call is passed over; the lock is
+ * only tried, after heaps_lock as everywhere. */
+static size_t park_idle_heaps(void) {
+  size_t bytes = 0;
+  hk_lock(&heaps_lock);
+  for (struct hak_heap *w = heaps_head; w; w = w->next) {
+    if (!hk_trylock(&w->lock)) continue;
+    bytes += hk_heap_park_api(w->heap);
+    hk_unlock(&w->lock);
+  }
+  hk_unlock(&heaps_lock);
+  return bytes;
+}
+
 /* Once, at the first heap: the large tier's hooks and the fork handlers,
  * registered after init.c's, so ours prepare first and take the heaps'
  * locks before the registry's and the span tier's, the order a call on a
@@ -152,6 +169,7 @@ static void fork_child(void) {  /* heap.c's fork handler kept the heaps */
  * constructor (a library's constructor may make a heap first). */
 static void start(void) {
   hk_large_set_heap_hooks(large_forget, large_keep);
+  hk_bg_set_api_park(park_idle_heaps);
   hk_init_arm_fork();
   pthread_atfork(fork_prepare, fork_parent, fork_child);
 }

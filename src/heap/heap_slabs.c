@@ -647,16 +647,12 @@ static void heap_retire_current(hk_heap_t *h) {
   }
 }
 
-/* HAKMEM_PARK_PAGES: the free pages of the heap's partial slabs go back
- * (slab_park.h); a partial slab with nothing live left but parked blocks
- * is released as an emptied one is. Bytes purged. */
-size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
-  if (!HK_PARK_BUILD || !HK_LOAD_RELAXED(hk_knobs.park_pages)) return 0;
-  if (now != 0) {  /* the clock's pass (0: a trim's, at once) */
-    if (++h->park_ticks < HK_PARK_DELAYS) return 0;
-    h->park_ticks = 0;
-  }
-  if (now == 0) heap_retire_current(h);
+/* The free pages of h's partial slabs parked (slab_park.h); a partial
+ * slab with nothing live left but parked blocks is released as an emptied
+ * one is. clock: the purge clock's pass, which passes over a slab its
+ * class took blocks from since the last; force: every slab looked at,
+ * however few blocks it freed since its last look (a trim). Bytes purged. */
+static size_t park_partial(hk_heap_t *h, bool clock, bool force) {
   size_t bytes = 0;
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     hk_slab_t *s = h->partial[c];
@@ -667,15 +663,42 @@ size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
           hk_partial_remove(h, s);
           hk_heap_release_slab(h, s, true);
         }
-      } else if (s->park_recent && now != 0) {
+      } else if (s->park_recent && clock) {
         s->park_recent = 0;  /* its class takes blocks from it: parked pages would come back soon */
       } else {
         hk_heap_collect_remote(h, s);  /* (here, for the stats' count) */
-        bytes += hk_slab_park(s, now == 0);
+        bytes += hk_slab_park(s, force);
       }
       s = next;
     }
   }
+  return bytes;
+}
+
+/* HAKMEM_PARK_PAGES: the free pages of the heap's partial slabs go back. */
+size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
+  if (!HK_PARK_BUILD || !HK_LOAD_RELAXED(hk_knobs.park_pages)) return 0;
+  if (now != 0) {  /* the clock's pass (0: a trim's, at once) */
+    if (++h->park_ticks < HK_PARK_DELAYS) return 0;
+    h->park_ticks = 0;
+  }
+  if (now == 0) heap_retire_current(h);
+  return park_partial(h, now != 0, now == 0);
+}
+
+size_t hk_heap_park_api(hk_heap_t *h) {
+  if (!HK_PARK_BUILD || !HK_LOAD_RELAXED(hk_knobs.park_idle) || !h->api) return 0;
+  uint16_t slow = (uint16_t)HK_LOAD_RACY(h->slow_count);
+  bool idle = slow == h->idle_slow_seen;
+  h->idle_slow_seen = slow;
+  int free_ = 0;
+  if (!idle || !atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
+                                                        memory_order_relaxed))
+    return 0;
+  if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) hk_heap_drain_delayed(h);
+  heap_retire_current(h);
+  size_t bytes = park_partial(h, false, false);
+  atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
   return bytes;
 }
 

@@ -86,6 +86,16 @@ size_t hk_heap_purge_unused(hk_heap_t *h, bool force);
  * (mem/slab_park.h), at every HK_PARK_DELAYS-th tick of h's purge clock
  * (now: the tick's time) or at once (now 0: a trim). Bytes purged. */
 size_t hk_heap_park(hk_heap_t *h, uint64_t now);
+/* HAKMEM_PARK_IDLE for a first-class heap (h->api), from the purge
+ * thread with the heap's own lock held (heap_api.c): no call on the heap
+ * runs, and every free of its blocks is a remote one, so nothing else
+ * writes its slabs' lists and no proof that an owner is stopped is needed
+ * (bg.c's park_idle). When no call took a slow path since the last tick
+ * (idle_slow_seen) and the heap's bg_lock is free (a trim's pass from
+ * another thread may hold it): its delayed frees drained, its current
+ * slabs with free blocks retired to the partial lists, and their free
+ * pages parked. Bytes purged. */
+size_t hk_heap_park_api(hk_heap_t *h);
 /* The purge clock struck at `now`: emptied slabs given back, unused ones
  * purged, the superslab cache collected, the purge hook called. */
 void hk_heap_purge_now(hk_heap_t *h, uint64_t now) HK_NOINLINE;

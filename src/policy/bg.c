@@ -148,12 +148,13 @@ static unsigned release_returned(hk_heap_t *h) {
 _Static_assert(!(HK_PARK_BUILD && HK_MIDC_FIFO), "a queue's eviction would write a held slab");
 
 static size_t park_idle(hk_heap_t *h) {
+  if (h->api) return 0;  /* a first-class heap's: api_park, under its lock */
   /* (16 bits: a tick of exactly 65,536k slow paths reads as idle, and
    * costs a pass that finds the owner running or parks for nothing) */
   uint16_t slow = (uint16_t)HK_LOAD_RACY(h->slow_count);
   bool idle = slow == h->idle_slow_seen;
   h->idle_slow_seen = slow;
-  if (!HK_PARK_BUILD || !hk_knobs.park_idle || h->api || !idle) return 0;
+  if (!HK_PARK_BUILD || !hk_knobs.park_idle || !idle) return 0;
   size_t bytes = 0;
   uintptr_t tid = h->tid;
   unsigned least = HK_PARK_MIN_PAGES * (unsigned)HK_PAGE;
@@ -233,8 +234,14 @@ static size_t purge_heaps(bool force) {
   return pass.bytes;
 }
 
+/* heap_api.c's: the idle first-class heaps parked, each under its lock */
+static size_t (*api_park)(void);
+void hk_bg_set_api_park(size_t (*fn)(void)) { HK_STORE_RELAXED(api_park, fn); }
+
 size_t hk_bg_tick(bool force) {
   size_t bytes = purge_heaps(force);
+  size_t (*park_api)(void) = HK_LOAD_RELAXED(api_park);
+  if (!force && park_api) bytes += park_api();
   bytes += hk_ss_purge_abandoned(force);
   bytes += hk_ss_collect(force);
   bytes += hk_large_collect(force);

@@ -9,6 +9,10 @@
 /* Before hk_bg_start: what the thread calls for the timeline (the stats
  * tick) and for the dump signal (the stats report and the heap profile). */
 void hk_bg_set_hooks(void (*stats_tick)(void), void (*dump)(void));
+/* At the first first-class heap (heap_api.c): what each tick calls to park
+ * the free pages of idle first-class heaps (HAKMEM_PARK_IDLE). Bytes
+ * purged. */
+void hk_bg_set_api_park(size_t (*fn)(void));
 void hk_bg_start(void);          /* at start-up: the thread, when the knob is on */
 /* The memory the program holds is `held` bytes of address space (the grow
  * hooks and each large free, init.c): with the knob at auto,

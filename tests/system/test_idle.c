@@ -41,6 +41,9 @@
  *   test_idle scatter_thread SIZE thread's, keeping one block in a hundred:
  *                           the exited thread's abandoned superslabs are
  *                           parked by the purge thread
+ *   test_idle scatter_heap SIZE   scatter's, with the blocks of a first-class
+ *                           heap (hak_heap_malloc; free); scatter_heap_off:
+ *                           with HAKMEM_PARK_IDLE=0 they stay
  *
  * SLACK_MB (env) replaces the 32 MiB. RSS is polled every 50 ms; the wait
  * is bounded by the purge delay + 10 s (HAKMEM_PURGE_DELAY_MS as hakmem
@@ -77,6 +80,7 @@ typedef struct {
   size_t size, n, kept;
   unsigned char **blocks;
   size_t live;
+  hak_heap_t *heap;  /* scatter_heap: the blocks come from a first-class heap */
 } fill_t;
 
 /* fill with blocks of f->size, write them, free all but the first one in
@@ -90,7 +94,7 @@ static void fill(fill_t *f) {
   f->blocks = calloc(f->n, sizeof *f->blocks);
   if (!f->blocks) { printf("FAIL: no memory for the block table\n"); exit(1); }
   for (size_t i = 0; i < f->n; i++) {
-    f->blocks[i] = malloc(f->size);
+    f->blocks[i] = f->heap ? hak_heap_malloc(f->heap, f->size) : malloc(f->size);
     if (!f->blocks[i]) { printf("FAIL: malloc(%zu) failed at block %zu\n", f->size, i); exit(1); }
     if (!f->late) memset(f->blocks[i], (int)(i & 0xff), f->size);
   }
@@ -261,6 +265,13 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "scatter") == 0) mode = "sleep";
   if (strcmp(mode, "scatter_light") == 0) mode = "light";
   if (strcmp(mode, "scatter_thread") == 0) mode = "thread";
+  if (strcmp(mode, "scatter_heap") == 0 || strcmp(mode, "scatter_heap_off") == 0) {
+    /* a first-class heap's blocks (hak_heap_malloc), freed by free():
+     * every free is a remote one, and the heap's calls take its lock */
+    f.heap = hak_heap_new();
+    if (!f.heap) { printf("FAIL: hak_heap_new\n"); return 1; }
+    mode = strcmp(mode, "scatter_heap") == 0 ? "sleep" : "scatter_off";
+  }
   if (strcmp(mode, "fork_first") == 0) {
     /* a fork while the program has one thread: no fork handler runs
      * (src/base/lock.h). The child then goes on as sleep does; its purge
@@ -354,7 +365,7 @@ int main(int argc, char **argv) {
   bool light = strcmp(mode, "light") == 0 || strcmp(mode, "loader_light") == 0;
   if (!light && strcmp(mode, "sleep") != 0 && strcmp(mode, "thread") != 0 && strcmp(mode, "handoff") != 0 &&
       strncmp(mode, "loader", 6) != 0) {
-    fprintf(stderr, "usage: test_idle sleep|light|late|thread|handoff|loader|fork|fork_first|off|scatter|scatter_light|scatter_off|scatter_thread SIZE | small | sparse\n");
+    fprintf(stderr, "usage: test_idle sleep|light|late|thread|handoff|loader|fork|fork_first|off|scatter|scatter_light|scatter_off|scatter_thread|scatter_heap|scatter_heap_off SIZE | small | sparse\n");
     return 2;
   }
   long t = wait_returned(mode, base, f.live, light);

@@ -11,7 +11,9 @@
  * the end. Run with HAKMEM_BACKGROUND_PURGE=on HAKMEM_PURGE_DELAY_MS=1;
  * the debug build checks the heap's lists at its slow paths too.
  * It also checks that parking happened: with one block in thirty kept at
- * the end, RSS asleep comes down to the pages those blocks touch + 48 MiB. */
+ * the end, RSS asleep comes down to the pages those blocks touch + 48 MiB.
+ * `test_park_race heap`: the same with a first-class heap's blocks;
+ * `test_park_race exit`: an exited thread's slabs (below). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -22,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "hakmem.h"
 #include "waiting.h"
 
 #define NBLOCKS 200000
@@ -45,10 +48,12 @@ static uint64_t next_rand(void) {
   return rng;
 }
 
+static hak_heap_t *heap;  /* mode heap: main's blocks come from a first-class heap */
+
 static void fill(size_t i) {
   /* small classes mostly, mid ones (over 1 KiB) one time in eight */
   len[i] = next_rand() % 8 ? 16 + (size_t)(next_rand() % 1000) : 1100 + (size_t)(next_rand() % 7000);
-  blk[i] = malloc(len[i]);
+  blk[i] = heap ? hak_heap_malloc(heap, len[i]) : malloc(len[i]);
   if (!blk[i]) { printf("FAIL: malloc(%zu)\n", len[i]); exit(1); }
   seed_of[i] = (unsigned)next_rand();
   for (size_t k = 0; k < len[i]; k++) blk[i][k] = (unsigned char)(seed_of[i] + k * 7);
@@ -161,6 +166,10 @@ static int exit_mode(void) {
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IONBF, 0);
   if (argc > 1 && strcmp(argv[1], "exit") == 0) return exit_mode();
+  /* heap: the same with a first-class heap's blocks (hak_heap_malloc), each
+   * free a remote one, parked under the heap's lock (heap_api.c) while the
+   * frees of both threads race the park */
+  if (argc > 1 && strcmp(argv[1], "heap") == 0 && !(heap = hak_heap_new())) return 1;
   size_t rss_start = rss_kib();
   for (size_t i = 0; i < NBLOCKS; i++) fill(i);
   /* keep one in three, scattered: every slab keeps some */
@@ -182,6 +191,12 @@ int main(int argc, char **argv) {
      * sleep's park takes (a quarter of the frees handed to the other
      * thread: remote frees into held slabs) */
     size_t from = (size_t)(next_rand() % (NBLOCKS - RANGE));
+    /* heap: a few blocks at once on waking, from the current slabs (the
+     * heap's lock keeps the park from retiring them under this call) */
+    for (int j = 0; heap && j < 200; j++) {
+      size_t i = (size_t)(next_rand() % NBLOCKS);
+      if (!blk[i]) fill(i);
+    }
     for (int wave = 0; wave < 2; wave++) {
       size_t lo = wave == 0 ? prev : from;
       for (size_t i = lo; i < lo + RANGE; i++) {
