@@ -244,17 +244,12 @@ void hk_heap_each_pinned(void (*fn)(hk_heap_t *h, void *arg), void *arg) {
      * in the list for good, and its next_all never changes */
     hk_heap_t *pin = NULL;
     hk_lock_nosys(&registry_lock);
-    for (; h && !pin; h = h->next_all) {
-      int free_ = 0;
-      if (h != self && HK_LOAD_ACQUIRE(h->live) &&
-          atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
-                                                  memory_order_relaxed))
-        pin = h;
-    }
+    for (; h && !pin; h = h->next_all)
+      if (h != self && HK_LOAD_ACQUIRE(h->live) && hk_heap_pin(h)) pin = h;
     hk_unlock_nosys(&registry_lock);
     if (!pin) break;
     fn(pin, arg);
-    atomic_store_explicit(&pin->bg_lock, 0, memory_order_release);
+    hk_heap_unpin(pin);
   }
   hk_unlock(&pass_lock);
 }

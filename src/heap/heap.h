@@ -88,7 +88,7 @@ typedef struct hk_heap {
   bool keep_empty;                      /* exiting or adopting a bundle: an emptied
                                            superslab stays (heap_ss_empty) */
   uint16_t idle_slow_seen;              /* the purge thread's: slow_count's low bits at
-                                           its last tick (bg.c, park_idle); in a hole */
+                                           its last look (hk_heap_idle_look); in a hole */
   uint32_t bundle[HK_SS_NKINDS];        /* the exited heap whose superslab this
                                            heap adopted first (hk_heap_fresh_slab) */
   /* a first-class heap (heap_api.c): tid is its own address, no thread
@@ -210,6 +210,25 @@ static inline void hk_heap_enter(hk_heap_t *h) {
 static inline void hk_heap_leave(hk_heap_t *h) {
   if (!hk_heap_bg_on || h == &hk_heap_empty || h->bg_depth == 0) return;
   if (--h->bg_depth == 0) atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
+}
+
+/* ---- background purge: the purge thread's side --------------------------------
+ * hk_heap_pin: h's bg_lock for a pass over h, only if free (an owner in a
+ * slow path holds it: h is passed over); hk_heap_unpin ends the pass. */
+static inline bool hk_heap_pin(hk_heap_t *h) {
+  int free_ = 0;
+  return atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
+                                                 memory_order_relaxed);
+}
+static inline void hk_heap_unpin(hk_heap_t *h) { atomic_store_explicit(&h->bg_lock, 0, memory_order_release); }
+/* Whether h took no slow path since the purge thread's last look (its
+ * slow_count's low 16 bits unchanged: a tick of exactly 65,536k slow paths
+ * reads as idle, which costs one pass for nothing); records this look. */
+static inline bool hk_heap_idle_look(hk_heap_t *h) {
+  uint16_t slow = (uint16_t)HK_LOAD_RACY(h->slow_count);
+  bool idle = slow == h->idle_slow_seen;
+  h->idle_slow_seen = slow;
+  return idle;
 }
 
 /* ---- the registry ------------------------------------------------------------ */

@@ -688,17 +688,11 @@ size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
 
 size_t hk_heap_park_api(hk_heap_t *h) {
   if (!HK_PARK_BUILD || !HK_LOAD_RELAXED(hk_knobs.park_idle) || !h->api) return 0;
-  uint16_t slow = (uint16_t)HK_LOAD_RACY(h->slow_count);
-  bool idle = slow == h->idle_slow_seen;
-  h->idle_slow_seen = slow;
-  int free_ = 0;
-  if (!idle || !atomic_compare_exchange_strong_explicit(&h->bg_lock, &free_, 1, memory_order_acquire,
-                                                        memory_order_relaxed))
-    return 0;
+  if (!hk_heap_idle_look(h) || !hk_heap_pin(h)) return 0;
   if (atomic_load_explicit(&h->delayed, memory_order_relaxed)) hk_heap_drain_delayed(h);
   heap_retire_current(h);
   size_t bytes = park_partial(h, false, false);
-  atomic_store_explicit(&h->bg_lock, 0, memory_order_release);
+  hk_heap_unpin(h);
   return bytes;
 }
 

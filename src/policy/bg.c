@@ -149,11 +149,7 @@ _Static_assert(!(HK_PARK_BUILD && HK_MIDC_FIFO), "a queue's eviction would write
 
 static size_t park_idle(hk_heap_t *h) {
   if (h->api) return 0;  /* a first-class heap's: api_park, under its lock */
-  /* (16 bits: a tick of exactly 65,536k slow paths reads as idle, and
-   * costs a pass that finds the owner running or parks for nothing) */
-  uint16_t slow = (uint16_t)HK_LOAD_RACY(h->slow_count);
-  bool idle = slow == h->idle_slow_seen;
-  h->idle_slow_seen = slow;
+  bool idle = hk_heap_idle_look(h);
   if (!HK_PARK_BUILD || !hk_knobs.park_idle || !idle) return 0;
   size_t bytes = 0;
   uintptr_t tid = h->tid;

@@ -69,6 +69,16 @@ static int check(size_t i) {
   return 0;
 }
 
+/* every block filled, then one in three kept, scattered: every slab keeps some */
+static void fill_keep_third(void) {
+  for (size_t i = 0; i < NBLOCKS; i++) fill(i);
+  for (size_t i = 0; i < NBLOCKS; i++)
+    if (i % 3 != 0) {
+      free(blk[i]);
+      blk[i] = NULL;
+    }
+}
+
 /* frees what main hands it, from another thread: remote frees into main's
  * slabs, held or not */
 static void *remote_freer(void *arg) {
@@ -105,12 +115,7 @@ static size_t kept_pages_kib(void) {
  * back) and writes and checks them; every kept block is checked all along */
 static void *exit_filler(void *arg) {
   (void)arg;
-  for (size_t i = 0; i < NBLOCKS; i++) fill(i);
-  for (size_t i = 0; i < NBLOCKS; i++)
-    if (i % 3 != 0) {
-      free(blk[i]);
-      blk[i] = NULL;
-    }
+  fill_keep_third();
   return NULL;
 }
 
@@ -171,13 +176,7 @@ int main(int argc, char **argv) {
    * frees of both threads race the park */
   if (argc > 1 && strcmp(argv[1], "heap") == 0 && !(heap = hak_heap_new())) return 1;
   size_t rss_start = rss_kib();
-  for (size_t i = 0; i < NBLOCKS; i++) fill(i);
-  /* keep one in three, scattered: every slab keeps some */
-  for (size_t i = 0; i < NBLOCKS; i++)
-    if (i % 3 != 0) {
-      free(blk[i]);
-      blk[i] = NULL;
-    }
+  fill_keep_third();
   pthread_t t;
   if (pthread_create(&t, NULL, remote_freer, NULL) != 0) return 1;
   int bad = 0;
