@@ -14,6 +14,11 @@
  *           thread on and a short purge delay); then freed again, and as
  *           many blocks allocated again: the slab takes its parked pages
  *           back and finds the page written, bearing the free mark;
+ *   heap_idle: the same with the blocks from a first-class heap
+ *           (hak_heap_malloc, freed with free: a remote free to the heap),
+ *           parked by the purge thread's pass over idle first-class heaps;
+ *           the second free, then as many blocks from the heap again. On a
+ *           peer (no hak_heap_new) plain malloc, as in idle;
  *   last:   every survivor freed but the one before it, then freed again
  *           by this thread: its slab's count now reads as holding nothing
  *           but parked blocks, and the next park would give the slab back
@@ -27,6 +32,14 @@
 #include <pthread.h>
 #include <time.h>
 
+/* hakmem's first-class heap, looked up so that the program runs on a peer
+ * too: hak_heap_new and hak_heap_malloc, or NULL. */
+typedef void *(*heap_new_fn)(void);
+typedef void *(*heap_malloc_fn)(void *, size_t);
+static void *heap;
+static heap_malloc_fn heap_malloc;
+static void *alloc(size_t n) { return heap ? heap_malloc(heap, launder_size(n)) : malloc(launder_size(n)); }
+
 static void *second_free(void *p) {
   free(launder(p));
   return NULL;
@@ -39,20 +52,31 @@ int main(int argc, char **argv) {
   size_t keep = count * 3 / 4;
   char **v = calloc(count, sizeof *v);
   if (!v) return 2;
+  if (strcmp(how, "heap_idle") == 0) {
+    heap_new_fn make = (heap_new_fn)dlsym(RTLD_DEFAULT, "hak_heap_new");
+    heap_malloc = (heap_malloc_fn)dlsym(RTLD_DEFAULT, "hak_heap_malloc");
+    if (make && heap_malloc && !(heap = make())) return 2;
+  }
   for (size_t i = 0; i < count; i++) {
-    v[i] = malloc(launder_size(n));
+    v[i] = alloc(n);
+    if (!v[i]) return 2;
     memset(v[i], 0x5a, n);
   }
   char *p = v[stride + stride / 2];  /* between two survivors */
   for (size_t i = 0; i < keep; i++)
     if (i % stride) free(v[i]);
-  if (strcmp(how, "idle") == 0) {
+  if (strcmp(how, "idle") == 0 || strcmp(how, "heap_idle") == 0) {
     struct timespec t = { 0, 300 * 1000000L };  /* a dozen purge ticks of 20 ms */
     while (nanosleep(&t, &t) != 0) {
     }
     free(launder(p));
-    for (size_t i = 0; i < count; i++) memset(malloc(launder_size(n)), 1, n);
-    return not_caught("double free of a block on a page parked while its thread idled");
+    for (size_t i = 0; i < count; i++) {
+      char *q = alloc(n);
+      if (!q) return 2;
+      memset(q, 1, n);
+    }
+    return not_caught(heap ? "double free of a block on a page parked while its first-class heap idled"
+                           : "double free of a block on a page parked while its thread idled");
   }
   malloc_trim(0);
   if (strcmp(how, "write") == 0) {
