@@ -35,12 +35,27 @@
  * default puts .fini, which DT_FINI runs at every exit, after all of
  * .text, a window of its own (the link script moves it beside .init).
  *
+ * `test_lib_pages busy`: a busier program, run with the guarded sampler
+ * at a high rate and the purge thread on (tests/CMakeLists.txt sets the
+ * knobs): two threads, every block freed by the other one, with a pause
+ * halfway and a sleep at the end, each through a few purge ticks. The sampler walks the stacks of the blocks it
+ * takes (libgcc's unwinder, which the link script places right after the
+ * list), the purge thread parks the idle heaps' pages, and the rounds
+ * after the pause take them back. Its code must
+ * stay within the first two windows; before the unwinder and the purge
+ * thread's passes were placed, they sat in a third. The unwind tables must
+ * be resident here (a stack was walked: else the run proves nothing).
+ * With the order wrong, every code page is resident, which is also what a
+ * large folio looks like: the folio check is made at start.
+ *
  * Only where the build placed the list (tests/CMakeLists.txt registers it
  * then) and with the shared library linked or preloaded; exit 77 without
  * a libhakmem mapping (a static link). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <link.h>
+#include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,6 +179,25 @@ static long resident_pages(int pm, uintptr_t lo, uintptr_t hi) {
   return n;
 }
 
+/* The copy's code mapping: [*lo, *hi) at file offset *off; false if none. */
+static bool find_code(const char *copy, unsigned long *lo, unsigned long *hi, unsigned long *off) {
+  FILE *maps = fopen("/proc/self/maps", "r");
+  CHECK_FATAL(maps != NULL);
+  char line[512];
+  *lo = *hi = *off = 0;
+  while (fgets(line, sizeof line, maps)) {
+    char perm[8];
+    unsigned long a, b, o;
+    if (sscanf(line, "%lx-%lx %7s %lx", &a, &b, perm, &o) != 4) continue;
+    if (strstr(line, copy) && perm[2] == 'x') {
+      *lo = a, *hi = b, *off = o;
+      break;
+    }
+  }
+  fclose(maps);
+  return *lo != 0;
+}
+
 static long window_pages(void) {
   long bytes = 65536;  /* the kernel's default fault_around_bytes */
   FILE *f = fopen("/sys/kernel/debug/fault_around_bytes", "r");
@@ -174,38 +208,82 @@ static long window_pages(void) {
   return bytes / 4096;
 }
 
+/* The busy program's other thread: frees what main allocated and
+ * allocates what main frees, a round at a time. */
+#define BUSY_BLOCKS 2000
+#define BUSY_ROUNDS 100
+static void *busy_in[BUSY_BLOCKS], *busy_out[BUSY_BLOCKS];
+static pthread_barrier_t busy_bar;
+static void *busy_peer(void *arg) {
+  (void)arg;
+  for (int r = 0; r < BUSY_ROUNDS; r++) {
+    pthread_barrier_wait(&busy_bar);  /* main filled busy_in */
+    for (int i = 0; i < BUSY_BLOCKS; i++) {
+      free(busy_in[i]);
+      busy_out[i] = malloc(16 + (size_t)(i % 32) * 16);
+      CHECK_FATAL(busy_out[i] != NULL);
+    }
+    pthread_barrier_wait(&busy_bar);
+  }
+  return NULL;
+}
+
+static void busy_life(void) {
+  pthread_t t;
+  CHECK_FATAL(pthread_barrier_init(&busy_bar, NULL, 2) == 0);
+  CHECK_FATAL(pthread_create(&t, NULL, busy_peer, NULL) == 0);
+  for (int r = 0; r < BUSY_ROUNDS; r++) {
+    /* halfway, both threads idle a while: the purge thread parks their
+     * heaps' free pages, and the rounds after take them back */
+    if (r == BUSY_ROUNDS / 2) sleep_ms(100);
+    for (int i = 0; i < BUSY_BLOCKS; i++) {
+      busy_in[i] = malloc(16 + (size_t)(i % 32) * 16);
+      CHECK_FATAL(busy_in[i] != NULL);
+    }
+    pthread_barrier_wait(&busy_bar);
+    pthread_barrier_wait(&busy_bar);  /* the peer freed them, filled busy_out */
+    for (int i = 0; i < BUSY_BLOCKS; i++) free(busy_out[i]);
+  }
+  pthread_join(t, NULL);
+  sleep_ms(300);  /* purge ticks: the idle heaps' pages parked */
+}
+
 int main(int argc, char **argv) {
-  (void)argc;
   const char *copy = getenv("HK_LIB_PAGES_COPY");
   if (copy == NULL) return run_on_copies(argv);
+  bool busy = argc > 1 && strcmp(argv[1], "busy") == 0;
+  long windows = busy ? 2 : 1;  /* of code a run may touch */
+  if (busy) {
+    /* the busy part maps every window of the code when the order is
+     * wrong, which is also what a large folio looks like: tell them apart
+     * here, where only start-up has run (the sampler's knob is on from the
+     * first malloc, so not after the small program either) */
+    unsigned long clo, chi, coff;
+    int cpm = open("/proc/self/pagemap", O_RDONLY);
+    CHECK_FATAL(cpm >= 0 && find_code(copy, &clo, &chi, &coff));
+    if (resident_pages(cpm, clo, chi) == (long)((chi - clo) / 4096)) {
+      printf("lib_pages: every code page of the copy resident at start: one large folio\n");
+      return 75;
+    }
+    close(cpm);
+  }
   /* a small program's life: small blocks, a few sizes, one stdio buffer */
   void *p[100];
   for (int r = 0; r < 20000; r++) {
     for (int i = 0; i < 100; i++) p[i] = malloc(16 + (size_t)(i % 4) * 48);
     for (int i = 0; i < 100; i++) free(p[i]);
   }
+  if (busy) busy_life();
   char *s = calloc(1, 200);
   s = realloc(s, 900);
   snprintf(s, 900, "%d", 42);
   printf("lib_pages: worked %s\n", s);
   free(s);
 
-  FILE *maps = fopen("/proc/self/maps", "r");
   int pm = open("/proc/self/pagemap", O_RDONLY);
-  CHECK_FATAL(maps != NULL && pm >= 0);
-  char line[512];
-  unsigned long lo = 0, hi = 0, off = 0;
-  while (fgets(line, sizeof line, maps)) {
-    char perm[8];
-    unsigned long a, b, o;
-    if (sscanf(line, "%lx-%lx %7s %lx", &a, &b, perm, &o) != 4) continue;
-    if (strstr(line, copy) && perm[2] == 'x') {
-      lo = a, hi = b, off = o;
-      break;
-    }
-  }
-  fclose(maps);
-  if (lo == 0) {
+  CHECK_FATAL(pm >= 0);
+  unsigned long lo, hi, off;
+  if (!find_code(copy, &lo, &hi, &off)) {
     printf("lib_pages: the copy %s has no code mapping\n", copy);
     return 1;
   }
@@ -215,7 +293,7 @@ int main(int argc, char **argv) {
   CHECKF(eh.lo != 0, "libhakmem's PT_GNU_EH_FRAME not found");
   long eh_pages = (long)((eh.hi - (eh.lo & ~(uintptr_t)4095) + 4095) / 4096);
   long code_pages = (long)((hi - lo) / 4096);
-  if (eh.lo && resident_pages(pm, lo, hi) == code_pages &&
+  if (!busy && eh.lo && resident_pages(pm, lo, hi) == code_pages &&
       resident_pages(pm, eh.lo & ~(uintptr_t)4095, eh.hi) == eh_pages) {
     /* every page of the copy, the unwind tables too, which nothing read:
      * the kernel mapped the file as one large folio (the page cache made
@@ -229,17 +307,21 @@ int main(int argc, char **argv) {
     if (!(e >> 63)) continue;
     present++;
     long page = (long)((a - lo) / 4096);
-    if (page >= window) {
+    if (page >= window * windows) {
       beyond++;
       CHECKF(0, "code page %ld (file offset 0x%lx) resident, past the first %ld: "
              "a function this program runs is not in cmake/hot_text.ld (rerun cmake/hot_text.py)",
-             page, off + (a - lo), window);
+             page, off + (a - lo), window * windows);
     }
   }
   long eh_present = eh.lo ? resident_pages(pm, eh.lo & ~(uintptr_t)4095, eh.hi) : 0;
   printf("lib_pages: %ld of %ld pages of the unwind tables resident\n", eh_present, eh_pages);
-  CHECKF(eh_present == 0, "the unwind tables are resident though no stack was walked: "
-         "mapped with the read-only data (cmake/hot_text.cmake's gap missing?)");
+  if (busy)
+    CHECKF(eh_present > 0, "no page of the unwind tables resident: the sampler walked no stack "
+           "(HAKMEM_GUARDED_RATE not set?), so the run measured nothing of the unwinder's place");
+  else
+    CHECKF(eh_present == 0, "the unwind tables are resident though no stack was walked: "
+           "mapped with the read-only data (cmake/hot_text.cmake's gap missing?)");
   close(pm);
   struct entry_points ep = { .n = 0 };
   dl_iterate_phdr(find_entry_points, &ep);
@@ -253,8 +335,8 @@ int main(int argc, char **argv) {
            i, page, window);
   }
   printf("lib_pages: %d load and exit entry points checked\n", ep.n);
-  printf("lib_pages: %ld of %lu code pages resident, %ld past the first window of %ld\n",
-         present, (hi - lo) / 4096, beyond, window);
+  printf("lib_pages: %ld of %lu code pages resident, %ld past the first %ld window(s) of %ld\n",
+         present, (hi - lo) / 4096, beyond, windows, window);
   CHECKF(present > 0, "no code page resident: pagemap unreadable?");
   return check_done("lib_pages");
 }
