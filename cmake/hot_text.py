@@ -56,16 +56,17 @@ WORKLOADS = [
     ("cmake", {}, ["cmake", "--version"]),
     # a program of a few hundred thousand blocks: the guarded sampler takes
     # a block now and then and walks its stack (the unwinder, placed after
-    # this list: UNWINDER), and under lowmem the purge thread starts and
+    # this list: UNWINDER; lowmem takes no stacks by default, so the knob
+    # asks for them), and under lowmem the purge thread starts and
     # parks an idle heap's pages. Without them here, that code sat in a
     # third window of its own (64 KiB more of the library resident in a
     # busy program: docs/ARCHITECTURE.md, "The library's own pages")
-    ("sampled_lowmem", {"HAKMEM_PROFILE": "lowmem", "HAKMEM_GUARDED_RATE": "100"},
+    ("sampled_lowmem", {"HAKMEM_PROFILE": "lowmem", "HAKMEM_GUARDED_RATE": "100", "HAKMEM_GUARDED_STACKS": "1"},
      [f"{BENCH}/bench_xthread", "1", "100000", "16", "512", "7", "64"]),
     # the test of that (release/lib_pages_busy, its measuring run as above),
     # whose purge thread also gives back and caches an emptied superslab
     ("lib_pages_busy", {"LD_PRELOAD": os.path.realpath(LIB), "HK_LIB_PAGES_COPY": os.path.realpath(LIB),
-                        "HAKMEM_PROFILE": "lowmem", "HAKMEM_GUARDED_RATE": "50",
+                        "HAKMEM_PROFILE": "lowmem", "HAKMEM_GUARDED_RATE": "50", "HAKMEM_GUARDED_STACKS": "1",
                         "HAKMEM_BACKGROUND_PURGE": "on", "HAKMEM_PURGE_DELAY_MS": "1"},
      [f"{BUILD}/tests/test_lib_pages", "busy"]),
     # what a program does with a sampled block besides freeing it (realloc,
@@ -81,14 +82,25 @@ UNWINDER = ["unwind-dw2.o", "unwind-dw2-fde-dip.o"]
 LINE = re.compile(r"^\s*[0-9,]+ \([ 0-9.]+%\)\s+(\S+):(\S+) \[(.*)\]")
 
 
+# Runs of each workload: threads and the purge thread make what a run
+# reaches vary (a lock wait, a park at a thread's exit); the list is the
+# union, so that it does not change from one regeneration to the next.
+RUNS = 3
+
+
 def functions_run(outdir, name, env, cmd):
-    """The library's functions one workload ran (every process it made)."""
-    e = dict(os.environ, LD_PRELOAD=LIB)
+    """The library's functions one workload ran (every process it made, in
+    each of RUNS runs)."""
+    # the sampler draws its blocks at random: at its rarest but where a
+    # workload asks for more, or a chance sample would move its code among
+    # the first window's (not 0, which leaves out its start-up: no pool)
+    e = dict(os.environ, LD_PRELOAD=LIB, HAKMEM_GUARDED_RATE="1000000000")
     e.update(env)
     out = os.path.join(outdir, name + ".%p")
-    subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
-                    "--callgrind-out-file=" + out] + cmd, env=e,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    for _ in range(RUNS):
+        subprocess.run(["valgrind", "--tool=callgrind", "--trace-children=yes",
+                        "--callgrind-out-file=" + out] + cmd, env=e,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     found = set()
     for f in os.listdir(outdir):
         if not f.startswith(name + "."):

@@ -102,6 +102,10 @@ static const knob_row_t knob_table[] = {
   NUMBER("HAKMEM_GUARDED_RATE",       guarded_rate,       START(NONE), 0, 1000000000, 100000, 100000, 100000),
   NUMBER("HAKMEM_GUARDED_SLOTS",      guarded_slots,      START(NONE), 0, 16384, 64, 64, 16),
   NUMBER("HAKMEM_GUARDED_PER_SEC",    guarded_per_sec,    START(NONE), 1, 1000000, 100, 100, 100),
+  /* the allocation and free stacks of a sampled block: a walk reads the
+   * unwind tables of every library on the stack, file pages the program
+   * then keeps (lowmem: none taken, the catch is the same) */
+  NUMBER("HAKMEM_GUARDED_STACKS",     guarded_stacks,     START(NONE), 0, 1, 1, 1, 0),
   /* off, on (the thread from start-up), auto (started once the program has
    * held HK_BG_AUTO_BYTES: a small program never gets one); 0 and 1 as
    * before this knob had words */

@@ -65,6 +65,7 @@ typedef struct hk_knobs {
   long guarded_rate;       /* HAKMEM_GUARDED_RATE (0: off)         */
   long guarded_slots;      /* HAKMEM_GUARDED_SLOTS (0: off)        */
   long guarded_per_sec;    /* HAKMEM_GUARDED_PER_SEC               */
+  long guarded_stacks;     /* HAKMEM_GUARDED_STACKS (0: none)      */
   long background_purge;   /* HAKMEM_BACKGROUND_PURGE: HK_BG_*      */
   long thp;                /* HAKMEM_THP (HK_THP_KNOB_*)           */
   long span_shards;        /* HAKMEM_SPAN_SHARDS (0: one per CPU)  */

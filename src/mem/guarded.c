@@ -207,7 +207,8 @@ static void put_stack(out_t *o, const char *what, int tid, const uintptr_t *pc, 
     put_where(o, pc[i]);
     put(o, "\n");
   }
-  if (n == 0) put(o, "    (no stack)\n");
+  if (n == 0)
+    put(o, HK_LOAD_RELAXED(hk_knobs.guarded_stacks) ? "    (no stack)\n" : "    (no stack: HAKMEM_GUARDED_STACKS=0)\n");
 }
 
 /* "... the 64-byte block at 0x..." and its stacks */
@@ -579,8 +580,13 @@ void hk_guarded_init(void) {
  * (101). In a program linked with -static, libgcc finds the program's
  * frames only once crtbegin's frame_dummy, a constructor of default
  * priority linked before hakmem, has registered them; a walk before
- * aborts. Samples taken before this have no stacks. */
-__attribute__((constructor)) static void guarded_stacks(void) { HK_STORE_RELEASE(stacks_ok, 1); }
+ * aborts. Samples taken before this have no stacks; with
+ * HAKMEM_GUARDED_STACKS=0 (lowmem) none has, and no thread walks at all
+ * (no warm-up either). */
+__attribute__((constructor)) static void guarded_stacks(void) {
+  hk_knobs_init();
+  if (HK_LOAD_RELAXED(hk_knobs.guarded_stacks)) HK_STORE_RELEASE(stacks_ok, 1);
+}
 
 void hk_guarded_fork_prepare(void) { hk_lock(&pool_lock); }
 void hk_guarded_fork_parent(void) { hk_unlock(&pool_lock); }

@@ -21,6 +21,10 @@
  *   thread     sampled blocks of a thread that exited, freed by another
  *   heap       a first-class heap's blocks are never sampled: its destroy
  *              leaves no sampled block live
+ *   nostack    uaf with HAKMEM_GUARDED_STACKS=0, and under lowmem, whose
+ *              default that is: reported, aborted, no stack walked (the
+ *              report says why). The other cases run with the knob at 1,
+ *              whatever profile the suite runs under.
  * The writes into blocks the sampler did not take leave their bytes as they
  * were (a locked OR of 0), so only a sampled block can tell. Run it with
  * HAKMEM_GUARDED_RATE=0 exported and every case that expects a report
@@ -211,8 +215,8 @@ static int child(const char *c) {
 
 static char out[1 << 16];
 
-/* run case c with env (NULL-ended "K=V" list added to ours): its stderr in
- * out, its wait status */
+/* run case c with env (NULL-ended "K=V" list added to ours; "-K" takes K
+ * out): its stderr in out, its wait status */
 static int run(const char *c, const char *const *env) {
   int fd[2];
   CHECK_FATAL(pipe(fd) == 0);
@@ -221,7 +225,10 @@ static int run(const char *c, const char *const *env) {
   if (pid == 0) {
     dup2(fd[1], 2);
     close(fd[0]);
-    for (const char *const *e = env; e && *e; e++) putenv((char *)*e);
+    for (const char *const *e = env; e && *e; e++) {
+      if (**e == '-') unsetenv(*e + 1);
+      else putenv((char *)*e);
+    }
     char arg[64];
     snprintf(arg, sizeof arg, "child:%s", c);
     execl("/proc/self/exe", "test_guarded", arg, (char *)NULL);
@@ -264,6 +271,8 @@ static int clean(int st) { return WIFEXITED(st) && WEXITSTATUS(st) == 0 && strst
 
 int main(int argc, char **argv) {
   if (argc > 1 && !strncmp(argv[1], "child:", 6)) return child(argv[1] + 6);
+  /* the cases below check the stacks: taken whatever the profile */
+  setenv("HAKMEM_GUARDED_STACKS", "1", 1);
 
   int st = run("overflow", NULL);
   CHECKF(aborted(st), "overflow: status %#x", st);
@@ -353,6 +362,20 @@ int main(int argc, char **argv) {
   st = run("heap", heap);
   CHECKF(clean(st), "heap: status %#x", st);
   CHECKF(strstr(out, "hakmem: guarded: ") && strstr(out, " 0 live\n"), "heap: a sampled block live after the destroy");
+  if (check_failures_ != f) SHOW();
+  f = check_failures_;
+
+  /* no stacks: the knob, then lowmem's default (the knob unset) */
+  static const char *const nostack[2][3] = { { "HAKMEM_GUARDED_STACKS=0", NULL, NULL },
+                                             { "-HAKMEM_GUARDED_STACKS", "HAKMEM_PROFILE=lowmem", NULL } };
+  for (int k = 0; k < 2; k++) {
+    const char *how = k ? "lowmem" : "HAKMEM_GUARDED_STACKS=0";
+    st = run("uaf", nostack[k]);
+    CHECKF(aborted(st), "nostack (%s): status %#x", how, st);
+    CHECKF(strstr(out, "hakmem: guarded: use after free: write at") != NULL, "nostack (%s): no report", how);
+    CHECKF(strstr(out, "(no stack: HAKMEM_GUARDED_STACKS=0)") != NULL, "nostack (%s): a stack, or no reason", how);
+    CHECKF(!frame_in("the block was allocated by thread", "alloc"), "nostack (%s): an allocation stack", how);
+  }
   if (check_failures_ != f) SHOW();
 
   return check_done("test_guarded");

@@ -45,6 +45,10 @@
  * stay within the first two windows; before the unwinder and the purge
  * thread's passes were placed, they sat in a third. The unwind tables must
  * be resident here (a stack was walked: else the run proves nothing).
+ * `busy_nostack`: the same under lowmem's default HAKMEM_GUARDED_STACKS=0:
+ * the sampler still takes blocks but walks no stack, so none of the unwind
+ * tables may be resident (their pages, and those of every library on the
+ * stack, are what the knob saves).
  * With the order wrong, every code page is resident, which is also what a
  * large folio looks like: the folio check is made at start.
  *
@@ -251,7 +255,8 @@ static void busy_life(void) {
 int main(int argc, char **argv) {
   const char *copy = getenv("HK_LIB_PAGES_COPY");
   if (copy == NULL) return run_on_copies(argv);
-  bool busy = argc > 1 && strcmp(argv[1], "busy") == 0;
+  bool busy = argc > 1 && strncmp(argv[1], "busy", 4) == 0;
+  bool walks = busy && strcmp(argv[1], "busy") == 0;  /* busy_nostack: none */
   long windows = busy ? 2 : 1;  /* of code a run may touch */
   if (busy) {
     /* the busy part maps every window of the code when the order is
@@ -316,9 +321,12 @@ int main(int argc, char **argv) {
   }
   long eh_present = eh.lo ? resident_pages(pm, eh.lo & ~(uintptr_t)4095, eh.hi) : 0;
   printf("lib_pages: %ld of %ld pages of the unwind tables resident\n", eh_present, eh_pages);
-  if (busy)
+  if (walks)
     CHECKF(eh_present > 0, "no page of the unwind tables resident: the sampler walked no stack "
            "(HAKMEM_GUARDED_RATE not set?), so the run measured nothing of the unwinder's place");
+  else if (busy)
+    CHECKF(eh_present == 0, "the unwind tables are resident: a stack was walked though the "
+           "sampler takes none (HAKMEM_GUARDED_STACKS=0, lowmem's default)");
   else
     CHECKF(eh_present == 0, "the unwind tables are resident though no stack was walked: "
            "mapped with the read-only data (cmake/hot_text.cmake's gap missing?)");
