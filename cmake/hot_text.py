@@ -57,8 +57,8 @@ WORKLOADS = [
     # a program of a few hundred thousand blocks: the guarded sampler takes
     # a block now and then and walks its stack (the unwinder, placed after
     # this list: UNWINDER; lowmem takes no stacks by default, so the knob
-    # asks for them), and under lowmem the purge thread starts and
-    # parks an idle heap's pages. Without them here, that code sat in a
+    # asks for them), and under lowmem the purge thread starts and runs
+    # its idle passes. Without them here, that code sat in a
     # third window of its own (64 KiB more of the library resident in a
     # busy program: docs/ARCHITECTURE.md, "The library's own pages")
     ("sampled_lowmem", {"HAKMEM_PROFILE": "lowmem", "HAKMEM_GUARDED_RATE": "100", "HAKMEM_GUARDED_STACKS": "1"},
@@ -84,7 +84,9 @@ LINE = re.compile(r"^\s*[0-9,]+ \([ 0-9.]+%\)\s+(\S+):(\S+) \[(.*)\]")
 
 # Runs of each workload: threads and the purge thread make what a run
 # reaches vary (a lock wait, a park at a thread's exit); the list is the
-# union, so that it does not change from one regeneration to the next.
+# union, so that it changes less from one regeneration to the next (a few
+# functions of the purge passes still come and go: after regenerating,
+# run release/lib_pages_busy a few dozen times).
 RUNS = 3
 
 

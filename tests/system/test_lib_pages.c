@@ -38,13 +38,15 @@
  * `test_lib_pages busy`: a busier program, run with the guarded sampler
  * at a high rate and the purge thread on (tests/CMakeLists.txt sets the
  * knobs): two threads, every block freed by the other one, with a pause
- * halfway and a sleep at the end, each through a few purge ticks. The sampler walks the stacks of the blocks it
- * takes (libgcc's unwinder, which the link script places right after the
- * list), the purge thread parks the idle heaps' pages, and the rounds
- * after the pause take them back. Its code must
- * stay within the first two windows; before the unwinder and the purge
- * thread's passes were placed, they sat in a third. The unwind tables must
- * be resident here (a stack was walked: else the run proves nothing).
+ * halfway and a sleep at the end, each through a few purge ticks. The
+ * sampler walks the stacks of the blocks it takes (libgcc's unwinder,
+ * which the link script places right after the list), and the purge
+ * thread's idle passes look at both heaps while the program lives (what
+ * they find to park depends on timing: here, under gdb, none of their
+ * passes parked a page). Its code must stay within the first two windows;
+ * before the unwinder and the purge thread's passes were placed, they sat
+ * in a third. The unwind tables must be resident here (a stack was
+ * walked: else the run proves nothing).
  * `busy_nostack`: the same under lowmem's default HAKMEM_GUARDED_STACKS=0:
  * the sampler still takes blocks but walks no stack, so none of the unwind
  * tables may be resident (their pages, and those of every library on the
@@ -237,8 +239,8 @@ static void busy_life(void) {
   CHECK_FATAL(pthread_barrier_init(&busy_bar, NULL, 2) == 0);
   CHECK_FATAL(pthread_create(&t, NULL, busy_peer, NULL) == 0);
   for (int r = 0; r < BUSY_ROUNDS; r++) {
-    /* halfway, both threads idle a while: the purge thread parks their
-     * heaps' free pages, and the rounds after take them back */
+    /* halfway, both threads idle a while: the purge thread's idle
+     * passes run over their heaps */
     if (r == BUSY_ROUNDS / 2) sleep_ms(100);
     for (int i = 0; i < BUSY_BLOCKS; i++) {
       busy_in[i] = malloc(16 + (size_t)(i % 32) * 16);
@@ -249,7 +251,7 @@ static void busy_life(void) {
     for (int i = 0; i < BUSY_BLOCKS; i++) free(busy_out[i]);
   }
   pthread_join(t, NULL);
-  sleep_ms(300);  /* purge ticks: the idle heaps' pages parked */
+  sleep_ms(300);  /* purge ticks over the idle heaps */
 }
 
 int main(int argc, char **argv) {
@@ -266,11 +268,12 @@ int main(int argc, char **argv) {
     unsigned long clo, chi, coff;
     int cpm = open("/proc/self/pagemap", O_RDONLY);
     CHECK_FATAL(cpm >= 0 && find_code(copy, &clo, &chi, &coff));
-    if (resident_pages(cpm, clo, chi) == (long)((chi - clo) / 4096)) {
+    long at_start = resident_pages(cpm, clo, chi);
+    close(cpm);
+    if (at_start == (long)((chi - clo) / 4096)) {
       printf("lib_pages: every code page of the copy resident at start: one large folio\n");
       return 75;
     }
-    close(cpm);
   }
   /* a small program's life: small blocks, a few sizes, one stdio buffer */
   void *p[100];
