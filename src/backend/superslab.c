@@ -789,8 +789,14 @@ void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_hea
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
     struct hk_heap *owner = HK_LOAD_RELAXED(ss->heap);
     if (ss->list == OUT_CACHE || ss->list == OUT_ABANDONED) {  /* its purge was cut off by fork() */
-      if (ss->list == OUT_CACHE) hk_ss_list_push(&cache, ss, LIST_CACHE), OUT(out_cache, -1);
-      else hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED), OUT(out_abandoned, -1);
+      if (ss->list == OUT_CACHE) {
+        hk_ss_list_push(&cache, ss, LIST_CACHE), OUT(out_cache, -1);
+        continue;
+      }
+      /* the purge thread may have been parking its slabs (the park hook
+       * writes their lists): its adopter rebuilds them, as an owner's */
+      ss->forked = true;
+      hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED), OUT(out_abandoned, -1);
       continue;
     }
     if (owner == NULL) continue;

@@ -159,7 +159,8 @@ static bool slab_carve(hk_slab_t *s, unsigned want) {
  * goes once onto local_free, in address order; a block found twice, past
  * `carved` (it is carved again later) or (canary) not marked freed is
  * dropped; blocks neither listed nor counted out are counted out (lost
- * with their thread: a leak, never a block handed out twice). Remote frees
+ * with their thread: a leak, never a block handed out twice); parked pages
+ * stay parked (hk_slab_parked_rebuild). Remote frees
  * are atomic pushes, never caught halfway: xfree is left as it is. */
 void hk_slab_rebuild(hk_slab_t *s) {
   if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) return;
@@ -178,6 +179,8 @@ void hk_slab_rebuild(hk_slab_t *s) {
       b = nx;
     }
   }
+  /* blocks of parked pages count out, whatever the lists say */
+  hk_slab_parked_rebuild(s, seen, carved);
   uint8_t *start = HK_UNHIDE(s->start);
   hk_block_t *head = NULL;
   unsigned listed = 0;

@@ -242,6 +242,20 @@ bool hk_slab_unpark(hk_slab_t *s) {
   return false;
 }
 
+void hk_slab_parked_rebuild(hk_slab_t *s, uint64_t *listed, unsigned carved) {
+  if (!HK_PARK_BUILD) return;
+  geom_t g = geom_of(s);
+  unsigned n = 0;
+  for (size_t i = 0; i < carved && s->parked; i++) {
+    if (!(block_pages(&g, i) & s->parked)) continue;
+    listed[i / 64] &= ~(1ull << (i % 64));
+    n++;
+  }
+  s->nparked = (uint16_t)n;
+  for (uint32_t k = 0, j; hk_bitmap_next_run(&s->parked, &k, 64, &j); k = j)
+    hk_os_purge(g.base + (size_t)k * HK_PAGE, (size_t)(j - k) * HK_PAGE);
+}
+
 bool hk_slab_parked_clean(const hk_slab_t *s) {
   if (!hk_slab_has_parked(s)) return true;
   geom_t g = geom_of(s);

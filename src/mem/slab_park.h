@@ -59,6 +59,14 @@ bool hk_slab_parked_clean(const hk_slab_t *s);
  * purge thread, while the owner is stopped. */
 void hk_slab_drop_parked(hk_slab_t *s);
 
+/* hk_slab_rebuild's part (a fork child's adopter): fork() may have stopped
+ * a park halfway (its bits stored, its madvise not made: the pages still
+ * hold the old lists) or a take-back (its blocks listed, the bits and
+ * counts not yet cleared). The bits stand: their pages are purged again,
+ * the blocks on them leave `listed` (a bit per block, the first `carved`),
+ * and nparked counts the blocks they keep out. */
+void hk_slab_parked_rebuild(hk_slab_t *s, uint64_t *listed, unsigned carved);
+
 /* An abandoned superslab's partial slabs parked (HAKMEM_PARK_IDLE): their
  * remote frees collected first (a slab left with none live becomes
  * unused), then hk_slab_park. The caller holds ss off the abandoned lists

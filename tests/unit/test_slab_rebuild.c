@@ -11,10 +11,16 @@
  *   push      a free listed (onto free), the count not yet lowered
  *   pop       a malloc unlisted, the count not yet raised
  *   carve     fresh blocks listed before `carved` counts them
+ *   park      a park (slab_park.c) whose lists and bits are stored, its
+ *             madvise not made: the parked pages still hold old blocks
+ *   takeback  an unpark whose blocks are listed, the bits and counts not
+ *             yet cleared: blocks both listed and parked
  * Then it rebuilds the slab and checks that every carved block is listed at
- * most once, no live block is listed, the count agrees with the lists, and
- * that emptying the slab (refills and carves included) hands out each
- * block once. Without the rebuild every case fails. */
+ * most once, no live or parked block is listed, the counts agree with the
+ * lists and the parked pages, the parked pages read as purged, and that
+ * emptying the slab (refills, carves and parked pages taken back included)
+ * hands out each block once. Without the rebuild every case fails; before
+ * stop 91 the rebuild left park and takeback as they were. */
 #define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +30,7 @@
 #include "check.h"
 #include "base/size_class.h"
 #include "mem/slab.h"
+#include "mem/slab_park.h"
 
 #define CLS_BYTES 48
 
@@ -58,23 +65,36 @@ static hk_block_t *pop(hk_slab_t *s) {
   return b;
 }
 
-/* The lists hold each block at most once, only carved blocks, no live
- * block, and as many as the count says are not out. */
+/* Whether block i of s overlaps a parked page. */
+static int on_parked(const hk_slab_t *s, unsigned i) {
+  uintptr_t start = (uintptr_t)HK_UNHIDE(s->start), base = start & ~(uintptr_t)(HK_PAGE - 1);
+  uintptr_t a = start + (uintptr_t)i * s->block_size;
+  for (uintptr_t k = (a - base) / HK_PAGE; k <= (a + s->block_size - 1 - base) / HK_PAGE && k < 64; k++)
+    if (s->parked >> k & 1) return 1;
+  return 0;
+}
+
+/* The lists hold each block at most once, only carved blocks, no live or
+ * parked block, and as many as the count says are not out; nparked counts
+ * the blocks of parked pages, which read as purged. */
 static int sound(const hk_slab_t *s, const char *name) {
   unsigned char seen[4096] = {0};
-  unsigned n = 0;
+  unsigned n = 0, parked = 0;
   int ok = 1;
+  for (unsigned i = 0; i < s->carved; i++) parked += (unsigned)on_parked(s, i);
+  if (parked != s->nparked || !hk_slab_parked_clean(s)) ok = 0;
   hk_block_t *lists[3] = { s->free, s->local_free, s->aged };
   for (int l = 0; l < 3; l++)
     for (hk_block_t *b = lists[l]; b && n <= s->capacity; b = hk_block_next(s, b), n++) {
       unsigned i = index_of(s, b);
-      if (i >= s->carved || seen[i] || live[i]) ok = 0;
+      if (i >= s->carved || seen[i] || live[i] || on_parked(s, i)) ok = 0;
       if (i < sizeof seen) seen[i] = 1;
     }
   if (n != (unsigned)(s->carved - s->used)) ok = 0;
   if (!ok && verbose)
-    printf("%s: lists hold %u blocks (carved %u, out %u), or a block twice, live or uncarved\n",
-           name, n, s->carved, s->used);
+    printf("%s: lists hold %u blocks (carved %u, out %u; parked %u, counted %u), or a block twice,"
+           " live, parked or uncarved, or a parked page written\n",
+           name, n, s->carved, s->used, parked, s->nparked);
   return ok;
 }
 
@@ -92,8 +112,8 @@ static void drain(hk_slab_t *s, const char *name) {
   CHECKF(twice == 0, "%s: %u blocks handed out twice", name, twice);
 }
 
-enum { REFILL, ABANDON, PUSH, POP, CARVE, NCASES };
-static const char *names[NCASES] = { "refill", "abandon", "push", "pop", "carve" };
+enum { REFILL, ABANDON, PUSH, POP, CARVE, PARK, TAKEBACK, NCASES };
+static const char *names[NCASES] = { "refill", "abandon", "push", "pop", "carve", "park", "takeback" };
 
 static void run_case(int c, int rebuild) {
   memset(live, 0, sizeof live);
@@ -145,6 +165,34 @@ static void run_case(int c, int rebuild) {
     unsigned before = s->carved;
     CHECK_FATAL(hk_slab_extend(s));
     hk_slab_set_carved(s, before);
+    break;
+  }
+  case PARK:      /* hk_slab_park: lists, counts and bits stored; | madvise */
+  case TAKEBACK: { /* take_back: blocks listed; | used, nparked, parked */
+    /* 400 more out, then the 100th to the 399th freed: their pages are free */
+    static hk_block_t *more[400];
+    for (int i = 0; i < 400; i++) {
+      more[i] = pop(s);
+      CHECK_FATAL(more[i] != NULL);
+      live[index_of(s, more[i])] = 1;
+    }
+    for (int i = 100; i < 400; i++) {
+      hk_slab_push_aside(s, more[i]);
+      live[index_of(s, more[i])] = 0;
+    }
+    static uint8_t before[HK_PAGE * 64];
+    uint8_t *base = (uint8_t *)((uintptr_t)HK_UNHIDE(s->start) & ~(uintptr_t)(HK_PAGE - 1));
+    memcpy(before, base, sizeof before);
+    CHECK_FATAL(hk_slab_park(s, true) > 0);
+    if (c == PARK) {
+      for (unsigned k = 0; k < 64; k++)
+        if (s->parked >> k & 1) memcpy(base + k * HK_PAGE, before + k * HK_PAGE, HK_PAGE);
+    } else {
+      uint64_t parked = s->parked;
+      uint16_t nparked = s->nparked, used = s->used;
+      CHECK_FATAL(hk_slab_unpark(s));
+      s->parked = parked, s->nparked = nparked, s->used = used;
+    }
     break;
   }
   }
