@@ -625,13 +625,17 @@ void hk_ss_set_orphan_hook(void (*fn)(hk_superslab_t *ss)) { HK_STORE_RELAXED(or
 void hk_ss_set_park_hook(size_t (*fn)(hk_superslab_t *ss)) { HK_STORE_RELAXED(park_hook, fn); }
 
 void hk_ss_slab_unuse(hk_superslab_t *ss, hk_slab_t *s) {
+  /* the slab's place, not its index field: a descriptor past the header's
+   * first page that was never initialized reads index 0 (ss_init) */
+  unsigned i = (unsigned)(s - ss->slabs);
+  HK_ASSERT(i < ss->nslabs);
   HK_STORE_RELAXED(s->state, HK_SLAB_UNUSED);
   HK_STORE_RELAXED(s->owner, 0);
   s->free = s->local_free = NULL;
-  uint32_t bit = 1u << s->index;
+  uint32_t bit = 1u << i;
   ss->free_mask |= bit;
   ss->dirty_new |= bit;
-  ss->freed_ms[s->index] = (uint32_t)hk_os_now_ms();
+  ss->freed_ms[i] = (uint32_t)hk_os_now_ms();
   ss->nused--;
 }
 
@@ -785,6 +789,26 @@ size_t hk_ss_count_abandoned(void) {
   return abandoned[0].count + abandoned[1].count + HK_LOAD_RELAXED(out_abandoned);
 }
 
+/* A superslab whose thread fork() stopped may disagree with its slabs'
+ * states: a slab being taken has its bit cleared before its descriptor is
+ * initialized and its state set (hk_heap_fresh_slab), one being given back
+ * its state set before its bit (hk_ss_slab_unuse), and the count of slabs
+ * in use moves between the two. An adopter that found a slab neither free
+ * nor initialized released it through a stale index (slab 0's bit: slab
+ * 0 was then taken again while its blocks were live), and a count one too
+ * low gives the superslab away with a slab in use. The states decide;
+ * the masks and the count follow. */
+static void forked_masks(hk_superslab_t *ss) {
+  uint32_t unused = 0;
+  for (unsigned i = 0; i < ss->nslabs; i++)
+    if (HK_LOAD_RELAXED(ss->slabs[i].state) == HK_SLAB_UNUSED) unused |= 1u << i;
+  ss->dirty_new = (ss->dirty_new | (unused & ~ss->free_mask)) & unused;  /* (newly unused: purged in time) */
+  ss->dirty_old &= unused;
+  ss->purged_mask &= unused;
+  ss->free_mask = unused;
+  ss->nused = (uint32_t)__builtin_popcount(~unused & ss_all_mask(ss));
+}
+
 void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_heap *h)) {
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
     struct hk_heap *owner = HK_LOAD_RELAXED(ss->heap);
@@ -796,6 +820,7 @@ void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_hea
       /* the purge thread may have been parking its slabs (the park hook
        * writes their lists): its adopter rebuilds them, as an owner's */
       ss->forked = true;
+      forked_masks(ss);
       hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED), OUT(out_abandoned, -1);
       continue;
     }
@@ -816,6 +841,7 @@ void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_hea
     /* Its owner's lists may have been caught mid-update by fork(): touch
      * nothing but the slabs' ownership; the adopter rebuilds the rest. */
     ss->forked = true;
+    forked_masks(ss);
     for (unsigned i = 0; i < ss->nslabs; i++) {  /* (written where it changes: a copy-on-write page each) */
       hk_slab_t *s = &ss->slabs[i];
       if (HK_LOAD_RELAXED(s->owner) != 0) HK_STORE_RELAXED(s->owner, 0);
