@@ -797,8 +797,9 @@ size_t hk_ss_count_abandoned(void) {
  * nor initialized released it through a stale index (slab 0's bit: slab
  * 0 was then taken again while its blocks were live), and a count one too
  * low gives the superslab away with a slab in use. The states decide;
- * the masks and the count follow. */
-static void forked_masks(hk_superslab_t *ss) {
+ * the masks and the count follow, and the adopter rebuilds each slab. */
+static void mark_forked(hk_superslab_t *ss) {
+  ss->forked = true;
   uint32_t unused = 0;
   for (unsigned i = 0; i < ss->nslabs; i++)
     if (HK_LOAD_RELAXED(ss->slabs[i].state) == HK_SLAB_UNUSED) unused |= 1u << i;
@@ -819,8 +820,7 @@ void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_hea
       }
       /* the purge thread may have been parking its slabs (the park hook
        * writes their lists): its adopter rebuilds them, as an owner's */
-      ss->forked = true;
-      forked_masks(ss);
+      mark_forked(ss);
       hk_ss_list_push(&abandoned[ss->kind], ss, LIST_ABANDONED), OUT(out_abandoned, -1);
       continue;
     }
@@ -840,8 +840,7 @@ void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_hea
     }
     /* Its owner's lists may have been caught mid-update by fork(): touch
      * nothing but the slabs' ownership; the adopter rebuilds the rest. */
-    ss->forked = true;
-    forked_masks(ss);
+    mark_forked(ss);
     for (unsigned i = 0; i < ss->nslabs; i++) {  /* (written where it changes: a copy-on-write page each) */
       hk_slab_t *s = &ss->slabs[i];
       if (HK_LOAD_RELAXED(s->owner) != 0) HK_STORE_RELAXED(s->owner, 0);

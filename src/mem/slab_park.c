@@ -57,6 +57,16 @@ static uint64_t parkable_pages(const geom_t *g, unsigned carved) {
   return m;
 }
 
+/* The pages `pages` purged, one madvise a run. Bytes. */
+static size_t purge_pages(const geom_t *g, uint64_t pages) {
+  size_t bytes = 0;
+  for (uint32_t k = 0, j; hk_bitmap_next_run(&pages, &k, 64, &j); k = j) {
+    hk_os_purge(g->base + (size_t)k * HK_PAGE, (size_t)(j - k) * HK_PAGE);
+    bytes += (size_t)(j - k) * HK_PAGE;
+  }
+  return bytes;
+}
+
 /* Marks in map the blocks of list; false on a link that is not one of s's
  * carved blocks, a block listed twice or a block on a parked page (a
  * second free of it: reported). The walk is bounded by the map's marks. */
@@ -121,12 +131,7 @@ size_t hk_slab_park(hk_slab_t *s, bool force) {
   s->nparked = (uint16_t)(s->nparked + out);
   s->parked = gone;
   s->park_free = (uint16_t)(nfree - out);
-  size_t bytes = 0;
-  for (uint32_t k = 0, j; hk_bitmap_next_run(&want, &k, 64, &j); k = j) {  /* one madvise a run */
-    hk_os_purge(g.base + (size_t)k * HK_PAGE, (size_t)(j - k) * HK_PAGE);
-    bytes += (size_t)(j - k) * HK_PAGE;
-  }
-  return bytes;
+  return purge_pages(&g, want);
 }
 
 /* Parked pages something wrote to since they were purged: a free of one of
@@ -244,16 +249,15 @@ bool hk_slab_unpark(hk_slab_t *s) {
 
 void hk_slab_parked_rebuild(hk_slab_t *s, uint64_t *listed, unsigned carved) {
   if (!HK_PARK_BUILD) return;
+  s->nparked = 0;
+  if (!s->parked) return;
   geom_t g = geom_of(s);
-  unsigned n = 0;
-  for (size_t i = 0; i < carved && s->parked; i++) {
+  for (size_t i = 0; i < carved; i++) {
     if (!(block_pages(&g, i) & s->parked)) continue;
     listed[i / 64] &= ~(1ull << (i % 64));
-    n++;
+    s->nparked++;
   }
-  s->nparked = (uint16_t)n;
-  for (uint32_t k = 0, j; hk_bitmap_next_run(&s->parked, &k, 64, &j); k = j)
-    hk_os_purge(g.base + (size_t)k * HK_PAGE, (size_t)(j - k) * HK_PAGE);
+  purge_pages(&g, s->parked);
 }
 
 bool hk_slab_parked_clean(const hk_slab_t *s) {
