@@ -6,8 +6,10 @@
  * rss_kib()              resident set of this process in KiB, from
  *                        /proc/self/statm (a test that cannot read it
  *                        fails at once: no check may pass on a 0)
- * now_ms()               a monotonic clock in milliseconds
+ * now_ms(), now_us()     a monotonic clock in milliseconds, microseconds
  * sleep_ms(ms), sleep_us(us)   sleep the whole time, across signals
+ * spin_us(us)            compute for us microseconds, never blocking (the
+ *                        clock is the vDSO's: no system call that waits)
  * pages_add(pg, &n, cap, p, len)  the 4 KiB pages [p, p + len) touches,
  *                        appended to pg (at most cap in all)
  * pages_kib(pg, n)       how many distinct pages pg holds, in KiB (sorts
@@ -49,6 +51,19 @@ static inline int64_t now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static inline int64_t now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
+}
+
+static inline void spin_us(long us) {
+  int64_t end = now_us() + us;
+  volatile uint64_t x = 0;
+  while (now_us() < end)
+    for (int i = 0; i < 1000; i++) x += (uint64_t)i * 13;
 }
 
 static inline void sleep_us(long us) {

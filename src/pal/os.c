@@ -528,6 +528,29 @@ static bool read_task(int ktid, const char *name, char *buf, size_t size) {
   return read_file(path, buf, size);
 }
 
+/* The kernel's clock id of one thread's CPU time (its ABI: the thread id
+ * inverted, shifted by 3, with the per-thread bit and the scheduler's
+ * clock: what pthread_getcpuclockid makes of a pthread_t, here from the
+ * kernel id a heap records). One system call, no /proc. */
+bool hk_os_task_cpu_ns(int ktid, uint64_t *out) {
+  clockid_t id = (clockid_t)((~(unsigned)ktid << 3) | 4 | 2);
+  struct timespec ts;
+  if (ktid <= 0 || clock_gettime(id, &ts) != 0) return false;
+  *out = (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+  return true;
+}
+
+uint64_t hk_os_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+void hk_os_sleep_ms(long ms) {
+  struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+  nanosleep(&ts, NULL);
+}
+
 /* /proc/.../syscall: "NR args sp pc" when blocked in one, "-1 sp pc" when
  * blocked elsewhere (a page fault), "running" */
 bool hk_os_task_in_syscall(int ktid) {

@@ -115,5 +115,12 @@ bool hk_os_task_in_syscall(int ktid);
  * reentrant (a static buffer: the status file is long on big machines); its
  * one caller, the background purge's pass, runs one at a time. */
 bool hk_os_task_switches(int ktid, unsigned long *out);
+/* Its CPU time in ns (the scheduler's count: it grows only while the
+ * thread runs, not while it waits or sleeps); false when unreadable. */
+bool hk_os_task_cpu_ns(int ktid, uint64_t *out);
+/* The monotonic clock in ns (not the coarse one). */
+uint64_t hk_os_now_ns(void);
+/* Sleeps about ms milliseconds (a signal cuts it short). */
+void hk_os_sleep_ms(long ms);
 
 #endif

@@ -62,14 +62,65 @@ static atomic_bool purging;        /* it purges (on, or auto past its threshold)
  *     its remote list and the heap's delayed list, counted in the same look:
  *     hk_heap_returned_look), and its blocks leave those lists.
  *
- * Without /proc (or with a thread that never blocks) nothing of step 3
- * happens; the owner's own purge clock does it at its next slow path. */
+ * An idle owner (no slow path over the last whole tick) that runs rather
+ * than blocks (a thread that freed its blocks and now computes, or keeps
+ * to its fast path) gives the same proof another way: its CPU time (the
+ * scheduler's count, which grows only while it runs) grows, after the
+ * look, by QUIET_NS more than the look took. A free under way when the
+ * look began needs a few dozen instructions to end, so it ended: the
+ * owner ran thousands of times as long since. Its stores are then seen
+ * by us (x86-64 makes a core's stores visible in program order, and its
+ * store buffer drains within microseconds, far inside the margin). The
+ * wait (QUIET_TRIES sleeps of 1 ms at most) holds the owner's bg_lock: an
+ * idle owner rarely wants it, and waits that long when it does. A signal
+ * handler that ran QUIET_NS inside a free would defeat this proof, as one
+ * that blocks in a system call there defeats the blocked one.
+ *
+ * Without /proc and the thread's CPU clock nothing of step 3 happens; the
+ * owner's own purge clock does it at its next slow path. */
+
+#define QUIET_NS 1000000ull  /* 1 ms of the owner's CPU time past the look */
+#define QUIET_TRIES 4
+
+/* The proof that the owner did not run through a look (blocked before and
+ * after it, the same context switches) or ran well past it (an idle owner:
+ * its CPU time grew by QUIET_NS more than the look's wall time). */
+typedef struct {
+  bool idle;            /* the owner took no slow path over the last tick */
+  bool blocked;         /* in a system call when the look began */
+  unsigned long sw;     /* its context switches then */
+  uint64_t cpu, t0;     /* its CPU time then (0: unread); the clock before */
+} quiet_t;
+
+static bool quiet_begin(const hk_heap_t *h, quiet_t *q) {
+  q->t0 = hk_os_now_ns();
+  q->cpu = 0;
+  bool cpu = q->idle && hk_os_task_cpu_ns(h->ktid, &q->cpu) && q->cpu != 0;
+  q->blocked = hk_os_task_in_syscall(h->ktid) && hk_os_task_switches(h->ktid, &q->sw);
+  return q->blocked || cpu;
+}
+
+static bool quiet_end(const hk_heap_t *h, const quiet_t *q) {
+  unsigned long sw;
+  if (q->blocked && hk_os_task_in_syscall(h->ktid) && hk_os_task_switches(h->ktid, &sw) && sw == q->sw)
+    return true;
+  if (q->cpu == 0) return false;
+  /* it ran at most the look's wall time inside the look */
+  uint64_t need = hk_os_now_ns() - q->t0 + QUIET_NS;
+  for (int i = 0;; i++) {
+    uint64_t cpu;
+    if (!hk_os_task_cpu_ns(h->ktid, &cpu)) return false;
+    if (cpu - q->cpu >= need) return true;
+    if (i == QUIET_TRIES) return false;
+    hk_os_sleep_ms(1);
+  }
+}
 
 #define BATCH 512   /* emptied slabs released per look (more: another look) */
 
 /* Emptied slabs of h (bg_lock held by us) given back while its owner is
  * provably stopped. */
-static void release_emptied(hk_heap_t *h) {
+static void release_emptied(hk_heap_t *h, bool idle) {
   hk_slab_t *cand[BATCH];
   for (int round = 0; round < 64; round++) {
     /* a hint first: is any partial slab empty? (no /proc reads otherwise) */
@@ -78,14 +129,13 @@ static void release_emptied(hk_heap_t *h) {
       for (hk_slab_t *sl = h->partial[c]; sl; sl = sl->next)
         if (HK_LOAD_RACY(sl->used) == HK_LOAD_RACY(sl->nparked)) { any = true; break; }
     if (!any) return;
-    unsigned long sw1, sw2;
-    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return;
+    quiet_t q = { .idle = idle };
+    if (!quiet_begin(h, &q)) return;
     unsigned n = 0;
     for (unsigned c = 0; c < HK_NCLASS && n < BATCH; c++)
       for (hk_slab_t *sl = h->partial[c]; sl && n < BATCH; sl = sl->next)
         if (sl->used == sl->nparked && hk_slab_parked_clean(sl)) cand[n++] = sl;
-    /* the owner still blocked, and it did not run meanwhile */
-    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) return;
+    if (!quiet_end(h, &q)) return;
     for (unsigned i = 0; i < n; i++) {
       hk_slab_drop_parked(cand[i]);  /* (found clean in the look) */
       hk_partial_remove(h, cand[i]);
@@ -100,7 +150,7 @@ static void release_emptied(hk_heap_t *h) {
  * superslabs per look: the owner must not run through a look, and one
  * that wakes every 10 ms leaves about that long. A superslab the release
  * moves from h's full list to its avail list is looked at again there. */
-static unsigned release_returned(hk_heap_t *h) {
+static unsigned release_returned(hk_heap_t *h, bool idle) {
   if (!hk_heap_returned_hint(h)) return 0;
   unsigned missed = 0;  /* looks the owner ran through: its next tick retries */
   unsigned released = 0;
@@ -110,11 +160,11 @@ static unsigned release_returned(hk_heap_t *h) {
       for (hk_superslab_t *next = lists[l]->head; next;) {
         hk_ret_chunk_t c = { .n = 0 };
         for (; next && c.n < HK_RET_CHUNK; next = next->next) c.ss[c.n++] = next;
-        unsigned long sw1, sw2;
-        bool stopped = hk_os_task_in_syscall(h->ktid) && hk_os_task_switches(h->ktid, &sw1);
+        quiet_t q = { .idle = idle };
+        bool stopped = quiet_begin(h, &q);
         bool any = stopped && hk_heap_returned_look(h, &c);
-        /* the owner still blocked, and it did not run meanwhile */
-        if (!stopped || !hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw2) || sw1 != sw2) {
+        if (stopped && !any) continue;  /* (nothing to prove) */
+        if (!stopped || !quiet_end(h, &q)) {
           if (++missed == 16) return released;  /* (a running owner: its own slow paths) */
           continue;
         }
@@ -147,9 +197,7 @@ static unsigned release_returned(hk_heap_t *h) {
 #define IDLE_CHUNK 64
 _Static_assert(!(HK_PARK_BUILD && HK_MIDC_FIFO), "a queue's eviction would write a held slab");
 
-static size_t park_idle(hk_heap_t *h) {
-  if (h->api) return 0;  /* a first-class heap's: api_park, under its lock */
-  bool idle = hk_heap_idle_look(h);
+static size_t park_idle(hk_heap_t *h, bool idle) {
   if (!HK_PARK_BUILD || !hk_knobs.park_idle || !idle) return 0;
   size_t bytes = 0;
   uintptr_t tid = h->tid;
@@ -170,18 +218,18 @@ static size_t park_idle(hk_heap_t *h) {
       next = next->next;
     }
     if (n == 0) return bytes;
-    unsigned long sw1, sw2;
-    if (!hk_os_task_in_syscall(h->ktid) || !hk_os_task_switches(h->ktid, &sw1)) return bytes;
+    quiet_t q = { .idle = true };
+    if (!quiet_begin(h, &q)) return bytes;
     for (unsigned i = 0; i < n; i++) HK_STORE_RELAXED(cand[i]->owner, tid | HK_OWNER_HELD);
     atomic_thread_fence(memory_order_seq_cst);
-    bool held = hk_os_task_in_syscall(h->ktid) && hk_os_task_switches(h->ktid, &sw2) && sw1 == sw2;
+    bool held = quiet_end(h, &q);
     for (unsigned i = 0; i < n && held; i++) {
       hk_heap_collect_remote(h, cand[i]);
       bytes += hk_slab_park(cand[i], false);
     }
     atomic_thread_fence(memory_order_release);  /* the lists before the field */
     for (unsigned i = 0; i < n; i++) HK_STORE_RELAXED(cand[i]->owner, tid);
-    if (!held || !hk_os_task_in_syscall(h->ktid)) return bytes;
+    if (!held) return bytes;
   }
 }
 
@@ -192,9 +240,11 @@ typedef struct { bool force; size_t bytes; unsigned returned; } pass_t;
 static void purge_heap(hk_heap_t *h, void *arg) {
   pass_t *pass = arg;
   HK_TSAN_HIDE_BEGIN();  /* quiescence is the kernel's proof */
-  release_emptied(h);
-  pass->returned += release_returned(h);
-  if (!pass->force) pass->bytes += park_idle(h);
+  /* (a trim's forced pass leaves the look to the clock's) */
+  bool idle = !pass->force && !h->api && hk_heap_idle_look(h);
+  release_emptied(h, idle);
+  pass->returned += release_returned(h, idle);
+  pass->bytes += park_idle(h, idle);
   pass->bytes += hk_heap_purge_unused(h, pass->force);
   HK_TSAN_HIDE_END();
 }
@@ -211,7 +261,7 @@ static void release_stopped(hk_heap_t *h, void *arg) {
   unsigned *n = arg;
   if (!hk_os_task_in_syscall(h->ktid)) return;
   HK_TSAN_HIDE_BEGIN();
-  unsigned got = release_returned(h);
+  unsigned got = release_returned(h, false);
   if (got) hk_heap_purge_unused(h, true);
   *n += got;
   HK_TSAN_HIDE_END();

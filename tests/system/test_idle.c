@@ -44,6 +44,10 @@
  *   test_idle scatter_heap SIZE   scatter's, with the blocks of a first-class
  *                           heap (hak_heap_malloc; free); scatter_heap_off:
  *                           with HAKMEM_PARK_IDLE=0 they stay
+ *   test_idle MODE_busy SIZE  MODE's (sleep, light, scatter, loader; busy
+ *                           alone: sleep's), main computing where it
+ *                           would sleep: never blocked, so the purge
+ *                           thread's proof is main's CPU time (bg.c)
  *
  * SLACK_MB (env) replaces the 32 MiB. RSS is polled every 50 ms; the wait
  * is bounded by the purge delay + 10 s (HAKMEM_PURGE_DELAY_MS as hakmem
@@ -147,6 +151,22 @@ static int check_kept(const fill_t *f) {
 
 /* wait, sleeping (light: with one malloc/free every 10 ms), until RSS is
  * within base + live + 32 MiB (SLACK_MB); the ms it took, or -1 past the guard */
+/* MODE_busy: the main thread never blocks while it waits. It computes
+ * (light: with a malloc(64)/free every 100 us, its fast path) and reads
+ * RSS from /proc (no wait in the kernel):
+ * its heap's slabs go back only by the purge thread's proof from its CPU
+ * time (src/policy/bg.c) */
+static int busy_mode;
+static void spin_ms(uint64_t ms, bool light) {
+  for (uint64_t t0 = now_ms(); now_ms() - t0 < ms;) {
+    spin_us(100);
+    if (light) {
+      volatile unsigned char *q = malloc(64);
+      if (q) { q[0] = 1; q[63] = 2; }
+      free((void *)q);
+    }
+  }
+}
 static long wait_returned(const char *who, size_t base, size_t live, bool light) {
   size_t slack = (size_t)(getenv("SLACK_MB") ? atoi(getenv("SLACK_MB")) : 32) << 20;
   size_t goal = base + live + slack;
@@ -165,7 +185,9 @@ static long wait_returned(const char *who, size_t base, size_t live, bool light)
              rss >> 10, goal >> 10, base >> 10, live >> 10, slack >> 20, (unsigned long long)t);
       return -1;
     }
-    if (light) {
+    if (busy_mode) {
+      spin_ms(50, light);
+    } else if (light) {
       for (int i = 0; i < 5; i++) {
         volatile unsigned char *q = malloc(64);
         if (q) { q[0] = 1; q[63] = 2; }
@@ -217,6 +239,15 @@ static void *thread_free_churn(void *arg) {
 
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "sleep";
+  /* MODE_busy: the waits spin instead of sleeping (busy: sleep's) */
+  static char stem[32];
+  size_t ml = strlen(mode);
+  if (strcmp(mode, "busy") == 0) mode = "sleep_busy", ml = strlen(mode);
+  if (ml > 5 && ml < sizeof stem && strcmp(mode + ml - 5, "_busy") == 0) {
+    memcpy(stem, mode, ml - 5);
+    mode = stem;
+    busy_mode = 1;
+  }
   size_t size = argc > 2 ? strtoul(argv[2], NULL, 10) : 120;
   if (size == 0) size = 1;
   setvbuf(stdout, NULL, _IONBF, 0);

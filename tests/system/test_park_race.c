@@ -13,7 +13,10 @@
  * It also checks that parking happened: with one block in thirty kept at
  * the end, RSS asleep comes down to the pages those blocks touch + 48 MiB.
  * `test_park_race heap`: the same with a first-class heap's blocks;
- * `test_park_race exit`: an exited thread's slabs (below). */
+ * `test_park_race exit`: an exited thread's slabs (below);
+ * `test_park_race busy`: main computes instead of sleeping between rounds
+ * (never blocked: the purge thread's proof is then main's CPU time, and
+ * main runs, its fast paths included, beside every park and release). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -49,6 +52,13 @@ static uint64_t next_rand(void) {
 }
 
 static hak_heap_t *heap;  /* mode heap: main's blocks come from a first-class heap */
+static int busy;          /* mode busy: main spins where it would sleep */
+
+/* main's pause between rounds: asleep, or (busy) computing */
+static void pause_us(long us) {
+  if (busy) spin_us(us);
+  else sleep_us(us);
+}
 
 static void fill(size_t i) {
   /* small classes mostly, mid ones (over 1 KiB) one time in eight */
@@ -175,6 +185,7 @@ int main(int argc, char **argv) {
    * free a remote one, parked under the heap's lock (heap_api.c) while the
    * frees of both threads race the park */
   if (argc > 1 && strcmp(argv[1], "heap") == 0 && !(heap = hak_heap_new())) return 1;
+  busy = argc > 1 && strcmp(argv[1], "busy") == 0;
   size_t rss_start = rss_kib();
   fill_keep_third();
   pthread_t t;
@@ -182,7 +193,7 @@ int main(int argc, char **argv) {
   int bad = 0;
   size_t prev = 0;
   for (int r = 0; r < ROUNDS && !bad; r++) {
-    sleep_us(1000 + (long)(next_rand() % 2000));
+    pause_us(1000 + (long)(next_rand() % 2000));
     /* the moment it wakes, a burst of frees: first into the slabs of the
      * last round's range, which the purge thread may be parking right now
      * (the owner's free races the park: the hold sends it to the remote
