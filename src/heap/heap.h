@@ -72,6 +72,9 @@ typedef struct hk_heap {
   uint8_t midc_n[HK_NCLASS_MID];        /* blocks in each mid class's stack   */
   uint8_t midc_head[HK_NCLASS_MID];     /* HK_MIDC_FIFO: the oldest's slot (else 0) */
   uint8_t midc_ticks;                   /* pushes left to the clock's check (wraps: every 256) */
+  uint16_t idle_fp;                     /* the purge thread's (in a hole): what the owner's */
+  uint32_t idle_fp_ms;                  /* fast paths change (bg.c, owner_activity) as its
+                                           last look saw it, and since when */
   uintptr_t tid;                        /* owner thread id                    */
   _Atomic(hk_block_t *) delayed;        /* remote frees into full slabs       */
   /* slabs with blocks to give (not cur), oldest first: the slab waiting

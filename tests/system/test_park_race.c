@@ -16,7 +16,8 @@
  * `test_park_race exit`: an exited thread's slabs (below);
  * `test_park_race busy`: main computes instead of sleeping between rounds
  * (never blocked: the purge thread's proof is then main's CPU time, and
- * main runs, its fast paths included, beside every park and release). */
+ * main runs, its fast paths included, beside every park and release;
+ * every tenth pause is long enough for its slabs to be held). */
 #define _GNU_SOURCE
 #include <fcntl.h>
 #include <pthread.h>
@@ -193,7 +194,9 @@ int main(int argc, char **argv) {
   int bad = 0;
   size_t prev = 0;
   for (int r = 0; r < ROUNDS && !bad; r++) {
-    pause_us(1000 + (long)(next_rand() % 2000));
+    /* busy: every tenth pause 150 ms, past the 100 ms a running owner's
+     * slabs must stay untouched before the purge thread holds them */
+    pause_us(busy && r % 10 == 0 ? 150000 : 1000 + (long)(next_rand() % 2000));
     /* the moment it wakes, a burst of frees: first into the slabs of the
      * last round's range, which the purge thread may be parking right now
      * (the owner's free races the park: the hold sends it to the remote
