@@ -9,7 +9,9 @@
  *   fullest  (HAKMEM_PARK_PAGES=1) the dense slab must serve it: blocks go
  *            back where most are live, so that the sparse slab drains
  *   oldest   (the default) the sparse one, at the head of the list
- * Every block still held is checked for its fill at the end. */
+ * Every block still held is checked for its fill at the end. Run with
+ * HAKMEM_GUARDED_RATE=0: a block the guarded sampler took has no slab,
+ * and reading one at its address faults in the sampler's guard pages. */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
