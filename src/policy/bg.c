@@ -392,11 +392,7 @@ static long min_ms(long a, long b) { return a < b ? a : b; }
  * the looks stop (a program whose stopped threads hold nothing to give
  * pays for few), until a purge tick releases such slabs again. Read on
  * CLOCK_MONOTONIC, the clock of the thread's wait. */
-static uint64_t precise_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
+static uint64_t precise_ms(void) { return hk_os_now_ns() / 1000000u; }
 static uint64_t stopped_at, stopped_gap;  /* the next look; the wait before it */
 /* the knob, or 0 while the short clock is off (a wait as long as the purge
  * delay's). Off too with the purge windows learned (HAKMEM_LEARN_PURGE):
