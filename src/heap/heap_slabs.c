@@ -742,6 +742,22 @@ void hk_heap_shed(hk_heap_t *h) {
   hk_heap_leave(h);
 }
 
+/* A trim's collection: the blocks other threads freed into h's partial
+ * and current slabs come home, and a current slab left with no block out
+ * goes back. A remote free into a slab that is not full only joins its
+ * remote list, which the owner reads when its class refills from that
+ * slab: a trim after a consumer thread freed a producer's blocks gave
+ * back nothing (tests/system/test_trim_remote.c). */
+static void heap_collect_remotes(hk_heap_t *h) {
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    for (hk_slab_t *s = h->partial[c]; s; s = s->next) hk_heap_collect_remote(h, s);
+    hk_slab_t *s = h->cur[c];
+    if (s == &hk_slab_empty) continue;
+    hk_heap_collect_remote(h, s);
+    if (s->used == 0) hk_heap_release_slab(h, heap_leave_current(h, c), true);
+  }
+}
+
 size_t hk_heap_trim(hk_heap_t *h) {
   size_t bytes = 0;
   if (h != &hk_heap_empty) {
@@ -750,6 +766,7 @@ size_t hk_heap_trim(hk_heap_t *h) {
     hk_heap_midc_flush(h, false);
     if (HK_MIDC_ON) hk_heap_midp_drain(true);
     hk_heap_drain_delayed(h);  /* what the drain handed back to us */
+    heap_collect_remotes(h);
     hk_heap_release_empty(h);
     bytes += hk_heap_park(h, 0);
     bytes += hk_heap_purge_unused(h, true);

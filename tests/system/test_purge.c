@@ -23,7 +23,17 @@
  *      the cache, purged with its lock dropped, cached again: large.c,
  *      purge_and_recache) while a second thread takes and gives back a
  *      third, bigger one; they stay cached, their pages go, and a malloc of the
- *      same size gets one back reading zero and writable. */
+ *      same size gets one back reading zero and writable.
+ *
+ *   E. (`test_purge remote`, with HAKMEM_BACKGROUND_PURGE=0: only the trim
+ *      may give anything back) main fills 48 MiB in three sizes (120 B,
+ *      1,000 B, 4,000 B, interleaved), frees one block in 64 itself (its
+ *      slabs become partial), and a consumer thread frees all the others
+ *      but one in 1,000, checking each block's bytes first. A remote free
+ *      into a slab that is not full only joins the slab's remote list;
+ *      main's malloc_trim(0) must collect those lists and give the emptied
+ *      slabs back: RSS within the kept blocks + SLACK_REMOTE of the
+ *      baseline, the kept blocks intact. */
 #define _GNU_SOURCE
 #include <malloc.h>
 #include <pthread.h>
@@ -121,7 +131,73 @@ static void mapcache(void) {
   free(c);
 }
 
+#define SLACK_REMOTE (16 * 1024) /* KiB */
+#define REMOTE_MIB 48
+static const size_t remote_sizes[3] = {120, 1000, 4000};
+static void **remote_p;
+static size_t remote_n;
+
+static unsigned char remote_byte(size_t i) { return (unsigned char)(i * 7 + 1); }
+static int remote_kept(size_t i) { return i % 1000 == 0; }
+static int remote_own(size_t i) { return i % 64 == 1; }
+
+static int remote_intact(size_t i) {
+  const unsigned char *b = remote_p[i];
+  size_t n = remote_sizes[i % 3];
+  return b[0] == remote_byte(i) && b[n / 2] == remote_byte(i) && b[n - 1] == remote_byte(i);
+}
+
+static void *consumer(void *arg) {
+  size_t *bad = arg;
+  for (size_t i = 0; i < remote_n; i++) {
+    if (remote_kept(i) || remote_own(i)) continue;
+    *bad += !remote_intact(i);
+    free(remote_p[i]);
+  }
+  return NULL;
+}
+
+static void remote(void) {
+  remote_n = 3 * (REMOTE_MIB * MiB / (remote_sizes[0] + remote_sizes[1] + remote_sizes[2]));
+  remote_p = malloc(remote_n * sizeof *remote_p);
+  CHECK_FATAL(remote_p);
+  long base = rss_kib();
+  size_t live = 0;
+  for (size_t i = 0; i < remote_n; i++) {
+    remote_p[i] = malloc(remote_sizes[i % 3]);
+    CHECK_FATAL(remote_p[i]);
+    memset(remote_p[i], remote_byte(i), remote_sizes[i % 3]);
+    if (remote_kept(i)) live += remote_sizes[i % 3];
+  }
+  long peak = rss_kib();
+  for (size_t i = 0; i < remote_n; i++)
+    if (remote_own(i)) free(remote_p[i]);
+  size_t bad = 0;
+  pthread_t t;
+  CHECK_FATAL(pthread_create(&t, NULL, consumer, &bad) == 0);
+  pthread_join(t, NULL);
+  CHECKF(bad == 0, "%zu blocks changed before the consumer freed them", bad);
+  long before = rss_kib();
+  malloc_trim(0);
+  long after = rss_kib();
+  long goal = base + (long)(live / KiB) + SLACK_REMOTE;
+  fprintf(stderr, "E: base %ld KiB, peak %ld KiB, after the remote frees %ld KiB, after trim %ld KiB (goal %ld)\n",
+          base, peak, before, after, goal);
+  CHECKF(peak > base + (REMOTE_MIB * 3 / 4) * 1024, "the allocations did not raise RSS (%ld -> %ld KiB)", base, peak);
+  CHECKF(after <= goal, "blocks another thread freed stay resident after malloc_trim: %ld KiB, goal %ld KiB", after,
+         goal);
+  for (size_t i = 0; i < remote_n; i += 1000) {
+    CHECKF(remote_intact(i), "kept block %zu changed by the trim", i);
+    free(remote_p[i]);
+  }
+  free(remote_p);
+}
+
 int main(int argc, char **argv) {
+  if (argc > 1 && strcmp(argv[1], "remote") == 0) {
+    remote();
+    return check_done("test_purge remote");
+  }
   if (argc > 1 && strcmp(argv[1], "mapcache") == 0) {
     mapcache();
     return check_done("test_purge mapcache");
