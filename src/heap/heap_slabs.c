@@ -43,13 +43,19 @@ bool hk_heap_release_slab(hk_heap_t *h, hk_slab_t *s, bool may_leave) {
 /* An emptied slab stays on its class's partial list until the next purge
  * epoch: a class that empties and refills slabs reuses the same blocks and
  * pages, instead of handing the slab to another class whose blocks would
- * touch its other pages. */
+ * touch its other pages. The blocks other threads freed into a partial
+ * slab come home first: a remote free into a slab that is not full only
+ * joins its remote list, read when the class refills from that slab, so
+ * a class the owner no longer used kept the slabs a consumer thread
+ * emptied for as long as the owner ran (purge/remote_active). The list's
+ * head shares the cache line of the walk's link. */
 unsigned hk_heap_release_empty(hk_heap_t *h) {
   unsigned n = 0;
   for (unsigned c = 0; c < HK_NCLASS; c++) {
     hk_slab_t *s = h->partial[c];
     while (s) {
       hk_slab_t *next = s->next;
+      hk_heap_collect_remote(h, s);
       if (s->used == 0) {
         hk_partial_remove(h, s);
         hk_heap_release_slab(h, s, true);
@@ -718,6 +724,19 @@ void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
   hk_mem_tick();
 }
 
+/* A class's current slab with no block out (once the blocks other threads
+ * freed into it are home) goes back: it pins its superslab too (a program
+ * whose small and big phases take turns peaks lower and faults less: the
+ * superslabs go back to the arena the next big blocks are cut from) */
+static void heap_release_emptied_current(hk_heap_t *h) {
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    hk_slab_t *s = h->cur[c];
+    if (s == &hk_slab_empty) continue;
+    hk_heap_collect_remote(h, s);
+    if (s->used == 0) hk_heap_release_slab(h, heap_leave_current(h, c), true);
+  }
+}
+
 /* Emptied slabs wait for the purge clock, which only the heap's small slow
  * paths read: a thread gone over to big buffers kept them (a program that
  * freed its small objects, then took big buffers, peaked at both summed;
@@ -729,33 +748,9 @@ void hk_heap_shed(hk_heap_t *h) {
   if (!hk_gate_pass(&h->next_shed_ms, now, HK_SHED_EVERY_MS)) return;
   hk_heap_enter(h);
   hk_heap_release_empty(h);
-  /* a class's current slab with no block out pins its superslab too
-   * (a program whose small and big phases take turns peaks lower and
-   * faults less: the superslabs go back to the arena the next big blocks
-   * are cut from) */
-  for (unsigned c = 0; c < HK_NCLASS; c++) {
-    hk_slab_t *s = h->cur[c];
-    if (s == &hk_slab_empty || s->used != 0) continue;
-    hk_heap_release_slab(h, heap_leave_current(h, c), true);
-  }
+  heap_release_emptied_current(h);
   hk_heap_purge_unused(h, true);
   hk_heap_leave(h);
-}
-
-/* A trim's collection: the blocks other threads freed into h's partial
- * and current slabs come home, and a current slab left with no block out
- * goes back. A remote free into a slab that is not full only joins its
- * remote list, which the owner reads when its class refills from that
- * slab: a trim after a consumer thread freed a producer's blocks gave
- * back nothing (tests/system/test_trim_remote.c). */
-static void heap_collect_remotes(hk_heap_t *h) {
-  for (unsigned c = 0; c < HK_NCLASS; c++) {
-    for (hk_slab_t *s = h->partial[c]; s; s = s->next) hk_heap_collect_remote(h, s);
-    hk_slab_t *s = h->cur[c];
-    if (s == &hk_slab_empty) continue;
-    hk_heap_collect_remote(h, s);
-    if (s->used == 0) hk_heap_release_slab(h, heap_leave_current(h, c), true);
-  }
 }
 
 size_t hk_heap_trim(hk_heap_t *h) {
@@ -766,8 +761,8 @@ size_t hk_heap_trim(hk_heap_t *h) {
     hk_heap_midc_flush(h, false);
     if (HK_MIDC_ON) hk_heap_midp_drain(true);
     hk_heap_drain_delayed(h);  /* what the drain handed back to us */
-    heap_collect_remotes(h);
     hk_heap_release_empty(h);
+    heap_release_emptied_current(h);
     bytes += hk_heap_park(h, 0);
     bytes += hk_heap_purge_unused(h, true);
     hk_heap_leave(h);
