@@ -215,7 +215,7 @@ HK_INLINE void hk_free_mid_local(hk_slab_t *s, hk_block_t *b) {
   hk_heap_t *h = hk_tls_heap;
   hk_midc_seal(b);  /* a block that goes on to its slab gets its link there instead */
   unsigned i = s->cls - HK_NCLASS_SMALL, k = h->midc_n[i];
-  if (HK_LIKELY(k < HK_LOAD_RACY(hk_midc_cap[i]))) {
+  if (HK_LIKELY(k < HK_LOAD_RACY(hk_midc_cap_own[i]))) {
     *hk_midc_slot(h, i, k) = b;
     h->midc_n[i] = (uint8_t)(k + 1);
     if (HK_UNLIKELY(--h->midc_ticks == 0)) hk_heap_midc_tick(h);

@@ -118,6 +118,14 @@ HK_INLINE size_t hk_align_up(size_t n, size_t a) { return (n + a - 1) & ~(a - 1)
 #define HK_PARK_MIN_PAGES 2u
 /* The park pass runs at every this many ticks of the purge clock: it reads every free block of the slabs it looks at, a cache miss each (a pass at every tick: docs/BENCHMARKS.md#parked-pages) */
 #define HK_PARK_DELAYS 4u
+/* ... and at every tick once the heap took this many fresh slabs since the last pass: a program moving to new sizes grows while the sizes it left hold free pages: docs/BENCHMARKS.md#the-partial-lists-in-order */
+#define HK_PARK_FRESH 16u
+/* With parked pages, a mid class is sparse when a heap's partial slabs of it number at least this many ... */
+#define HK_SPARSE_SLABS 8u
+/* ... and hold live blocks for under 1/this of their room: its cache stops (heap.h, hk_midc_note_sparse): docs/BENCHMARKS.md#the-partial-lists-in-order */
+#define HK_SPARSE_SHARE 2u
+/* ... for this long after the last look that found it so, ms */
+#define HK_MIDC_SPARSE_MS 200u
 /* How many partial slabs a swap looks at for freed blocks before carving: not measured */
 #define HK_REUSE_SCAN 4
 /* ... and with parked pages, the fullest of this many (fewer left sparse slabs undrained, more cost speed): docs/BENCHMARKS.md#the-fullest-slab-first */

@@ -21,11 +21,31 @@ bool hk_heap_bg_on;
 hk_heap_hooks_t hk_heap_hooks;  /* set once at start-up by init.c */
 
 uint8_t hk_midc_cap[HK_NCLASS_MID];
+uint8_t hk_midc_cap_own[HK_NCLASS_MID];
+uint32_t hk_midc_sparse_until[HK_NCLASS_MID];
+static uint8_t midc_cap_set[HK_NCLASS_MID];  /* the cap set (hk_midc_cap_own's without the marks) */
 
 void hk_midc_set_cap(unsigned i, unsigned cap) {
   unsigned least = 2 * HK_MIDC_HOLD;  /* a queue: one that never hands out is no cache */
   if (cap != 0 && cap < least) cap = least;
-  if (i < HK_NCLASS_MID) HK_STORE_RELAXED(hk_midc_cap[i], (uint8_t)(cap < HK_MIDC_SLOTS ? cap : HK_MIDC_SLOTS));
+  if (i >= HK_NCLASS_MID) return;
+  midc_cap_set[i] = (uint8_t)(cap < HK_MIDC_SLOTS ? cap : HK_MIDC_SLOTS);
+  HK_STORE_RELAXED(hk_midc_cap[i], midc_cap_set[i]);
+  if (!hk_midc_sparse(i)) HK_STORE_RELAXED(hk_midc_cap_own[i], midc_cap_set[i]);
+}
+
+/* (racy between heaps: two looks at once may each write; the last one's
+ * stands until the next look, which costs a while of cache or of drain) */
+void hk_midc_note_sparse(unsigned i, bool sparse, uint64_t now) {
+  uint32_t until = HK_LOAD_RELAXED(hk_midc_sparse_until[i]), t = (uint32_t)now;
+  if (sparse) {
+    if (until != 0 && (int32_t)(until - t) > (int32_t)(HK_MIDC_SPARSE_MS / 2)) return;  /* renewed lately */
+    HK_STORE_RELAXED(hk_midc_sparse_until[i], (t + HK_MIDC_SPARSE_MS) | 1u);  /* (never 0) */
+    HK_STORE_RELAXED(hk_midc_cap_own[i], 0);
+  } else if (until != 0 && (int32_t)(t - until) >= 0) {
+    HK_STORE_RELAXED(hk_midc_sparse_until[i], 0);
+    HK_STORE_RELAXED(hk_midc_cap_own[i], midc_cap_set[i]);
+  }
 }
 
 /* HAKMEM_MID_CACHE_KB of blocks per mid class, at least 2 blocks when on.

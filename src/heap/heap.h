@@ -106,16 +106,34 @@ typedef struct hk_heap {
   atomic_int bg_lock;
   uint32_t bg_depth;                    /* the owner's nesting (hooks re-enter) */
   int ktid;                             /* kernel thread id: /proc/self/task/N */
-  uint32_t park_ticks;                  /* purge ticks since the last park pass */
+  uint16_t park_ticks;                  /* purge ticks since the last park pass */
+  uint16_t park_fresh;                  /* fresh slabs taken since then (saturates) */
   /* the mid cache's stacks, last: a page is touched only by a class used */
   hk_block_t *midc[HK_NCLASS_MID][HK_MIDC_SLOTS];
 } hk_heap_t;
 
 /* How many blocks each mid class's stack holds at most (<= HK_MIDC_SLOTS):
  * HAKMEM_MID_CACHE_KB of blocks, set at start-up (hk_heap_start); 0: off.
- * Read racily by the free path; written by the start-up and the setter. */
+ * Read racily by the free path; written by the start-up and the setter.
+ * hk_midc_cap for other threads' frees, hk_midc_cap_own for the owner's
+ * (the same but while the class is marked sparse, below). */
 extern uint8_t hk_midc_cap[HK_NCLASS_MID] HK_HIDDEN;
+extern uint8_t hk_midc_cap_own[HK_NCLASS_MID] HK_HIDDEN;
+extern uint32_t hk_midc_sparse_until[HK_NCLASS_MID] HK_HIDDEN;
 void hk_midc_set_cap(unsigned i, unsigned cap);
+
+/* With parked pages (lowmem): the owner's frees of a mid class some heap
+ * found sparse (its partial slabs mostly free, heap_slabs.c) are not
+ * cached for a while, so that they go back to their slabs and the class
+ * refills from its fullest ones (refill.c): the cache handed each freed
+ * block to the next malloc, wherever it lay, and the sparse slabs never
+ * drained. Other threads' frees are still cached (without them a
+ * producer-consumer program's memory grew by half). `now` in
+ * ms; a sparse class is renewed by each look that finds it so, and its
+ * cache comes back at the first look after HK_MIDC_SPARSE_MS that does
+ * not. hk_midc_sparse: true while class i is marked sparse. */
+void hk_midc_note_sparse(unsigned i, bool sparse, uint64_t now);
+HK_INLINE bool hk_midc_sparse(unsigned i) { return HK_LOAD_RELAXED(hk_midc_sparse_until[i]) != 0; }
 
 /* The k-th oldest block of mid class i's stack (k < midc_n[i]): a ring
  * from midc_head in a queue (HK_MIDC_FIFO), from the bottom in a stack. */

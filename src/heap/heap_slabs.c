@@ -67,6 +67,68 @@ unsigned hk_heap_release_empty(hk_heap_t *h) {
   return n;
 }
 
+/* Class lists in order of live blocks, most first (stable): with parked
+ * pages (lowmem), a class whose current slab runs dry looks at the first
+ * few for the fullest (refill.c, heap_pick_partial), so that its blocks go
+ * where most are live and the sparse slabs drain, to be parked and given
+ * back. Left in the order slabs ran dry, the first few were as sparse as
+ * any after an LRU cache moved to larger values: its peak (docs/BENCHMARKS.md,
+ * "The partial lists in order"). A merge sort of each list, no allocation. */
+static hk_slab_t *merge_by_live(hk_slab_t *a, hk_slab_t *b) {
+  hk_slab_t head, *t = &head;
+  while (a && b) {
+    if (hk_slab_live(b) > hk_slab_live(a)) { t->next = b; b = b->next; }
+    else { t->next = a; a = a->next; }
+    t = t->next;
+  }
+  t->next = a ? a : b;
+  return head.next;
+}
+
+/* Mid class c of h sparse (heap.h, hk_midc_note_sparse): many partial
+ * slabs, mostly free */
+static bool class_sparse(const hk_heap_t *h, unsigned c) {
+  unsigned n = 0;
+  size_t live = 0, room = 0;
+  for (const hk_slab_t *s = h->partial[c]; s; s = s->next, n++) {
+    live += hk_slab_live(s);
+    room += s->capacity;
+  }
+  return n >= HK_SPARSE_SLABS && live * HK_SPARSE_SHARE < room;
+}
+
+void hk_heap_sort_partial(hk_heap_t *h, uint64_t now) {
+  for (unsigned c = 0; c < HK_NCLASS; c++) {
+    if (c >= HK_NCLASS_SMALL && !h->api) hk_midc_note_sparse(c - HK_NCLASS_SMALL, class_sparse(h, c), now);
+    hk_slab_t *list = h->partial[c];
+    /* a list the swap sees whole is left as it is */
+    unsigned n = 0;
+    for (const hk_slab_t *s = list; s && n <= HK_REUSE_SCAN_FULLEST; s = s->next) n++;
+    if (n <= HK_REUSE_SCAN_FULLEST) continue;
+    /* bottom-up: runs of 1, 2, 4 ... merged; `parts` holds the run of each size so far */
+    hk_slab_t *parts[32] = { 0 };
+    while (list) {
+      hk_slab_t *run = list;
+      list = list->next;
+      run->next = NULL;
+      unsigned k = 0;
+      for (; k < 31 && parts[k]; k++) {
+        run = merge_by_live(parts[k], run);
+        parts[k] = NULL;
+      }
+      parts[k] = run;
+    }
+    hk_slab_t *all = NULL;
+    for (unsigned k = 0; k < 32; k++)
+      if (parts[k]) all = merge_by_live(parts[k], all);
+    /* the links back */
+    hk_slab_t *prev = NULL;
+    h->partial[c] = all;
+    for (hk_slab_t *s = all; s; prev = s, s = s->next) s->prev = prev;
+    h->partial_tail[c] = prev;
+  }
+}
+
 /* ---- frees into full slabs --------------------------------------------------- */
 
 /* Owner freed into s (already on local_free) while s was full. (An emptied
@@ -609,6 +671,7 @@ hk_slab_t *hk_heap_fresh_slab(hk_heap_t *h, unsigned cls, bool *retry) {
     hk_ss_list_push(&h->ss_full[kind], ss, HK_LIST_FULL);
   }
   hk_slab_init(ss, idx, cls, h->tid);
+  if (h->park_fresh != UINT16_MAX) h->park_fresh++;
   if (cold && HK_LOAD_RELAXED(hk_knobs.populate_slabs) && class_fills(h, ss, idx, cls)) heap_populate(ss, idx);
   return &ss->slabs[idx];
 }
@@ -685,7 +748,9 @@ static size_t park_partial(hk_heap_t *h, bool clock, bool force) {
 size_t hk_heap_park(hk_heap_t *h, uint64_t now) {
   if (!HK_PARK_BUILD || !HK_LOAD_RELAXED(hk_knobs.park_pages)) return 0;
   if (now != 0) {  /* the clock's pass (0: a trim's, at once) */
-    if (++h->park_ticks < HK_PARK_DELAYS) return 0;
+    /* every HK_PARK_DELAYS-th tick; at every tick while the heap grows */
+    if (++h->park_ticks < HK_PARK_DELAYS && h->park_fresh < HK_PARK_FRESH) return 0;
+    h->park_fresh = 0;
     h->park_ticks = 0;
   }
   if (now == 0) heap_retire_current(h);
@@ -717,6 +782,7 @@ void hk_heap_purge_now(hk_heap_t *h, uint64_t now) {
   hk_heap_midc_flush(h, true);
   if (HK_MIDC_ON) hk_heap_midp_drain(false);
   hk_heap_release_empty(h);
+  if (HK_PARK_BUILD && HK_LOAD_RELAXED(hk_knobs.park_pages)) hk_heap_sort_partial(h, now);
   hk_heap_park(h, now);
   hk_heap_purge_unused(h, false);
   hk_ss_collect(false);

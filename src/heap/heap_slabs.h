@@ -48,6 +48,9 @@ bool hk_heap_release_slab(hk_heap_t *h, hk_slab_t *s, bool may_leave);
 /* Emptied slabs stay on their class's partial list until the next purge
  * epoch; this gives them back, and says how many. */
 unsigned hk_heap_release_empty(hk_heap_t *h);
+/* Each class's partial list in order of live blocks, most first; each mid
+ * class's sparse mark renewed or ended (heap.h); now: ms. */
+void hk_heap_sort_partial(hk_heap_t *h, uint64_t now);
 
 /* A new slab of class cls, or NULL: then either the OS said no (errno set),
  * or adopting abandoned memory put slabs on the partial list (*retry). */

@@ -196,10 +196,15 @@ HK_INLINE void *heap_alloc_lists(hk_heap_t *h, unsigned cls);
  * blocks go back where most are live, so that the sparse slabs drain, to
  * be given back whole, and their free pages stay parked (an LRU cache
  * refilled with larger values: docs/BENCHMARKS.md, "The fullest slab
- * first"). Not by default (smaller batches, more slow calls), nor for mid
- * classes (a mid-size churn's peak rose). */
+ * first"); the purge clock keeps each list in that order (heap_slabs.c,
+ * hk_heap_sort_partial), so that the first few are the fullest. Not by
+ * default (smaller batches, more slow calls). A mid class only while it
+ * is marked sparse (heap.h, hk_midc_note_sparse): always, a mid-size
+ * churn's peak rose (a mid slab holds 8 to 100 blocks, and the fullest
+ * one's few freed blocks ran out at once). */
 HK_INLINE hk_slab_t *heap_pick_partial(hk_heap_t *h, hk_slab_t *head, unsigned batch) {
-  bool fullest = HK_PARK_BUILD && HK_LOAD_RELAXED(hk_knobs.park_pages) && head->cls < HK_NCLASS_SMALL;
+  bool fullest = HK_PARK_BUILD && HK_LOAD_RELAXED(hk_knobs.park_pages) &&
+                 (head->cls < HK_NCLASS_SMALL || hk_midc_sparse(head->cls - HK_NCLASS_SMALL));
   unsigned scan = fullest ? HK_REUSE_SCAN_FULLEST : HK_REUSE_SCAN, k = 0;
   hk_slab_t *first = NULL, *best = NULL;
   for (hk_slab_t *t = head; t && k < scan; t = t->next, k++) {

@@ -24,6 +24,16 @@
  *            parking its own heap and allocating again, checked; 20 rounds.
  *   fork     parked, then fork: parent and child each take the blocks back
  *            and check them.
+ *   churn    an LRU cache's shape once its sizes moved on: for a small
+ *            and two mid sizes, 8 MiB of blocks, all but one in ten freed
+ *            at random, then 40 replacements per survivor (a random
+ *            survivor checked and freed, a new block of the size taken and
+ *            filled). New blocks must go where most are live, so that the
+ *            sparse slabs drain: after a trim the class's slabs
+ *            (hak_stats_read) at most twice what the survivors fill, plus
+ *            2. Handed each freed block back (the mid cache), a mid class
+ *            kept every slab it had; taken from the first slab with freed
+ *            blocks, it kept most.
  *   heap     a first-class heap (hak_heap_new) parked by its own purge
  *            clock, which its slow paths run (HAKMEM_PURGE_DELAY_MS=1):
  *            its pages between survivors gone, then hak_heap_stats must
@@ -456,6 +466,58 @@ static void heap_mode(void) {
   hak_heap_destroy(hp);
 }
 
+static void churn(void) {
+  static const size_t sizes_churn[] = { 200, 1100, 3000 };
+  for (size_t k = 0; k < sizeof sizes_churn / sizeof sizes_churn[0]; k++) {
+    size_t size = sizes_churn[k], count = ((size_t)8 << 20) / size, live = count / 10;
+    unsigned char **v = calloc(count, sizeof *v);
+    uint32_t *tag = calloc(count, sizeof *tag);
+    CHECK_FATAL(v && tag);
+    for (size_t i = 0; i < count; i++) {
+      v[i] = malloc(size);
+      CHECK_FATAL(v[i] != NULL);
+      tag[i] = (uint32_t)i;
+      fill(v[i], size, tag[i]);
+    }
+    size_t bs = malloc_usable_size(v[0]), slab = bs <= 1024 ? (size_t)64 << 10 : (size_t)256 << 10;
+    size_t before = class_slabs(bs);
+    /* all but `live` freed in a random order: the survivors scattered */
+    uint64_t x = 0x9e3779b97f4a7c15ull + size;
+    for (size_t i = count; i > live; i--) {
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      size_t j = (size_t)(x >> 33) % i;
+      CHECK(intact(v[j], size, tag[j]));
+      free(v[j]);
+      v[j] = v[i - 1];
+      tag[j] = tag[i - 1];
+    }
+    uint32_t next = (uint32_t)count;
+    for (size_t r = 0; r < 40 * live; r++) {
+      if (r % (live / 4) == 0) usleep(2000);  /* the churn spans purge ticks, as a service's does */
+      x = x * 6364136223846793005ull + 1442695040888963407ull;
+      size_t j = (size_t)(x >> 33) % live;
+      CHECK(intact(v[j], size, tag[j]));
+      free(v[j]);
+      v[j] = malloc(size);
+      CHECK_FATAL(v[j] != NULL);
+      tag[j] = next++;
+      fill(v[j], size, tag[j]);
+    }
+    malloc_trim(0);
+    size_t need = (live * bs + slab - 1) / slab, slabs = class_slabs(bs);
+    printf("churn %zu B: %zu slabs at the fill, %zu after the churn, %zu blocks live (%zu slabs' worth)\n", size,
+           before, slabs, live, need);
+    CHECKF(slabs <= 2 * need + 2, "%zu B: %zu slabs hold %zu live blocks, at most %zu wanted", size, slabs, live,
+           2 * need + 2);
+    for (size_t i = 0; i < live; i++) {
+      CHECK(intact(v[i], size, tag[i]));
+      free(v[i]);
+    }
+    free(v);
+    free(tag);
+  }
+}
+
 int main(int argc, char **argv) {
   /* the output's buffer is no block: taken after a trim, it would bring a
    * parked slab of its class back before the pages are looked at */
@@ -475,8 +537,9 @@ int main(int argc, char **argv) {
   else if (strcmp(mode, "threads") == 0) threads();
   else if (strcmp(mode, "fork") == 0) forked();
   else if (strcmp(mode, "heap") == 0) heap_mode();
+  else if (strcmp(mode, "churn") == 0) churn();
   else {
-    fprintf(stderr, "usage: test_park scatter|empty|idle|threads|fork|heap\n");
+    fprintf(stderr, "usage: test_park scatter|empty|idle|threads|fork|heap|churn\n");
     return 2;
   }
   return check_done("park");
