@@ -46,6 +46,10 @@ WORKLOADS = [
     ("tiny", {}, [f"{BENCH}/bench_tiny", "2000", "16", "100"]),
     ("tiny_lowmem", {"HAKMEM_PROFILE": "lowmem"}, [f"{BENCH}/bench_tiny", "2000", "16", "100"]),
     ("random_mixed", {}, [f"{BENCH}/bench_random_mixed", "100000", "400", "16", "1024", "1"]),
+    # the same under lowmem, long enough for its purge clock's ticks (the
+    # partial lists' order and the mid classes' sparse marks run at each)
+    ("random_mixed_lowmem", {"HAKMEM_PROFILE": "lowmem"},
+     [f"{BENCH}/bench_random_mixed", "2000000", "400", "16", "1024", "1"]),
     ("mid", {}, [f"{BENCH}/bench_mid", "1", "20000"]),
     ("xthread", {}, [f"{BENCH}/bench_xthread", "1", "20000", "16", "512", "7", "64"]),
     ("large", {}, [f"{BENCH}/bench_large", "0", "8", "64k", "32m", "3", "1"]),
