@@ -23,15 +23,14 @@ hk_heap_hooks_t hk_heap_hooks;  /* set once at start-up by init.c */
 uint8_t hk_midc_cap[HK_NCLASS_MID];
 uint8_t hk_midc_cap_own[HK_NCLASS_MID];
 uint32_t hk_midc_sparse_until[HK_NCLASS_MID];
-static uint8_t midc_cap_set[HK_NCLASS_MID];  /* the cap set (hk_midc_cap_own's without the marks) */
 
 void hk_midc_set_cap(unsigned i, unsigned cap) {
   unsigned least = 2 * HK_MIDC_HOLD;  /* a queue: one that never hands out is no cache */
   if (cap != 0 && cap < least) cap = least;
   if (i >= HK_NCLASS_MID) return;
-  midc_cap_set[i] = (uint8_t)(cap < HK_MIDC_SLOTS ? cap : HK_MIDC_SLOTS);
-  HK_STORE_RELAXED(hk_midc_cap[i], midc_cap_set[i]);
-  if (!hk_midc_sparse(i)) HK_STORE_RELAXED(hk_midc_cap_own[i], midc_cap_set[i]);
+  uint8_t c = (uint8_t)(cap < HK_MIDC_SLOTS ? cap : HK_MIDC_SLOTS);
+  HK_STORE_RELAXED(hk_midc_cap[i], c);
+  if (!hk_midc_sparse(i)) HK_STORE_RELAXED(hk_midc_cap_own[i], c);
 }
 
 /* (racy between heaps: two looks at once may each write; the last one's
@@ -44,7 +43,7 @@ void hk_midc_note_sparse(unsigned i, bool sparse, uint64_t now) {
     HK_STORE_RELAXED(hk_midc_cap_own[i], 0);
   } else if (until != 0 && (int32_t)(t - until) >= 0) {
     HK_STORE_RELAXED(hk_midc_sparse_until[i], 0);
-    HK_STORE_RELAXED(hk_midc_cap_own[i], midc_cap_set[i]);
+    HK_STORE_RELAXED(hk_midc_cap_own[i], HK_LOAD_RELAXED(hk_midc_cap[i]));  /* (the marks leave it as set) */
   }
 }
 

@@ -85,26 +85,20 @@ static hk_slab_t *merge_by_live(hk_slab_t *a, hk_slab_t *b) {
   return head.next;
 }
 
-/* Mid class c of h sparse (heap.h, hk_midc_note_sparse): many partial
- * slabs, mostly free */
-static bool class_sparse(const hk_heap_t *h, unsigned c) {
-  unsigned n = 0;
-  size_t live = 0, room = 0;
-  for (const hk_slab_t *s = h->partial[c]; s; s = s->next, n++) {
-    live += hk_slab_live(s);
-    room += s->capacity;
-  }
-  return n >= HK_SPARSE_SLABS && live * HK_SPARSE_SHARE < room;
-}
-
 void hk_heap_sort_partial(hk_heap_t *h, uint64_t now) {
   for (unsigned c = 0; c < HK_NCLASS; c++) {
-    if (c >= HK_NCLASS_SMALL && !h->api) hk_midc_note_sparse(c - HK_NCLASS_SMALL, class_sparse(h, c), now);
     hk_slab_t *list = h->partial[c];
-    /* a list the swap sees whole is left as it is */
+    /* one walk: the list's length, and its live blocks and room for a mid
+     * class's sparse mark (heap.h: many partial slabs, mostly free) */
     unsigned n = 0;
-    for (const hk_slab_t *s = list; s && n <= HK_REUSE_SCAN_FULLEST; s = s->next) n++;
-    if (n <= HK_REUSE_SCAN_FULLEST) continue;
+    size_t live = 0, room = 0;
+    for (const hk_slab_t *s = list; s; s = s->next, n++) {
+      live += hk_slab_live(s);
+      room += s->capacity;
+    }
+    if (c >= HK_NCLASS_SMALL && !h->api)
+      hk_midc_note_sparse(c - HK_NCLASS_SMALL, n >= HK_SPARSE_SLABS && live * HK_SPARSE_SHARE < room, now);
+    if (n <= HK_REUSE_SCAN_FULLEST) continue;  /* a list the swap sees whole is left as it is */
     /* bottom-up: runs of 1, 2, 4 ... merged; `parts` holds the run of each size so far */
     hk_slab_t *parts[32] = { 0 };
     while (list) {
