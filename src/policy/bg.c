@@ -65,55 +65,68 @@ static atomic_bool purging;        /* it purges (on, or auto past its threshold)
  * An idle owner (no slow path over the last whole tick) that runs rather
  * than blocks (a thread that freed its blocks and now computes, or keeps
  * to its fast path) gives the same proof another way: its CPU time (the
- * scheduler's count, which grows only while it runs) grows, after the
- * look, by QUIET_NS more than the look took. A free under way when the
- * look began needs a few dozen instructions to end, so it ended: the
- * owner ran thousands of times as long since. Its stores are then seen
- * by us (x86-64 makes a core's stores visible in program order, and its
- * store buffer drains within microseconds, far inside the margin). The
- * wait (QUIET_TRIES sleeps of 1 ms at most) holds the owner's bg_lock: an
- * idle owner rarely wants it, and waits that long when it does. A signal
- * handler that ran QUIET_NS inside a free would defeat this proof, as one
- * that blocks in a system call there defeats the blocked one.
+ * scheduler's count, which grows only while it runs), read after the
+ * look, grows by QUIET_NS more. A free under way when the look began
+ * needs a few dozen instructions to end, so it ended: the owner ran
+ * thousands of times as long since. Its stores are then seen by us
+ * (x86-64 makes a core's stores visible in program order, and its store
+ * buffer drains within microseconds, far inside the margin). The wait
+ * (sleeps of 1 ms, QUIET_TRIES at most; it ends once the owner is
+ * found asleep in a system call, not having run over the last sleep)
+ * holds the owner's bg_lock: an idle owner rarely wants it, and waits
+ * that long when it does. A signal handler that ran
+ * QUIET_NS inside a free would defeat this proof, as one that blocks in a
+ * system call there defeats the blocked one.
  *
  * Without /proc and the thread's CPU clock nothing of step 3 happens; the
  * owner's own purge clock does it at its next slow path. */
 
 #define QUIET_NS 1000000ull  /* 1 ms of the owner's CPU time past the look */
-#define QUIET_TRIES 4
+/* On a loaded machine the owner runs a share of the wall time (a third,
+ * beside four busy processes on two cores), and may wait off the CPU for
+ * several time slices in a row: 1 ms of its CPU time can take 10 ms.
+ * Four sleeps were too few there (test_idle scatter_busy kept 200 MiB
+ * for 11 s in 3 of 4 runs beside four busy loops). */
+#define QUIET_TRIES 12
 
 /* The proof that the owner did not run through a look (blocked before and
  * after it, the same context switches) or ran well past it (an idle owner:
- * its CPU time grew by QUIET_NS more than the look's wall time). */
+ * its CPU time grew by QUIET_NS after the look). */
 typedef struct {
   bool idle;            /* the owner took no slow path over the last tick */
   bool blocked;         /* in a system call when the look began */
   unsigned long sw;     /* its context switches then */
-  uint64_t cpu, t0;     /* its CPU time then (0: unread); the clock before */
+  bool cpu;             /* its CPU clock can be read (idle owners only) */
 } quiet_t;
 
 static bool quiet_begin(const hk_heap_t *h, quiet_t *q) {
-  q->t0 = hk_os_now_ns();
-  q->cpu = 0;
-  bool cpu = q->idle && hk_os_task_cpu_ns(h->ktid, &q->cpu) && q->cpu != 0;
+  uint64_t cpu = 0;
+  q->cpu = q->idle && hk_os_task_cpu_ns(h->ktid, &cpu) && cpu != 0;
   q->blocked = hk_os_task_in_syscall(h->ktid) && hk_os_task_switches(h->ktid, &q->sw);
-  return q->blocked || cpu;
+  return q->blocked || q->cpu;
 }
 
 static bool quiet_end(const hk_heap_t *h, const quiet_t *q) {
   unsigned long sw;
   if (q->blocked && hk_os_task_in_syscall(h->ktid) && hk_os_task_switches(h->ktid, &sw) && sw == q->sw)
     return true;
-  if (q->cpu == 0) return false;
-  /* it ran at most the look's wall time inside the look */
-  uint64_t need = hk_os_now_ns() - q->t0 + QUIET_NS;
-  for (int i = 0;; i++) {
-    uint64_t cpu;
-    if (!hk_os_task_cpu_ns(h->ktid, &cpu)) return false;
-    if (cpu - q->cpu >= need) return true;
-    if (i == QUIET_TRIES) return false;
+  if (!q->cpu) return false;
+  /* read after the look (x86-64 keeps our loads in order, and the holds'
+   * stores were fenced; the kernel adds a running owner's current slice):
+   * what it runs from here on */
+  uint64_t from, last, cpu;
+  if (!hk_os_task_cpu_ns(h->ktid, &from)) return false;
+  last = from;
+  for (unsigned i = 0; i < QUIET_TRIES; i++) {
     hk_os_sleep_ms(1);
+    if (!hk_os_task_cpu_ns(h->ktid, &cpu)) return false;
+    if (cpu - from >= QUIET_NS) return true;
+    /* it did not run over the sleep: asleep in a system call, it will
+     * not run much soon; off the CPU beside other work, it will */
+    if (cpu == last && hk_os_task_in_syscall(h->ktid)) break;
+    last = cpu;
   }
+  return false;
 }
 
 #define BATCH 512   /* emptied slabs released per look (more: another look) */
@@ -188,13 +201,20 @@ static unsigned release_returned(hk_heap_t *h, bool idle) {
  * old field is still under way, and the owner's next free reads the new
  * one (the fence, then the kernel's exit). The park itself may then take
  * as long as it takes; the owner's slow paths wait for the bg_lock. A
- * chunk at a time, stopping once the owner runs. The owner's free of a
+ * chunk at a time; a look the owner ran through is tried again
+ * (IDLE_MISSES in a pass), and the pass stops when the owner is running
+ * at a look's start and gives no proof by its CPU time. The owner's free of a
  * mid block into a held slab takes the mid cache's foreign path (onto its
  * own stack, the pool or the remote list: none writes the slab); the
  * queue's eviction, which frees into the evicted block's slab without the
  * owner test, exists only with delayed reuse, which parks nothing.
  * Returns bytes purged. */
 #define IDLE_CHUNK 64
+/* looks per pass the owner may run through before the pass gives up (a
+ * thread that wakes every 10 ms, on a loaded machine where our look is
+ * descheduled for a time slice, runs through a few; before, the first
+ * one ended the pass and the rest waited a purge delay) */
+#define IDLE_MISSES 8
 _Static_assert(!(HK_PARK_BUILD && HK_MIDC_FIFO), "a queue's eviction would write a held slab");
 
 static size_t park_idle(hk_heap_t *h, bool idle, bool untouched) {
@@ -204,6 +224,7 @@ static size_t park_idle(hk_heap_t *h, bool idle, bool untouched) {
   unsigned least = HK_PARK_MIN_PAGES * (unsigned)HK_PAGE;
   unsigned c = 0;  /* the walk: class c's partial list, from next */
   hk_slab_t *next = h->partial[0];
+  unsigned misses = 0;  /* looks the owner ran through, this pass */
   for (;;) {
     hk_slab_t *cand[IDLE_CHUNK];
     unsigned n = 0;
@@ -218,11 +239,17 @@ static size_t park_idle(hk_heap_t *h, bool idle, bool untouched) {
       next = next->next;
     }
     if (n == 0) return bytes;
-    quiet_t q = { .idle = untouched };
-    if (!quiet_begin(h, &q)) return bytes;
-    for (unsigned i = 0; i < n; i++) HK_STORE_RELAXED(cand[i]->owner, tid | HK_OWNER_HELD);
-    atomic_thread_fence(memory_order_seq_cst);
-    bool held = quiet_end(h, &q);
+    bool held = false, stored = false;
+    while (!held && misses < IDLE_MISSES) {
+      quiet_t q = { .idle = untouched };
+      if (!quiet_begin(h, &q)) break;
+      for (unsigned i = 0; i < n; i++) HK_STORE_RELAXED(cand[i]->owner, tid | HK_OWNER_HELD);
+      stored = true;
+      atomic_thread_fence(memory_order_seq_cst);
+      held = quiet_end(h, &q);
+      misses += !held;
+    }
+    if (!stored) return bytes;
     for (unsigned i = 0; i < n && held; i++) {
       hk_heap_collect_remote(h, cand[i]);
       bytes += hk_slab_park(cand[i], false);

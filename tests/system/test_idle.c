@@ -49,6 +49,10 @@
  *                           would sleep: never blocked, so the purge
  *                           thread's proof is main's CPU time (bg.c)
  *
+ * LOAD_PROCS=N (env): the process is pinned to one CPU, where N children
+ * spin while it waits (a loaded machine: the owner and the purge thread
+ * each get a share of the CPU, and are taken off it for time slices).
+ *
  * SLACK_MB (env) replaces the 32 MiB. RSS is polled every 50 ms; the wait
  * is bounded by the purge delay + 10 s (HAKMEM_PURGE_DELAY_MS as hakmem
  * reports it; GUARD_MS, env, replaces it), a hang guard, not a speed
@@ -58,6 +62,8 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -200,6 +206,46 @@ static long wait_returned(const char *who, size_t base, size_t live, bool light)
   }
 }
 
+/* LOAD_PROCS: children forked at start-up (a small process to copy),
+ * pinned with us to our CPU; each waits for a byte on the pipe, then
+ * spins until killed */
+static pid_t load_pid[16];
+static int load_n, load_pipe[2];
+static void load_prepare(void) {
+  load_n = getenv("LOAD_PROCS") ? atoi(getenv("LOAD_PROCS")) : 0;
+  if (load_n <= 0) return;
+  if (load_n > 16) load_n = 16;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+  if (sched_setaffinity(0, sizeof one, &one) != 0 || pipe(load_pipe) != 0) {
+    printf("FAIL: LOAD_PROCS: cannot pin or make a pipe\n");
+    exit(1);
+  }
+  for (int i = 0; i < load_n; i++) {
+    load_pid[i] = fork();
+    if (load_pid[i] < 0) { printf("FAIL: LOAD_PROCS: fork\n"); exit(1); }
+    if (load_pid[i] == 0) {
+      char b;
+      if (read(load_pipe[0], &b, 1) != 1) _exit(0);
+      for (volatile unsigned long x = 0;; x++) {
+      }
+    }
+  }
+}
+static void load_start(void) {
+  for (int i = 0; i < load_n; i++)
+    if (write(load_pipe[1], "x", 1) != 1) { printf("FAIL: LOAD_PROCS: pipe\n"); exit(1); }
+  if (load_n) printf("%d spinning processes beside us on CPU %d\n", load_n, sched_getcpu());
+}
+static void load_stop(void) {
+  for (int i = 0; i < load_n; i++) {
+    kill(load_pid[i], SIGKILL);
+    waitpid(load_pid[i], NULL, 0);
+  }
+  load_n = 0;
+}
+
 static void *thread_fill(void *arg) {
   fill_and_free(arg);
   return NULL;
@@ -251,6 +297,7 @@ int main(int argc, char **argv) {
   size_t size = argc > 2 ? strtoul(argv[2], NULL, 10) : 120;
   if (size == 0) size = 1;
   setvbuf(stdout, NULL, _IONBF, 0);
+  load_prepare();
   hak_stats_read(NULL, 0);  /* hakmem started (its knobs read) before the base reading */
   size_t base = ((size_t)rss_kib() << 10);
   fill_t f = { .size = size };
@@ -399,7 +446,9 @@ int main(int argc, char **argv) {
     fprintf(stderr, "usage: test_idle sleep|light|late|thread|handoff|loader|fork|fork_first|off|scatter|scatter_light|scatter_off|scatter_thread|scatter_heap|scatter_heap_off SIZE | small | sparse\n");
     return 2;
   }
+  load_start();
   long t = wait_returned(mode, base, f.live, light);
+  load_stop();
   if (t < 0) {
     printf("FAIL: the freed memory did not come back while the program was idle\n");
     return 1;
