@@ -70,6 +70,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -222,11 +223,16 @@ static void load_prepare(void) {
     printf("FAIL: LOAD_PROCS: cannot pin or make a pipe\n");
     exit(1);
   }
+  pid_t parent = getpid();
   for (int i = 0; i < load_n; i++) {
     load_pid[i] = fork();
     if (load_pid[i] < 0) { printf("FAIL: LOAD_PROCS: fork\n"); exit(1); }
     if (load_pid[i] == 0) {
+      /* they die with us, whatever way we end (a FAIL's exit too) */
       char b;
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) _exit(0);
+      close(load_pipe[1]);
       if (read(load_pipe[0], &b, 1) != 1) _exit(0);
       for (volatile unsigned long x = 0;; x++) {
       }
