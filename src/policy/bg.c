@@ -66,17 +66,16 @@ static atomic_bool purging;        /* it purges (on, or auto past its threshold)
  * than blocks (a thread that freed its blocks and now computes, or keeps
  * to its fast path) gives the same proof another way: its CPU time (the
  * scheduler's count, which grows only while it runs), read after the
- * look, grows by QUIET_NS more. A free under way when the look began
- * needs a few dozen instructions to end, so it ended: the owner ran
- * thousands of times as long since. Its stores are then seen by us
- * (x86-64 makes a core's stores visible in program order, and its store
- * buffer drains within microseconds, far inside the margin). The wait
- * (sleeps of 1 ms, QUIET_TRIES at most; it ends once the owner is
- * found asleep in a system call, not having run over the last sleep)
- * holds the owner's bg_lock: an idle owner rarely wants it, and waits
- * that long when it does. A signal handler that ran
- * QUIET_NS inside a free would defeat this proof, as one that blocks in a
- * system call there defeats the blocked one.
+ * look, grows by QUIET_NS. A free under way when the look began needs a
+ * few dozen instructions to end, so it ended: the owner ran thousands of
+ * times as long since. Its stores are then seen by us (x86-64 makes a
+ * core's stores visible in program order, and its store buffer drains
+ * within microseconds, far inside the margin). The wait (sleeps of 1 ms,
+ * QUIET_TRIES at most; it ends once the owner is found asleep in a system
+ * call, not having run over the last sleep) holds the owner's bg_lock: an
+ * idle owner rarely wants it, and waits that long when it does. A signal
+ * handler that ran QUIET_NS inside a free would defeat this proof, as one
+ * that blocks in a system call there defeats the blocked one.
  *
  * Without /proc and the thread's CPU clock nothing of step 3 happens; the
  * owner's own purge clock does it at its next slow path. */
