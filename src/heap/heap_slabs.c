@@ -144,6 +144,7 @@ void hk_heap_free_local_slow(hk_slab_t *s) {
 /* ---- the mid pool (heap_slabs.h) -------------------------------------------- */
 
 HK_BSS_ARRAY hk_midp_t hk_midp[HK_NCLASS_MID];
+HK_BSS_ARRAY hk_block_t *hk_midp_slots[HK_NCLASS_MID][HK_MIDP_SLOTS];
 __attribute__((constructor)) static void name_locks(void) {  /* the stats' lock waits */
   hk_lock_name(hk_midp, sizeof hk_midp, HK_LOCK_MID_POOL);
 }
@@ -158,7 +159,7 @@ bool hk_heap_midp_put(unsigned i, hk_block_t *b) {
   unsigned n = p->n;
   bool ok = n < p->cap;
   if (ok) {
-    p->b[n] = b;
+    hk_midp_slots[i][n] = b;
     HK_STORE_RELAXED(p->n, n + 1);  /* malloc's look at n takes no lock */
   }
   hk_unlock(&p->lock);
@@ -171,7 +172,7 @@ unsigned hk_heap_midp_refill(hk_heap_t *h, unsigned i) {
   unsigned want = HK_LOAD_RACY(hk_midc_cap[i]) / 2 + 1, k = 0;
   hk_lock(&p->lock);
   unsigned n = p->n;
-  while (k < want && n) h->midc[i][k++] = p->b[--n];
+  while (k < want && n) h->midc[i][k++] = hk_midp_slots[i][--n];
   HK_STORE_RELAXED(p->n, n);
   if (k) p->taken = true;
   hk_unlock(&p->lock);
@@ -199,7 +200,7 @@ void hk_heap_midp_drain(bool force) {
     if (HK_LOAD_RACY(p->n) == 0) continue;
     hk_lock(&p->lock);
     if (force || !p->taken) {
-      for (unsigned n = p->n; n > 0;) midp_return(p->b[--n]);
+      for (unsigned n = p->n; n > 0;) midp_return(hk_midp_slots[i][--n]);
       HK_STORE_RELAXED(p->n, 0u);
     }
     p->taken = false;
@@ -325,7 +326,7 @@ bool hk_heap_block_is_free(hk_slab_t *s, const hk_block_t *b) {
     hk_midp_t *p = &hk_midp[f.i];
     bool found = false;
     hk_lock(&p->lock);
-    for (unsigned k = 0; k < p->n && !found; k++) found = p->b[k] == b;
+    for (unsigned k = 0; k < p->n && !found; k++) found = hk_midp_slots[f.i][k] == b;
     hk_unlock(&p->lock);
     if (found) return true;
   }

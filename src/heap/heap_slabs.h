@@ -152,13 +152,17 @@ void hk_heap_abandon(hk_heap_t *h);
  * slabs' remote lists. */
 #define HK_MIDP_SLOTS 512
 #define HK_MIDP_BYTES ((size_t)4 << 20)   /* per class */
+/* The classes' heads share a page, apart from their slots: malloc's and the
+ * drain's looks read every head, and a page only read costs a page of
+ * memory on a kernel that maps no zero page (ARCHITECTURE "The library's
+ * own pages"). A cache line each, as their locks are taken apart. */
 typedef struct {
-  hk_lock_t lock;
+  _Alignas(64) hk_lock_t lock;
   unsigned n, cap;          /* cap: HK_MIDP_SLOTS or HK_MIDP_BYTES of blocks */
   bool taken;               /* a malloc took from it since the last drain look */
-  hk_block_t *b[HK_MIDP_SLOTS];
 } hk_midp_t;
 extern hk_midp_t hk_midp[HK_NCLASS_MID] HK_HIDDEN;
+extern hk_block_t *hk_midp_slots[HK_NCLASS_MID][HK_MIDP_SLOTS] HK_HIDDEN;  /* under the head's lock */
 /* A block in slab s of another heap may be pooled: that heap is a live
  * thread's (not abandoned: an adopter collects those; not a first-class
  * heap's: its destroy must find its blocks) and s is in use. */

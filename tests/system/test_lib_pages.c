@@ -54,6 +54,11 @@
  * With the order wrong, every code page is resident, which is also what a
  * large folio looks like: the folio check is made at start.
  *
+ * Every run also counts the library's zeroed data past its file (.bss and
+ * .lbss) that is resident: at most ZEROED_PAGES. This kernel maps no zero
+ * page, so a table that is only read is resident too; the busy runs reach
+ * the purge tick's look at the mid pool's heads.
+ *
  * Only where the build placed the list (tests/CMakeLists.txt registers it
  * then) and with the shared library linked or preloaded; exit 77 without
  * a libhakmem mapping (a static link). */
@@ -174,6 +179,9 @@ static int run_on_copies(char **argv) {
   return rc == 75 ? 1 : rc;
 }
 
+/* of the library's zeroed data past its file, what a program may keep */
+#define ZEROED_PAGES 8
+
 /* How many pages of [lo, hi) are mapped in (pagemap's present bit). */
 static long resident_pages(int pm, uintptr_t lo, uintptr_t hi) {
   long n = 0;
@@ -197,6 +205,31 @@ static bool find_code(const char *copy, unsigned long *lo, unsigned long *hi, un
     if (sscanf(line, "%lx-%lx %7s %lx", &a, &b, perm, &o) != 4) continue;
     if (strstr(line, copy) && perm[2] == 'x') {
       *lo = a, *hi = b, *off = o;
+      break;
+    }
+  }
+  fclose(maps);
+  return *lo != 0;
+}
+
+/* The copy's zeroed data past its file (.bss and .lbss): the anonymous
+ * mapping that starts where the copy's last mapping ends; false if none. */
+static bool find_zeroed(const char *copy, unsigned long *lo, unsigned long *hi) {
+  FILE *maps = fopen("/proc/self/maps", "r");
+  CHECK_FATAL(maps != NULL);
+  char line[512];
+  unsigned long end = 0;
+  *lo = *hi = 0;
+  while (fgets(line, sizeof line, maps)) {
+    unsigned long a, b;
+    int name = 0;
+    if (sscanf(line, "%lx-%lx %*s %*s %*s %*s %n", &a, &b, &name) != 2) continue;
+    if (strstr(line, copy)) {
+      end = b;
+    } else if (end != 0 && a == end && (name == 0 || line[name] == '\0' || line[name] == '\n')) {
+      *lo = a, *hi = b;
+      break;
+    } else if (end != 0) {
       break;
     }
   }
@@ -333,6 +366,18 @@ int main(int argc, char **argv) {
   else
     CHECKF(eh_present == 0, "the unwind tables are resident though no stack was walked: "
            "mapped with the read-only data (cmake/hot_text.cmake's gap missing?)");
+  /* zeroed data: a page only read is a page of memory on a kernel that
+   * maps no zero page (6.18 here), so the tables every program's ticks and
+   * looks read (the mid pool's heads) sit apart from what only a busy
+   * program fills (its slots): before, the purge tick's look at the 40
+   * heads alone kept 40 pages */
+  unsigned long zlo, zhi;
+  CHECKF(find_zeroed(copy, &zlo, &zhi), "the copy's zeroed data (.bss) mapping not found");
+  long zeroed = resident_pages(pm, zlo, zhi);
+  printf("lib_pages: %ld pages of the zeroed data resident (of %lu)\n", zeroed, (zhi - zlo) / 4096);
+  CHECKF(zeroed <= ZEROED_PAGES, "%ld pages of the library's zeroed data resident, more than %d: "
+         "a zeroed table that every program reads spans pages (docs/ARCHITECTURE.md, "
+         "\"The library's own pages\")", zeroed, ZEROED_PAGES);
   close(pm);
   struct entry_points ep = { .n = 0 };
   dl_iterate_phdr(find_entry_points, &ep);
