@@ -107,13 +107,14 @@ static void ss_init(hk_superslab_t *ss, unsigned kind) {
   ss->next = ss->prev = NULL;
   /* every descriptor, not only nslabs: a pointer into the guard's half
    * (measure guard) finds an unused slab. Those past the header's first
-   * page only when they need it: a fresh superslab's read zero already
-   * (a read maps no memory), and a write there would make every
-   * superslab keep a second page that a program of a few slabs never
-   * uses. hk_slab_init sets the index of a slab taken. */
+   * page only when they need it: a fresh superslab's read zero already,
+   * and a write there would make every superslab keep a second page that
+   * a program of a few slabs never uses. Nor are they read unless one was
+   * taken (desc_hi): on a kernel that maps no zero page a read costs the
+   * page too. hk_slab_init sets the index of a slab taken. */
   for (unsigned i = 0; i < HK_SS_MAX_SLABS; i++) {
     hk_slab_t *s = &ss->slabs[i];
-    if (i >= HK_SS_DESC_PAGE1 && desc_unused(s)) continue;
+    if (i >= HK_SS_DESC_PAGE1 && (!ss->desc_hi || desc_unused(s))) continue;
     s->free = s->local_free = NULL;
     HK_STORE_RELAXED(s->owner, 0);
     s->used = s->capacity = 0;
@@ -268,7 +269,7 @@ static uint32_t ss_all_mask(const hk_superslab_t *ss) {
 static void cache_put(hk_superslab_t *ss) {
   HK_ASSERT(ss->nused == 0);
   HK_STORE_RELAXED(ss->heap, NULL);
-  for (unsigned i = 0; i < ss->nslabs; i++)  /* (a write only where it changes: HK_SS_DESC_PAGE1) */
+  for (unsigned i = 0, n = hk_ss_desc_n(ss); i < n; i++)  /* (a write only where it changes: HK_SS_DESC_PAGE1) */
     if (HK_LOAD_RELAXED(ss->slabs[i].state) != HK_SLAB_UNUSED) HK_STORE_RELAXED(ss->slabs[i].state, HK_SLAB_UNUSED);
   ss->warm_cls[0] = ss->warm_cls[1] = 0;  /* what cache_take looks at first */
   for (uint32_t m = ss->warm; m; m &= m - 1) {
@@ -761,7 +762,7 @@ void hk_ss_census(uint64_t live[HK_NCLASS], uint64_t slabs[HK_NCLASS]) {
   hk_lock_nosys(&all_lock);
   for (hk_superslab_t *ss = all_head; ss; ss = ss->all_next) {
     if (ss->list == LIST_CACHE) continue;
-    unsigned n = HK_LOAD_RELAXED(ss->nslabs);
+    unsigned n = hk_ss_desc_n(ss);
     for (unsigned i = 0; i < n && i < HK_SS_MAX_SLABS; i++) {
       hk_slab_t *s = &ss->slabs[i];
       if (HK_LOAD_RELAXED(s->state) == HK_SLAB_UNUSED) continue;
@@ -801,8 +802,8 @@ size_t hk_ss_count_abandoned(void) {
 static void mark_forked(hk_superslab_t *ss) {
   ss->forked = true;
   uint32_t unused = 0;
-  for (unsigned i = 0; i < ss->nslabs; i++)
-    if (HK_LOAD_RELAXED(ss->slabs[i].state) == HK_SLAB_UNUSED) unused |= 1u << i;
+  for (unsigned i = 0, n = hk_ss_desc_n(ss); i < ss->nslabs; i++)
+    if (i >= n || HK_LOAD_RELAXED(ss->slabs[i].state) == HK_SLAB_UNUSED) unused |= 1u << i;
   ss->dirty_new = (ss->dirty_new | (unused & ~ss->free_mask)) & unused;  /* (newly unused: purged in time) */
   ss->dirty_old &= unused;
   ss->purged_mask &= unused;
@@ -828,7 +829,7 @@ void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_hea
     if (owner == self || kept(owner)) {
       /* a thread that was handing us a block mid-fork is gone: leave the
        * NOTIFYING state it would have cleared (the block is lost) */
-      for (unsigned i = 0; i < ss->nslabs; i++) {
+      for (unsigned i = 0, n = hk_ss_desc_n(ss); i < n; i++) {
         hk_slab_t *s = &ss->slabs[i];
         uintptr_t v = atomic_load_explicit(&s->xfree, memory_order_relaxed);
         if ((v & 3) == HK_XF_NOTIFYING)
@@ -841,7 +842,7 @@ void hk_ss_orphan_foreign(struct hk_heap *self, bool (*kept)(const struct hk_hea
     /* Its owner's lists may have been caught mid-update by fork(): touch
      * nothing but the slabs' ownership; the adopter rebuilds the rest. */
     mark_forked(ss);
-    for (unsigned i = 0; i < ss->nslabs; i++) {  /* (written where it changes: a copy-on-write page each) */
+    for (unsigned i = 0, n = hk_ss_desc_n(ss); i < n; i++) {  /* (written where it changes: a copy-on-write page each) */
       hk_slab_t *s = &ss->slabs[i];
       if (HK_LOAD_RELAXED(s->owner) != 0) HK_STORE_RELAXED(s->owner, 0);
       uintptr_t v = atomic_load_explicit(&s->xfree, memory_order_relaxed);

@@ -62,6 +62,10 @@ typedef struct hk_superslab {
   bool from_span;           /* a chunk lent by the span tier (span_lend.c, "the
                                unified backend"): goes back there, not to
                                the OS */
+  bool desc_hi;             /* a descriptor past the header's first page was
+                               taken since the header was zeroed: ss_init
+                               reads those only then (a read maps a page
+                               where the kernel maps no zero page) */
   struct hk_heap *heap;            /* owner; NULL when abandoned/cached    */
   struct hk_superslab *next, *prev;
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
@@ -77,7 +81,8 @@ typedef struct hk_superslab {
                                again was unused this long (hk_ss_note_reuse) */
   /* last, after the fields above: the fields and the first
    * HK_SS_DESC_PAGE1 descriptors share the header's first page, and the
-   * second is written only once a slab past them is taken (ss_init). With
+   * second is written, or read, only once a slab past them is taken
+   * (ss_init, hk_ss_desc_n). With
    * the fields after the 32 descriptors every superslab wrote two pages. */
   hk_slab_t slabs[HK_SS_MAX_SLABS] __attribute__((aligned(128)));
 } hk_superslab_t;
@@ -95,6 +100,13 @@ HK_INLINE hk_slab_t *hk_slab_of(hk_superslab_t *ss, const void *p) {
   return &ss->slabs[((uintptr_t)p & HK_SS_MASK) >> ss->slab_shift];
 }
 HK_INLINE hk_superslab_t *hk_slab_ss(hk_slab_t *s) { return hk_ss_of(s); }
+/* How many of ss's descriptors a loop over every slab reads: those past
+ * the header's first page only once one was taken (desc_hi); until then
+ * they are an unused slab's zeros, and a read would map their page. */
+HK_INLINE unsigned hk_ss_desc_n(const hk_superslab_t *ss) {
+  unsigned n = HK_LOAD_RELAXED(ss->nslabs);
+  return n > HK_SS_DESC_PAGE1 && !HK_LOAD_RELAXED(ss->desc_hi) ? HK_SS_DESC_PAGE1 : n;
+}
 /* An unused slab of ss that last served class cls and kept its pages
  * (hk_heap_fresh_slab): its index, or -1. */
 HK_INLINE int hk_ss_warm_slab(const hk_superslab_t *ss, unsigned cls) {

@@ -871,7 +871,7 @@ void hk_heap_abandon(hk_heap_t *h) {
         hk_ss_list_remove(lists[l], ss);
         /* written only where it changes: an unused slab's descriptor
          * past the header's first page stays unbacked (HK_SS_DESC_PAGE1) */
-        for (unsigned i = 0; i < ss->nslabs; i++) {
+        for (unsigned i = 0, n = hk_ss_desc_n(ss); i < n; i++) {
           hk_slab_t *s = &ss->slabs[i];
           if (HK_LOAD_RELAXED(s->owner) != 0) HK_STORE_RELAXED(s->owner, 0);
           if (s->next || s->prev) s->next = s->prev = NULL;
@@ -897,7 +897,7 @@ void hk_heap_check(hk_heap_t *h) {
     for (int l = 0; l < 2; l++)
       for (hk_superslab_t *ss = lists[l]->head; ss; ss = ss->next) {
         HK_ASSERT(l == 0 ? ss->free_mask != 0 : ss->free_mask == 0);
-        for (unsigned i = 0; i < ss->nslabs; i++) {
+        for (unsigned i = 0, n = hk_ss_desc_n(ss); i < n; i++) {
           hk_slab_t *s = &ss->slabs[i];
           unsigned st = HK_LOAD_RELAXED(s->state);
           if (ss->free_mask & (1u << i)) { HK_ASSERT(st == HK_SLAB_UNUSED); continue; }

@@ -64,6 +64,7 @@ bool hk_slab_holds_free(const hk_slab_t *s, const hk_block_t *b) {
 
 void hk_slab_init(hk_superslab_t *ss, unsigned idx, unsigned cls, uintptr_t owner) {
   hk_slab_t *s = &ss->slabs[idx];
+  if (idx >= HK_SS_DESC_PAGE1 && !ss->desc_hi) HK_STORE_RELAXED(ss->desc_hi, true);  /* hk_ss_desc_n */
   s->cls = (uint8_t)cls;
   s->block_size = (uint32_t)hk_class_bytes(cls);
   /* under: the byte before a block must read as zero. The last bytes of

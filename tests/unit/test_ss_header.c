@@ -25,8 +25,10 @@
 #include "check.h"
 #include "backend/superslab.h"
 
-/* The header's pages this process wrote (check_page_written): ss_init
- * reads the descriptors past the first page, which maps the zero page. */
+/* The header's pages this process wrote (check_page_written). On a kernel
+ * that maps the zero page a read maps it (not written); on one that maps
+ * none (6.18 here) a read takes a page of its own and counts: no loop may
+ * then read a descriptor past the first page before one is taken. */
 static unsigned char header_pages(const hk_superslab_t *ss) {
   unsigned char r = 0;
   for (unsigned i = 0; i < 2; i++)
