@@ -300,6 +300,7 @@ void hk_ss_release(hk_superslab_t *ss) {
 void hk_ss_abandon(hk_superslab_t *ss) {
   HK_STORE_RELEASE(ss->heap, NULL);
   ss->stamp_ms = hk_os_now_ms();
+  ss->park_due = true;
   /* the classes it holds blocks of or kept warm: hk_ss_take_bundled */
   ss->warm_cls[0] = ss->warm_cls[1] = 0;
   for (uint32_t m = (~ss->free_mask | ss->warm) & ss_all_mask(ss); m; m &= m - 1) {
@@ -666,7 +667,10 @@ size_t hk_ss_purge_abandoned(bool force) {
       next = ss->next;
       /* the blocks other threads freed since its owner left come back (a
        * forked one waits for its adopter's rebuild) */
-      if (orphan && !ss->forked && ss->nused && remote_pending(ss)) orphan(ss);
+      if (orphan && !ss->forked && ss->nused && remote_pending(ss)) {
+        orphan(ss);
+        ss->park_due = true;
+      }
       if (ss->nused == 0 && (force || now - ss->stamp_ms >= delay)) {
         /* an exited heap's empty superslab no new thread took within the
          * delay: to the cache, whose clock purges and unmaps (and which
@@ -678,9 +682,11 @@ size_t hk_ss_purge_abandoned(bool force) {
         to_cache = ss;
       } else if (force || (ss->dirty_old | ss->dirty_new) ||
                  /* blocks still out a delay after the abandon: the free
-                  * pages among them are parked (the hook looks again only
-                  * where more blocks came back since) */
-                 (park && ss->nused && !ss->forked && now - ss->stamp_ms >= delay)) {
+                  * pages among them are parked, once, and again only when
+                  * more blocks came back since (taken off the list at
+                  * every tick, a superslab holding one block out for good
+                  * hid from adopters, and they mapped new ones) */
+                 (park && ss->park_due && ss->nused && !ss->forked && now - ss->stamp_ms >= delay)) {
         hk_ss_list_remove(&abandoned[k], ss);
         OUT(out_abandoned, 1);
         ss->list = OUT_ABANDONED;
@@ -690,7 +696,10 @@ size_t hk_ss_purge_abandoned(bool force) {
     }
   hk_unlock_nosys(&abandoned_lock);
   for (hk_superslab_t *ss = batch; ss; ss = ss->next) {
-    if (park && ss->nused && !ss->forked && (force || now - ss->stamp_ms >= delay)) bytes += park(ss);
+    if (park && ss->nused && !ss->forked && (force || now - ss->stamp_ms >= delay)) {
+      ss->park_due = false;
+      bytes += park(ss);
+    }
     bytes += hk_ss_purge_unused(ss, force);
   }
   list_put_back(&abandoned_lock, abandoned, batch, LIST_ABANDONED);

@@ -66,6 +66,9 @@ typedef struct hk_superslab {
                                taken since the header was zeroed: ss_init
                                reads those only then (a read maps a page
                                where the kernel maps no zero page) */
+  bool park_due;            /* abandoned: blocks came back since its last
+                               park (or it was just abandoned): the purge
+                               takes it off the list to park again only then */
   struct hk_heap *heap;            /* owner; NULL when abandoned/cached    */
   struct hk_superslab *next, *prev;
   struct hk_superslab *all_next, *all_prev;  /* every mapped superslab */
