@@ -41,7 +41,7 @@ static bool live_tail_ok(const hk_arena_t *a, uint32_t i) {
 
 /* calloc's fresh pages (never touched, or purged) read as zero, but a
  * program that reads them before it writes them maps the shared zero page
- * first, then pays a fault, a copy and a TLB shootdown of every thread per
+ * first (a kernel that has one), then pays a fault, a copy and a TLB shootdown of every thread per
  * 4 KiB when it writes: the shootdowns dominate a threaded program that
  * callocs big blocks. Faulting them in for writing at once costs one call
  * (and one fault per huge page in an arena advised huge pages). A kernel

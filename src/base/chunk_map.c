@@ -2,7 +2,9 @@
  * tier each of its values belongs to. */
 #include "base/chunk_map.h"
 
-/* 64 MiB of .bss: zero pages until a chunk is first marked. */
+/* 64 MiB of .bss: no memory until a chunk is first marked, but for the
+ * pages a look-up reads (a foreign pointer's; each page covers 8 GiB of
+ * address space), where the kernel maps no zero page. */
 HK_BSS_ARRAY uint8_t hk_chunk_map[HK_MAP_LEN];
 
 /* (values the map never holds read as foreign) */

@@ -136,7 +136,8 @@ size_t hk_slab_park(hk_slab_t *s, bool force) {
 
 /* Parked pages something wrote to since they were purged: a free of one of
  * their blocks (a double free) or a write after free. Resident pages that
- * read as zero were only read (the kernel's zero page). */
+ * read as zero were only read (the kernel's zero page, or a page of its
+ * own on a kernel that maps none). */
 static uint64_t written_pages(const geom_t *g, uint64_t parked, uint64_t *resident) {
   unsigned lo = (unsigned)__builtin_ctzll(parked), hi = 63u - (unsigned)__builtin_clzll(parked);
   unsigned char vec[64];
