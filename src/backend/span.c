@@ -41,12 +41,13 @@ static bool live_tail_ok(const hk_arena_t *a, uint32_t i) {
 
 /* calloc's fresh pages (never touched, or purged) read as zero, but a
  * program that reads them before it writes them maps the shared zero page
- * first (a kernel that has one), then pays a fault, a copy and a TLB shootdown of every thread per
- * 4 KiB when it writes: the shootdowns dominate a threaded program that
- * callocs big blocks. Faulting them in for writing at once costs one call
- * (and one fault per huge page in an arena advised huge pages). A kernel
- * without MADV_POPULATE_WRITE (older than 5.14): one write a page, which
- * maps each page writable before the program can map the zero page. */
+ * first (a kernel that has one), then pays a fault, a copy and a TLB
+ * shootdown of every thread per 4 KiB when it writes: the shootdowns
+ * dominate a threaded program that callocs big blocks. Faulting them in
+ * for writing at once costs one call (and one fault per huge page in an
+ * arena advised huge pages). A kernel without MADV_POPULATE_WRITE (older
+ * than 5.14): one write a page, which maps each page writable before the
+ * program can map the zero page. */
 static void fault_fresh(uint8_t *p, size_t bytes) {
   if (bytes > HK_SPAN_POPULATE_MAX || hk_os_populate(p, bytes)) return;
   for (size_t o = 0; o < bytes; o += HK_PAGE) ((volatile uint8_t *)p)[o] = 0;
