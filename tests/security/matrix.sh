@@ -99,12 +99,15 @@ for c in $columns; do
       r=-
     fi
     got[$name:$c]=$r
+    [ "${expect[$name:$c]:-}" = "~" ] && got[$name:$c]='~'  # (kept by --write)
     ran=$((ran + 1))
     [ $write = 1 ] && continue
     want=${expect[$name:$c]:-?}
     if [ "$want" = "?" ]; then
       echo "FAIL $c / $name: no cell in matrix.txt (got $r; run with --write)"
       fail=$((fail + 1))
+    elif [ "$want" = "~" ]; then
+      :  # either: the address layout decides, not the measure (matrix.txt's header)
     elif [ "$want" != "$r" ]; then
       if [ "$r" = - ]; then
         echo "FAIL $c / $name: the measure no longer catches it (expected +, got -)"
@@ -128,7 +131,9 @@ if [ $write = 1 ]; then
     echo "# attacks.txt run on the library of one measure (src/base/measures.h), beside the"
     echo "# default library (none) and the secure one (all). + the line passes (the"
     echo "# attack is caught as expected; for an ok line, the program runs clean);"
-    echo "# - it does not. Written by: bash tests/security/matrix.sh BUILD --write"
+    echo "# - it does not; ~ either, by where the kernel placed the mappings the attack"
+    echo "# reaches (set by hand, kept by --write; not a verdict on the measure)."
+    echo "# Written by: bash tests/security/matrix.sh BUILD --write"
     printf '%-28s' attack
     for c in $all_columns; do printf ' %-7s' "$c"; done
     echo
