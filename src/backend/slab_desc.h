@@ -114,6 +114,13 @@ HK_INLINE unsigned hk_slab_live(const hk_slab_t *s) {
   return used > parked ? used - parked : 0;
 }
 
+/* The freed blocks s's owner can take: those carved and not out, and
+ * those of parked pages, which come back a batch at a time (slab_park.h).
+ * The owner's reading: no other thread writes the three. */
+HK_INLINE unsigned hk_slab_room(const hk_slab_t *s) {
+  return (unsigned)(s->carved - s->used + s->nparked);
+}
+
 /* The owner's frees into s go aside from now on (HK_OWNER_ASIDE); the
  * caller is s's owner, and a change of state clears it */
 HK_INLINE void hk_slab_set_aside(hk_slab_t *s) {

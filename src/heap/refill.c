@@ -169,7 +169,7 @@ HK_INLINE bool heap_other_richer(const hk_heap_t *h, const hk_slab_t *s) {
   /* (parked blocks count as s's: they come back a batch at a time, each
    * batch a refill, and a slab that looked poor for it was left for
    * another, whose pages came back too) */
-  unsigned mine = (unsigned)(s->carved - s->used + s->nparked), enough = (unsigned)s->capacity >> HK_RICH_SLAB_SHIFT;
+  unsigned mine = hk_slab_room(s), enough = (unsigned)s->capacity >> HK_RICH_SLAB_SHIFT;
   if (mine >= HK_RICH_ENOUGH || mine >= enough) return false;
   /* racy with the background purge, which may be unlinking o under the
    * heap's bg_lock: any value will do (a wrong guess costs a full slow
@@ -217,7 +217,7 @@ HK_INLINE hk_slab_t *heap_pick_partial(hk_heap_t *h, hk_slab_t *head, unsigned b
     if (!first) first = t;
     /* (one with fewer freed blocks than a batch would be passed over
      * for fresh ones, below) */
-    if ((unsigned)(t->carved - t->used + t->nparked) >= batch && (!best || hk_slab_live(t) > hk_slab_live(best)))
+    if (hk_slab_room(t) >= batch && (!best || hk_slab_live(t) > hk_slab_live(best)))
       best = t;
   }
   return best ? best : first ? first : head;
