@@ -59,7 +59,7 @@ static const knob_row_t knob_table[] = {
           { "0", 0 }, { "1", 1 }, { "json", 2 }, { "", 0 }, { "text", 1 }),  /* 1 text report, 2 JSON */
   PATH("HAKMEM_STATS_FILE",           stats_file,         START(NONE)),
   PATH("HAKMEM_PROF_FILE",            prof_file,          START(NONE)),
-  NUMBER("HAKMEM_PURGE_DELAY_MS",     purge_delay_ms,     RUN(PURGE_DELAY), 0, 3600000, 5000, 1000, 25),
+  NUMBER("HAKMEM_PURGE_DELAY_MS",     purge_delay_ms,     RUN(PURGE_DELAY), 0, 3600000, 5000, 1000, 10),
   NUMBER("HAKMEM_STOPPED_PURGE_MS",   stopped_purge_ms,   START(NONE), 0, 3600000, 0, 0, 2),
   NUMBER("HAKMEM_SS_CACHE",           ss_cache,           RUN(NONE), 0, 4096, 1024, 256, 4),
   NUMBER("HAKMEM_LARGE_CACHE_MB",     large_cache_mb,     RUN(LARGE_MB), 0, 65536, 256, 64, 8),

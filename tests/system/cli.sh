@@ -136,8 +136,8 @@ case_verbose() {
   err=$(cd "$W" && env HAKMEM_VERBOSE=1 HAKMEM_SS_CACHE=0 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
   printf '%s\n' "$err" | grep -qx 'hakmem: config: profile balanced; HAKMEM_SS_CACHE=0, HAKMEM_VERBOSE=1' ||
     fail "verbose 1: '$err'"
-  err=$(cd "$W" && env HAKMEM_VERBOSE=1 HAKMEM_PROFILE=lowmem HAKMEM_PURGE_DELAY_MS=25 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
-  # 25 is lowmem's own default: not listed
+  err=$(cd "$W" && env HAKMEM_VERBOSE=1 HAKMEM_PROFILE=lowmem HAKMEM_PURGE_DELAY_MS=10 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
+  # 10 is lowmem's own default: not listed
   printf '%s\n' "$err" | grep -qx 'hakmem: config: profile lowmem; HAKMEM_VERBOSE=1' || fail "verbose 1 lowmem: '$err'"
   [ "$(printf '%s\n' "$err" | grep -c '^hakmem: config:')" = 1 ] || fail "verbose 1: not one line"
   err=$(cd "$W" && env HAKMEM_VERBOSE=2 LD_PRELOAD="$LIB" "$TRUE" 2>&1)
@@ -164,7 +164,7 @@ case_config() {
         "$H" config 2>"$W/err")
   printf '%s\n' "$out" | grep -q '^HAKMEM_PROFILE  *lowmem  *(set; default balanced)' || fail "config: lowmem profile"
   printf '%s\n' "$out" | grep -q '^HAKMEM_SS_CACHE  *3  *(set; default 4)' || fail "config: set knob: $out"
-  printf '%s\n' "$out" | grep -q '^HAKMEM_PURGE_DELAY_MS  *25  *(default)' || fail "config: lowmem default"
+  printf '%s\n' "$out" | grep -q '^HAKMEM_PURGE_DELAY_MS  *10  *(default)' || fail "config: lowmem default"
   printf '%s\n' "$out" | grep -q '^HAKMEM_VERBOSE  *1  *(set; default 0)' || fail "config: the caller's verbose"
   printf '%s\n' "$out" | grep -q '^HAKMEM_CARVE_KB  *4  *(default: the value given is invalid)' || fail "config: invalid value"
   grep -q 'unknown variable HAKMEM_PURGE_DELAY (did you mean HAKMEM_PURGE_DELAY_MS?)' "$W/err" ||
