@@ -33,7 +33,11 @@ void *hk_large_span_alloc(size_t size, size_t align, bool zero, unsigned kind) {
  * resident pages (hk_large_span_cap) holds at each tick of the purge clock
  * (hk_large_collect), and at once only past twice the cap: holding it at
  * every free purged the holes a heap of buffers reuses next, and the next
- * malloc faulted them back in. */
+ * malloc faulted them back in. Under lowmem, the free of a block of half
+ * the cap or more holds the cap at once: one such block fills that band
+ * alone, so it kept a block's worth of pages over the cap at the peak of
+ * a program whose buffers grow (docs/BENCHMARKS.md, "lowmem's big
+ * frees"), and the holes the band is for are a heap's smaller ones. */
 static void span_release(void *p, unsigned kind, size_t size) {
   unsigned bk;
   /* the default cap reads the live high-water with the block still
@@ -46,7 +50,8 @@ static void span_release(void *p, unsigned kind, size_t size) {
   if (lowmem) cap = hk_large_span_cap();
   hk_large_check_free(p, kind, size, bk, req);
   hk_large_count_free(bytes);
-  if (hk_span_bytes_dirty() > 2 * cap) hk_large_span_purge((uint64_t)hk_large_cap(HK_LARGE_CAP_DELAY), cap);
+  size_t past = lowmem && bytes >= cap / 2 ? cap : 2 * cap;
+  if (hk_span_bytes_dirty() > past) hk_large_span_purge((uint64_t)hk_large_cap(HK_LARGE_CAP_DELAY), cap);
   hk_large_collect(false);
 }
 

@@ -53,6 +53,8 @@
  *   Q. (`test_span dropped`, HAKMEM_PROFILE=lowmem) a program that frees
  *      its last big blocks keeps no more than 256 KiB of their pages:
  *      dropped() below.
+ *   R. (`test_span bigfree`, HAKMEM_PROFILE=lowmem) the free of a block of
+ *      half the cap or more holds lowmem's cap at once: bigfree() below.
  *   N. (`test_span shards`, with HAKMEM_SPAN_SHARDS of 4 or more) span
  *      shards: shards() below. (`test_span pinned`) their default count
  *      comes from the process's CPUs, not from those of the thread that
@@ -477,6 +479,45 @@ static void dropped(void) {
       CHECK(keep[0] == 0x5a && keep[8 * MiB - 1] == 0x5a);
       free(keep);
     }
+  }
+}
+
+/* R: under lowmem, the free of a block of half the cap or more holds the
+ * cap at once (large_span.c, span_release): a program whose buffers grow
+ * kept a block's worth of free pages over the cap at its peak. 40 MiB of
+ * big blocks live (the cap is then the full 8 MiB: a quarter of them, at
+ * most the cache's 8), two written 6 MiB blocks freed: at most the cap's
+ * 8 MiB of their 12 stay (the band up to twice the cap kept all 12). The
+ * holes of a heap of smaller buffers stay as before: holes() above. */
+static void bigfree(void) {
+  const char *prof = getenv("HAKMEM_PROFILE");
+  CHECKF(prof && strcmp(prof, "lowmem") == 0, "test_span bigfree wants HAKMEM_PROFILE=lowmem");
+  if (!purge_delay_in("bigfree", 1000, 10000)) return;
+  enum { LIVE = 5, N = 2 };
+  unsigned char *keep[LIVE], *b[N];
+  for (int i = 0; i < LIVE; i++) {
+    keep[i] = malloc(8 * MiB);
+    CHECK_FATAL(keep[i] != NULL);
+    memset(keep[i], 0x40 + i, 8 * MiB);
+  }
+  for (int i = 0; i < N; i++) {
+    b[i] = malloc(6 * MiB);
+    CHECK_FATAL(b[i] != NULL);
+    memset(b[i], i + 1, 6 * MiB);
+  }
+  size_t before = 0, after = 0;
+  for (int i = 0; i < N; i++) before += resident_pages(b[i], 6 * MiB);
+  for (int i = 0; i < N; i++) free(b[i]);
+  for (int i = 0; i < N; i++) after += resident_pages(b[i], 6 * MiB);
+  size_t allowed = 8 * MiB / 4096;
+  printf("  R: %zu of %zu pages of two freed 6 MiB blocks resident (%zu allowed)\n", after, before, allowed);
+  CHECKF(before == N * 1536, "the written blocks read %zu resident pages of %d: the count cannot see them", before,
+         N * 1536);
+  CHECKF(after <= allowed, "lowmem kept %zu pages of two freed 6 MiB blocks past its 8 MiB cap (%zu allowed)", after,
+         allowed);
+  for (int i = 0; i < LIVE; i++) {
+    CHECK(keep[i][0] == 0x40 + i && keep[i][8 * MiB - 1] == 0x40 + i);
+    free(keep[i]);
   }
 }
 
@@ -1016,6 +1057,7 @@ int main(int argc, char **argv) {
     { "spent", spent }, { "freed", freed }, { "joined", joined }, { "teardown", teardown },
     { "lend", lend }, { "shed", shed }, { "pinned", pinned }, { "shards", shards }, { "aging", aging },
     { "holes", holes }, { "undo", undo }, { "race", race }, { "dropped", dropped },
+    { "bigfree", bigfree },
   };
   char done[64];
   if (argc > 1 && strcmp(argv[1], "many") == 0) {
