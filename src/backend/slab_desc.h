@@ -116,7 +116,8 @@ HK_INLINE unsigned hk_slab_live(const hk_slab_t *s) {
 
 /* The freed blocks s's owner can take: those carved and not out, and
  * those of parked pages, which come back a batch at a time (slab_park.h).
- * The owner's reading: no other thread writes the three. */
+ * For the owner, or the purge thread holding the heap's bg_lock (the idle
+ * park: bg.c), which alone write the three; others read hk_slab_live. */
 HK_INLINE unsigned hk_slab_room(const hk_slab_t *s) {
   return (unsigned)(s->carved - s->used + s->nparked);
 }

@@ -274,6 +274,26 @@ static size_t resident_pages(void *p, size_t n) {
   return check_resident_pages(p, n);
 }
 
+/* n blocks of `size` bytes at b, each written through with its index + 1 */
+static void write_blocks(unsigned char **b, int n, size_t size) {
+  for (int i = 0; i < n; i++) {
+    b[i] = malloc(size);
+    CHECK_FATAL(b[i] != NULL);
+    memset(b[i], i + 1, size);
+  }
+}
+
+/* Frees the n blocks of `size` bytes at b: *before gets their resident
+ * pages before the frees, the result those still resident after them */
+static size_t free_counted(unsigned char **b, int n, size_t size, size_t *before) {
+  size_t after = 0;
+  *before = 0;
+  for (int i = 0; i < n; i++) *before += resident_pages(b[i], size);
+  for (int i = 0; i < n; i++) free(b[i]);
+  for (int i = 0; i < n; i++) after += resident_pages(b[i], size);
+  return after;
+}
+
 /* The purge delay the case `what` runs under, which must lie in [lo, hi]
  * (the ctest sets it): 0, with a failed check, when it does not. */
 static long purge_delay_in(const char *what, long lo, long hi) {
@@ -385,11 +405,7 @@ static void teardown(void) {
   if (!delay) return;
   enum { N = 12 };
   unsigned char *b[N];
-  for (int i = 0; i < N; i++) {
-    b[i] = malloc(8 * MiB);
-    CHECK_FATAL(b[i] != NULL);
-    memset(b[i], i + 1, 8 * MiB);
-  }
+  write_blocks(b, N, 8 * MiB);
   struct timespec t0;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (int i = 0; i < N; i++) free(b[i]);
@@ -424,11 +440,7 @@ static void holes(void) {
   if (!purge_delay_in("holes", 1000, 10000)) return;
   enum { N = 64, F = 6 };
   unsigned char *b[N];
-  for (int i = 0; i < N; i++) {
-    b[i] = malloc(MiB);
-    CHECK_FATAL(b[i] != NULL);
-    memset(b[i], i + 1, MiB);
-  }
+  write_blocks(b, N, MiB);
   for (int i = 0; i < F; i++) free(b[i * 10]);
   size_t kept = 0;
   for (int i = 0; i < F; i++) kept += resident_pages(b[i * 10], MiB);
@@ -458,15 +470,8 @@ static void dropped(void) {
       CHECK_FATAL(keep != NULL);
       memset(keep, 0x5a, 8 * MiB);
     }
-    for (int i = 0; i < N; i++) {
-      b[i] = malloc(2 * MiB);
-      CHECK_FATAL(b[i] != NULL);
-      memset(b[i], i + 1, 2 * MiB);
-    }
-    size_t before = 0, after = 0;
-    for (int i = 0; i < N; i++) before += resident_pages(b[i], 2 * MiB);
-    for (int i = 0; i < N; i++) free(b[i]);
-    for (int i = 0; i < N; i++) after += resident_pages(b[i], 2 * MiB);
+    write_blocks(b, N, 2 * MiB);
+    size_t before, after = free_counted(b, N, 2 * MiB, &before);
     /* a free purges at once only past twice the cap (large_span.c) */
     size_t allowed = 2 * (live ? 8 * MiB / 4 : 256 * KiB) / 4096;
     printf("  Q: %s: %zu of %zu pages of 8 freed 2 MiB blocks resident (%zu allowed)\n",
@@ -500,15 +505,8 @@ static void bigfree(void) {
     CHECK_FATAL(keep[i] != NULL);
     memset(keep[i], 0x40 + i, 8 * MiB);
   }
-  for (int i = 0; i < N; i++) {
-    b[i] = malloc(6 * MiB);
-    CHECK_FATAL(b[i] != NULL);
-    memset(b[i], i + 1, 6 * MiB);
-  }
-  size_t before = 0, after = 0;
-  for (int i = 0; i < N; i++) before += resident_pages(b[i], 6 * MiB);
-  for (int i = 0; i < N; i++) free(b[i]);
-  for (int i = 0; i < N; i++) after += resident_pages(b[i], 6 * MiB);
+  write_blocks(b, N, 6 * MiB);
+  size_t before, after = free_counted(b, N, 6 * MiB, &before);
   size_t allowed = 8 * MiB / 4096;
   printf("  R: %zu of %zu pages of two freed 6 MiB blocks resident (%zu allowed)\n", after, before, allowed);
   CHECKF(before == N * 1536, "the written blocks read %zu resident pages of %d: the count cannot see them", before,
