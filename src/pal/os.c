@@ -88,19 +88,26 @@ static void raw_unmap(void *p, size_t size) {
 #define HINT_HIGH ((uintptr_t)48 << 40)
 static _Atomic uintptr_t hint_next;
 
-static void *map_at_hint(size_t size, int prot) {
+/* align: 2 MiB or a larger power of two (a span arena's 1 GiB: the
+ * hints skip to the next multiple) */
+static void *map_at_hint(size_t size, size_t align, int prot) {
 #if defined(__SANITIZE_THREAD__) || defined(__SANITIZE_ADDRESS__)
-  (void)size; (void)prot;
+  (void)size; (void)align; (void)prot;
   return NULL;  /* sanitizers own the address space layout */
 #endif
   uintptr_t h = atomic_load_explicit(&hint_next, memory_order_relaxed);
   if (h == 0) {
     uintptr_t seed = (uintptr_t)hk_random(HK_RANDOM_MAP_HINT, 0);
     uintptr_t start = HINT_LOW + (((seed >> 12) & 0xffff) << HK_SS_SHIFT);
-    atomic_compare_exchange_strong(&hint_next, &h, start);
+    if (atomic_compare_exchange_strong(&hint_next, &h, start)) h = start;
   }
   size_t step = hk_align_up(size, HK_SS_SIZE);
-  h = atomic_fetch_add_explicit(&hint_next, step, memory_order_relaxed);
+  uintptr_t at;
+  do {
+    at = hk_align_up(h, align);
+  } while (!atomic_compare_exchange_weak_explicit(&hint_next, &h, at + step, memory_order_relaxed,
+                                                  memory_order_relaxed));
+  h = at;
   if (h < HINT_LOW || h + step > HINT_HIGH) return NULL;
   count_mmap(size);
   void *p = mmap((void *)h, size, prot,
@@ -116,8 +123,10 @@ static void *map_at_hint(size_t size, int prot) {
 static void *map_aligned(size_t size, size_t align, int prot) {
   HK_ASSERT(size % HK_PAGE == 0 && (align & (align - 1)) == 0 && align >= HK_PAGE);
   int saved = errno;
-  if (align <= HK_SS_SIZE) {
-    void *p = map_at_hint(size, prot);
+  /* (a larger alignment only for a mapping at least that big: the hints
+   * it skips are then fewer than the bytes it maps) */
+  if (align <= HK_SS_SIZE || (align <= (size_t)1 << 30 && size >= align)) {
+    void *p = map_at_hint(size, align > HK_SS_SIZE ? align : HK_SS_SIZE, prot);
     if (p) {
       errno = saved;
       note_mapped(size);
