@@ -284,6 +284,27 @@ bool hk_mem_limited_slab(void) {
   return hk_mem_limited();
 }
 
+/* when the first large block was taken unread (ns; 0: none yet) */
+static uint64_t large_unread_ns;
+static bool large_window_over(void) {
+  uint64_t first = HK_LOAD_RELAXED(large_unread_ns);
+  return first != 0 && hk_os_now_ns() - first >= HK_MEM_UNREAD_NS;
+}
+bool hk_mem_limited_large(void) {
+  if (HK_LIKELY(HK_LOAD_RELAXED(hk_mem_ready))) return HK_LOAD_RELAXED(hk_mem_on) != 0;
+  hk_knobs_init();
+  if (HK_LOAD_RELAXED(hk_knobs.memory_limit) <= 0 &&
+      HK_LOAD_RELAXED(hk_knobs.memory_limit_action) != HK_MEM_ACTION_FAIL) {
+    if (!HK_LOAD_RELAXED(large_unread_ns)) {
+      uint64_t zero = 0;  /* racing first blocks: the first one's time stands */
+      HK_CAS_RELAXED(large_unread_ns, &zero, hk_os_now_ns() | 1);
+      return false;
+    }
+    if (!large_window_over()) return false;
+  }
+  return hk_mem_limited();
+}
+
 static size_t estimate(void) { return HK_LOAD_RELAXED(rss_read) + HK_LOAD_RELAXED(charged); }
 
 /* Soft pressure starts at the soft limit, or at three quarters of a hard
@@ -319,8 +340,12 @@ long hk_mem_scale_cap(long cap) {
 
 void hk_mem_tick(void) {
   /* limits nobody has asked for yet are not read here: a small program's
-   * purge clock would read them for nothing (hk_mem_limited_slab) */
-  if (!HK_LOAD_RELAXED(hk_mem_ready)) return;
+   * purge clock would read them for nothing (hk_mem_limited_slab); large
+   * blocks taken unread have them read once their window has passed */
+  if (!HK_LOAD_RELAXED(hk_mem_ready)) {
+    if (!large_window_over()) return;
+    hk_mem_init();
+  }
   uint64_t now = hk_os_now_ms();
   /* the cgroup may be given a limit later (a container resized): re-read
    * it unless the knob set one */

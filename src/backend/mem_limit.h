@@ -34,6 +34,16 @@ HK_INLINE bool hk_mem_limited(void) {
  * The knob is read at once; a large block, a purge tick or the stats read
  * the cgroup whenever they come first. */
 bool hk_mem_limited_slab(void);
+/* hk_mem_limited for a large block: the blocks of a process's first
+ * HK_MEM_UNREAD_NS after its first large block are taken unread too (a
+ * program that ends within it never reads the files: the read is most of
+ * what a first large block costs). What the budget acts on is resident
+ * memory, which page faults bound: a window that short lets a program
+ * fault a few MiB more than a budget read at once would. Read at once with
+ * HAKMEM_MEMORY_LIMIT set or HAKMEM_MEMORY_LIMIT_ACTION=fail (a refusal
+ * needs the limit at the first block); the purge clock reads them once the
+ * window has passed (hk_mem_tick). */
+bool hk_mem_limited_large(void);
 
 /* HK_MEM_NONE, HK_MEM_SOFT (the estimate is past the soft limit: caches
  * shrink, delays shorten) or HK_MEM_HARD (within a sixteenth of the hard

@@ -216,9 +216,14 @@ _Static_assert((HK_SLOW_FULL_EVERY & (HK_SLOW_FULL_EVERY - 1)) == 0 &&
  * never all touched: not measured */
 #define HK_SPAN_POPULATE_MAX ((size_t)16 << 20)
 /* The memory budget reads the cgroup's limits at a process's first large
- * block, purge tick or stats call, or its slab after this many fresh ones
+ * block (below), purge tick or stats call, or its slab after this many fresh ones
  * (2 MiB at most): not measured */
 #define HK_MEM_UNREAD_SLABS 8
+/* ... and its large blocks for this long after the first one (mem_limit.h,
+ * hk_mem_limited_large): a 0.6 ms program paid a fifth of its time for the
+ * read (docs/BENCHMARKS.md, "The limits' read put off"); 2 ms of faults
+ * make a few MiB resident */
+#define HK_MEM_UNREAD_NS ((uint64_t)2000000)
 /* Huge or plain (span_thp.c): freed blocks of at least HK_THP_BIG bytes are
  * sampled for the share of their 2 MiB chunks the program touched; span
  * blocks go to arenas without huge pages once the samples' running mean

@@ -161,7 +161,7 @@ bool hk_large_admit(size_t size, size_t align) {
   if (HK_UNLIKELY(hook != NULL)) hook((unsigned)(size >> 16) + 1);
   if (size > HK_MAX_ALLOC || align > HK_MAX_ALLOC / 2) { errno = ENOMEM; return false; }
   if (size == 0) size = 1;
-  if (HK_UNLIKELY(hk_mem_limited()) && !hk_mem_admit(size, relieve_caches, NULL)) { errno = ENOMEM; return false; }
+  if (HK_UNLIKELY(hk_mem_limited_large()) && !hk_mem_admit(size, relieve_caches, NULL)) { errno = ENOMEM; return false; }
   return true;
 }
 

@@ -13,6 +13,12 @@
  *                         allocations first need them (memlimit_cgroup.sh).
  *   test_memlimit info    prints the limit in force, its source and the
  *                         headroom as hak_stats_read says (memlimit_cgroup.sh).
+ *   test_memlimit one     one large block, kept to the exit: a program that
+ *                         ends within the budget's unread window (2 ms after
+ *                         its first large block) reads no cgroup file
+ *                         (startup.sh, under strace).
+ *   test_memlimit two     a large block, 5 ms asleep, another: the second
+ *                         reads the limits (startup.sh).
  *   test_memlimit hold MB FILE   holds MB MiB written, touches FILE, then
  *                         sleeps until killed: another process of the same
  *                         cgroup, which the budget must count (memlimit_cgroup.sh).
@@ -22,6 +28,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "../include/hakmem.h"
@@ -209,6 +216,21 @@ static int hold(size_t mb, const char *ready) {
   for (;;) pause();
 }
 
+static char *one_large(void) {
+  char *p = malloc(1 << 20);
+  CHECK_FATAL(p);
+  p[0] = 1;
+  return p;
+}
+
+static int two(void) {
+  free(one_large());
+  struct timespec ts = { 0, 5 * 1000000L };
+  while (nanosleep(&ts, &ts) != 0) {}
+  free(one_large());
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *mode = argc > 1 ? argv[1] : "cycle";
   if (strcmp(mode, "hold") == 0 && argc == 4) return hold(strtoul(argv[2], NULL, 10), argv[3]);
@@ -217,6 +239,8 @@ int main(int argc, char **argv) {
   if (strcmp(mode, "fail") == 0) return fail();
   if (strcmp(mode, "info") == 0) return info();
   if (strcmp(mode, "quiet") == 0) return quiet();
-  fprintf(stderr, "usage: test_memlimit cycle|fail|info|quiet [LIMIT] | hold MB FILE\n");
+  if (strcmp(mode, "one") == 0) return one_large()[0] == 1 ? 0 : 1;
+  if (strcmp(mode, "two") == 0) return two();
+  fprintf(stderr, "usage: test_memlimit cycle|fail|info|quiet [LIMIT] | one | two | hold MB FILE\n");
   return 2;
 }

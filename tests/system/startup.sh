@@ -2,10 +2,13 @@
 # startup.sh BUILD_DIR — what a small program's start costs in system calls.
 # A program of small blocks alone (bench/cost_loop 16 under LD_PRELOAD)
 # reads no cgroup file, no THP mode and no page-reporting file (each an
-# open, a read and a close: about 130 us of a 1.9 ms start before); and the
-# limits are still read where they are needed: at the first large block
-# (bench_large), and by the stats (HAKMEM_STATS=1), which then name where
-# the limit came from.
+# open, a read and a close: about 130 us of a 1.9 ms start before); nor
+# does a program that ends within 2 ms of its first large block
+# (test_memlimit one: most of what that block cost). The limits are still
+# read where they are needed: at a large block past that window
+# (test_memlimit two, and bench_large), at the first large block with
+# HAKMEM_MEMORY_LIMIT_ACTION=fail, and by the stats (HAKMEM_STATS=1),
+# which then name where the limit came from.
 set -u
 B=${1:?usage: startup.sh BUILD_DIR}
 LIB=$(readlink -f "$B/libhakmem.so")
@@ -26,12 +29,24 @@ if [ -n "$small" ]; then
 else
   echo "small blocks: no cgroup, THP or page-reporting file read"
 fi
-large=$(opens "$B/bench/bench_large" 10 2 64k 1m 3 0)
-if echo "$large" | grep -q '/proc/self/cgroup'; then
-  echo "a large block: the cgroup read"
+T=$B/tests/test_memlimit
+one=$(opens "$T" one | grep cgroup)
+if [ -n "$one" ]; then
+  echo "FAIL: a program of one large block read:"; echo "$one"; fail=1
 else
-  echo "FAIL: a program with large blocks never read /proc/self/cgroup"; fail=1
+  echo "one large block: no cgroup file read"
 fi
+# (each: the first open of /proc/self/cgroup; none: a FAIL)
+reads() { echo "$1" | grep -q '/proc/self/cgroup'; }
+two=$(opens "$T" two)
+one_fail=$(opens HAKMEM_MEMORY_LIMIT_ACTION=fail "$T" one)
+large=$(opens "$B/bench/bench_large" 2000 2 64k 1m 3 0)
+reads "$two" && echo "a large block 5 ms after the first: the cgroup read" ||
+  { echo "FAIL: test_memlimit two never read /proc/self/cgroup"; fail=1; }
+reads "$one_fail" && echo "one large block with HAKMEM_MEMORY_LIMIT_ACTION=fail: the cgroup read" ||
+  { echo "FAIL: with HAKMEM_MEMORY_LIMIT_ACTION=fail, the first large block did not read the cgroup"; fail=1; }
+reads "$large" && echo "bench_large (2000 cycles): the cgroup read" ||
+  { echo "FAIL: a program with large blocks never read /proc/self/cgroup"; fail=1; }
 out=$(HAKMEM_STATS=1 LD_PRELOAD="$LIB" "$B/bench/cost_loop" 16 2>&1)
 stats=$(opens HAKMEM_STATS=1 "$B/bench/cost_loop" 16)
 if echo "$stats" | grep -q '/proc/self/cgroup' && echo "$out" | grep -q 'memory limit:'; then
