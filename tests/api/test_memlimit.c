@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "../include/hakmem.h"
@@ -225,8 +224,7 @@ static char *one_large(void) {
 
 static int two(void) {
   free(one_large());
-  struct timespec ts = { 0, 5 * 1000000L };
-  while (nanosleep(&ts, &ts) != 0) {}
+  sleep_ms(5);
   free(one_large());
   return 0;
 }
