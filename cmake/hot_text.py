@@ -53,6 +53,12 @@ WORKLOADS = [
     ("mid", {}, [f"{BENCH}/bench_mid", "1", "20000"]),
     ("xthread", {}, [f"{BENCH}/bench_xthread", "1", "20000", "16", "512", "7", "64"]),
     ("large", {}, [f"{BENCH}/bench_large", "0", "8", "64k", "32m", "3", "1"]),
+    # big blocks under lowmem (a big free past the span cap purges at once),
+    # and the test of them (release/lib_pages_large*, its measuring run)
+    ("large_lowmem", {"HAKMEM_PROFILE": "lowmem"}, [f"{BENCH}/bench_large", "0", "8", "64k", "32m", "3", "5"]),
+    ("lib_pages_large", {"LD_PRELOAD": os.path.realpath(LIB), "HK_LIB_PAGES_COPY": os.path.realpath(LIB),
+                         "HAKMEM_PROFILE": "lowmem"},
+     [f"{BUILD}/tests/test_lib_pages", "large"]),
     ("lru", {}, [f"{BENCH}/bench_lru", "64", "6", "10000", "64", "512", "150", "1"]),
     ("thread_churn", {}, [f"{BENCH}/bench_thread_churn", "3", "4", "200", "100", "3", "8", "2", "7"]),
     ("shell", {}, ["/bin/sh", "-c", "echo a | cat > /dev/null; ls / > /dev/null"]),
