@@ -290,14 +290,15 @@ static void large_life(void) {
     }
     for (int i = 0; i < 8; i++) free(b[i]);
   }
+  const size_t top = (size_t)32 << 20;
   for (int c = 0; c < 5; c++) {
     size_t n = (size_t)64 << 10;
     unsigned char *q = malloc(n);
     CHECK_FATAL(q != NULL);
     q[0] = (unsigned char)c;
-    while (n < ((size_t)32 << 20)) {
+    while (n < top) {
       size_t m = n + n / 2 + (size_t)c * 512;
-      if (m > ((size_t)32 << 20)) m = (size_t)32 << 20;
+      if (m > top) m = top;
       q = realloc(q, m);
       CHECK_FATAL(q != NULL);
       CHECKF(q[0] == (unsigned char)c, "realloc lost the block's first byte");
@@ -406,7 +407,7 @@ int main(int argc, char **argv) {
   else if (busy)
     CHECKF(eh_present == 0, "the unwind tables are resident: a stack was walked though the "
            "sampler takes none (HAKMEM_GUARDED_STACKS=0, lowmem's default)");
-  else if (!large)  /* (the sampler may take a big program's block and walk its stack) */
+  else
     CHECKF(eh_present == 0, "the unwind tables are resident though no stack was walked: "
            "mapped with the read-only data (cmake/hot_text.cmake's gap missing?)");
   /* zeroed data: a page only read is a page of memory on a kernel that
